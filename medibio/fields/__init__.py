@@ -1,0 +1,1 @@
+"""S2ORC field-of-study co-occurrence (paper Section III-B, Figures 2-4) and the medicine-related subset."""
