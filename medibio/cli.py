@@ -22,6 +22,21 @@ app = typer.Typer(
 )
 
 
+@app.command()
+def version() -> None:
+    """Print the medibio version and the versions of the libraries results depend on."""
+    import importlib.metadata as md
+
+    import medibio
+
+    typer.echo(f"medibio {medibio.__version__}")
+    for pkg in ("torch", "transformers", "accelerate", "datasets"):
+        try:
+            typer.echo(f"{pkg} {md.version(pkg)}")
+        except md.PackageNotFoundError:
+            typer.echo(f"{pkg} (not installed)")
+
+
 AREAS = (
     "medibio.blurb.data_cli",  # medibio data check|fetch
     "medibio.blurb.cli",  # medibio blurb score
