@@ -22,6 +22,11 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _root() -> None:
+    """Reproduce the MediBioDeBERTa paper (see `medibio COMMAND --help`)."""
+
+
 @app.command()
 def version() -> None:
     """Print the medibio version and the versions of the libraries results depend on."""
@@ -62,21 +67,7 @@ _register()
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning medibio's own errors into a clear message and exit code 2."""
     try:
-        rc = app(args=argv, standalone_mode=False)
-        if isinstance(rc, int) and rc:
-            sys.exit(rc)
+        app(args=argv)
     except MedibioError as exc:
         typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
         sys.exit(2)
-    except SystemExit:
-        raise
-    except Exception as exc:  # click's usage errors come here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            typer.secho("aborted", err=True)
-            sys.exit(130)
-        raise
