@@ -32,7 +32,21 @@ class Problem(str, Enum):
 
 BIO_TAGS = ("B", "I", "O")
 PICO_TAGS = ("I-PAR", "I-INT", "I-OUT", "O")
-HOC_HALLMARKS = tuple(f"hallmark_{k}" for k in range(10))
+# The 10 Hallmarks of Cancer in the index order of BLURB's HoC files (flag ``k_1`` = hallmark k). The order is
+# alphabetical; it was verified sentence by sentence: the top-level labels of the original HoC release
+# (Baker et al. 2016, github.com/sb895/Hallmarks-of-Cancer) reproduce the flags of all 17,464 BLURB sentences.
+HOC_HALLMARKS = (
+    "Activating invasion and metastasis",
+    "Avoiding immune destruction",
+    "Cellular energetics",
+    "Enabling replicative immortality",
+    "Evading growth suppressors",
+    "Genomic instability and mutation",
+    "Inducing angiogenesis",
+    "Resisting cell death",
+    "Sustaining proliferative signaling",
+    "Tumor promoting inflammation",
+)
 
 
 @dataclass(frozen=True)
