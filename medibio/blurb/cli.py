@@ -1,9 +1,99 @@
-"""CLI commands of medibio.blurb (registered on the main app by medibio.cli)."""
+"""CLI commands of medibio.blurb (registered on the main app by medibio.cli): ``medibio blurb score|gold``."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+blurb_app = typer.Typer(
+    name="blurb",
+    help="Score BLURB predictions (per dataset, per group, BLURB score and the paper's average).",
+    no_args_is_help=True,
+)
+
+SplitOpt = Annotated[str, typer.Option("--split", help="Gold split to score against: test, dev or train.")]
+DataRootOpt = Annotated[
+    Path | None,
+    typer.Option("--data-root", help="Data root holding blurb/ (default: $MEDIBIO_DATA or ../shared/data)."),
+]
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _extras(metrics: dict[str, float]) -> str:
+    keys = ("precision", "recall", "example_f1", "macro_f1")
+    counts = ("n", "gold_entities", "words")
+    parts = [f"{k}={metrics[k]:.2f}" for k in keys if k in metrics]
+    return ", ".join(parts + [f"{k}={int(metrics[k])}" for k in counts if k in metrics])
+
+
+@blurb_app.command("score")
+def score(
+    pred_dir: Annotated[Path, typer.Argument(help="Folder with <dataset>.jsonl files of {id, prediction} lines.")],
+    split: SplitOpt = "test",
+    data_root: DataRootOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Score a folder of prediction files: per-dataset metrics, group averages, both aggregates.
+
+    Datasets without a file are listed as missing; aggregates say what they cover.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from medibio.blurb import registry
+    from medibio.blurb.predictions import score_directory
+
+    report = score_directory(pred_dir, data_root=data_root, split=split)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    console = Console()
+    table = Table(title=f"BLURB scores of {pred_dir} ({split})")
+    for col in ("group", "dataset", "metric", "score", "details"):
+        table.add_column(col, justify="right" if col == "score" else "left")
+    for spec in registry.DATASETS:
+        m = report.metrics.get(spec.name)
+        table.add_row(spec.group.value, spec.name, spec.metric, _fmt(m["score"]) if m else "missing",
+                      _extras(m) if m else "")
+    console.print(table)
+    groups = Table(title="Group averages")
+    groups.add_column("group")
+    groups.add_column("average", justify="right")
+    groups.add_column("datasets scored", justify="right")
+    for g, (avg, k, n) in report.partial_groups.items():
+        groups.add_row(g, _fmt(avg) + ("" if k == n else " (partial)"), f"{k}/{n}")
+    console.print(groups)
+    console.print(f"BLURB score (macro over groups): {report.blurb_score.describe()}")
+    console.print(f"Paper 'BLURB Avg.' (mean over datasets): {report.paper_average.describe()}")
+    if report.missing:
+        console.print(f"missing prediction files: {', '.join(report.missing)}")
+    if report.unrecognised:
+        console.print(f"ignored files (no such dataset): {', '.join(p.name for p in report.unrecognised)}")
+
+
+@blurb_app.command("gold")
+def gold(
+    out_dir: Annotated[Path, typer.Argument(help="Folder to write <dataset>.jsonl gold files into.")],
+    split: SplitOpt = "test",
+    data_root: DataRootOpt = None,
+    datasets: Annotated[str, typer.Option("--datasets", help="all, a group (NER) or a comma list.")] = "all",
+) -> None:
+    """Write the gold labels in the prediction format (scoring them must give 100 everywhere)."""
+    from medibio.blurb.predictions import write_gold
+
+    written, skipped = write_gold(out_dir, split=split, data_root=data_root, datasets=datasets)
+    for path in written:
+        typer.echo(f"wrote {path}")
+    if skipped:
+        typer.echo(f"skipped (no {split} split in the data root): {', '.join(skipped)}")
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the main medibio app."""
+    app.add_typer(blurb_app, name="blurb")
