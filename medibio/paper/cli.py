@@ -1,9 +1,99 @@
-"""CLI commands of medibio.paper (registered on the main app by medibio.cli)."""
+"""CLI commands of medibio.paper (registered on the main app by medibio.cli): ``medibio audit`` and
+``medibio paper-table``."""
 
 from __future__ import annotations
 
+import json
+import math
+from typing import Annotated
+
 import typer
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print records as JSON instead of a table.")]
+
+
+def _cell(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        if value == int(value) and abs(value) >= 1000:
+            return f"{int(value):,}"
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+    return str(value)
+
+
+def _json_safe(records: list[dict[str, object]]) -> list[dict[str, object]]:
+    """NaN is not JSON: turn it into null."""
+    return [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()} for r in records]
+
+
+def audit(
+    as_json: JsonOpt = False,
+    only_inconsistent: Annotated[
+        bool, typer.Option("--only-inconsistent", help="Show only the checks that do not add up.")
+    ] = False,
+) -> None:
+    """Recompute every derived number of the paper (averages, cross-table repeats, claims in the text).
+
+    Averages are recomputed as the paper's plain mean over datasets, with the official BLURB score (macro
+    over groups) beside them; improvements are read both as points and as relative percent. A check is
+    consistent within one unit of the last printed decimal.
+    """
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from medibio.paper.audit import run_audit, summary
+
+    frame = run_audit()
+    line = summary(frame)
+    if only_inconsistent:
+        frame = frame[~frame["consistent"]]
+    if as_json:
+        typer.echo(json.dumps(_json_safe(frame.to_dict(orient="records")), indent=2, ensure_ascii=False))
+        return
+    console = Console()
+    table = Table(title="MediBioDeBERTa paper audit", show_lines=False)
+    table.add_column("where", overflow="fold")
+    table.add_column("reported", justify="right")
+    table.add_column("recomputed", justify="right")
+    table.add_column("ok")
+    table.add_column("explanation", overflow="fold")
+    for row in frame.itertuples():
+        mark = "[green]ok[/green]" if row.consistent else "[red]✗[/red]"
+        table.add_row(escape(row.where), escape(_cell(row.reported)), escape(_cell(row.recomputed)), mark,
+                      escape(row.explanation))
+    console.print(table)
+    console.print(line)
+
+
+def paper_table(
+    number: Annotated[int, typer.Argument(help="Table number, 1-7.", min=1, max=7)],
+    tidy: Annotated[
+        bool, typer.Option("--tidy", help="One row per value instead of the paper's layout.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print one of the paper's Tables 1-7 as transcribed (the data the audit works from)."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from medibio.paper import tables
+
+    frame = tables.load_table(number) if tidy else tables.paper_layout(number).reset_index()
+    if as_json:
+        typer.echo(json.dumps(_json_safe(frame.to_dict(orient="records")), indent=2, ensure_ascii=False))
+        return
+    table = Table(title=f"Table {number}: {tables.CAPTIONS[number]}")
+    for col in frame.columns:
+        table.add_column(escape(str(col)))
+    for row in frame.itertuples(index=False):
+        table.add_row(*(escape(_cell(v)) for v in row))
+    Console().print(table)
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the main medibio app."""
+    app.command("audit")(audit)
+    app.command("paper-table")(paper_table)
