@@ -1,9 +1,62 @@
-"""CLI commands of medibio.book (registered on the main app by medibio.cli)."""
+"""CLI commands of medibio.book (registered on the main app by medibio.cli): ``medibio book``."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
+
+from medibio.book.chapters import DEFAULT_PROFILE, PROFILES
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the main medibio app."""
+
+    @app.command("book")
+    def book(
+        profile: str = typer.Option(DEFAULT_PROFILE, "--profile", "-p",
+                                    help=f"Run profile injected into every notebook: {', '.join(PROFILES)}."),
+        only: list[str] = typer.Option([], "--only", help="Execute only this chapter (slug or unique part of "
+                                       "it, e.g. 'audit'); repeatable. Other chapters are kept as they are."),
+        no_execute: bool = typer.Option(False, "--no-execute",
+                                        help="Do not run notebooks: render what is already in book/."),
+        keep_going: bool = typer.Option(False, "--keep-going",
+                                        help="Render the HTML even when a notebook failed (exit code stays 1)."),
+        no_html: bool = typer.Option(False, "--no-html", help="Execute the notebooks only; skip jupyter-book."),
+        data_root: Path = typer.Option(None, "--data-root", help="Data root (default: $MEDIBIO_DATA or "
+                                       "../shared/data)."),
+        results_root: Path = typer.Option(None, "--results-root", help="Results root (default: "
+                                          "$MEDIBIO_RESULTS or results/)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the build report as JSON."),
+    ) -> None:
+        """Execute the chapter notebooks with papermill into book/, then build _build/html with jupyter-book.
+
+        A failing notebook is reported with its failing cell; the other notebooks still run. The build
+        report is saved to <results_root>/book/<profile>/build.json.
+        """
+        from medibio.book.build import build_book
+
+        if profile not in PROFILES:
+            raise typer.BadParameter(f"expected one of {', '.join(PROFILES)}", param_hint="--profile")
+
+        def show(result) -> None:
+            if not as_json:
+                colour = typer.colors.RED if result.failed else None
+                typer.secho("  " + result.describe(), fg=colour)
+
+        if not as_json:
+            typer.echo(f"executing chapters (profile {profile}) ...")
+        report = build_book(profile, only=only or None, execute=not no_execute, keep_going=keep_going,
+                            html=not no_html, data_root_dir=data_root, results_root_dir=results_root,
+                            on_result=show)
+        if as_json:
+            typer.echo(json.dumps(report.to_dict(), indent=2))
+        else:
+            typer.echo(f"notebooks: {report.execute_seconds:.0f} s; html: {report.html_seconds:.0f} s")
+            if report.html_dir:
+                typer.echo(f"book: {report.html_dir}/index.html")
+        if report.failures:
+            names = ", ".join(f.slug for f in report.failures)
+            typer.secho(f"{len(report.failures)} chapter(s) failed: {names}", err=True, fg=typer.colors.RED)
+            raise typer.Exit(1)

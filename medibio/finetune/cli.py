@@ -1,9 +1,145 @@
-"""CLI commands of medibio.finetune (registered on the main app by medibio.cli)."""
+"""CLI commands of medibio.finetune: ``medibio finetune``, ``medibio grid`` and ``medibio presets``.
+
+All three work under ``python -m medibio`` and ``accelerate launch -m medibio`` alike; heavy imports
+happen inside the commands.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import typer
+
+TASK_HELP = "dataset name, group (NER, PICO, RE, SS, DC, QA), comma list, or 'all'"
+
+
+def _overrides(config: Path | None, **flags: Any) -> dict[str, Any]:
+    from medibio.finetune import presets
+
+    data: dict[str, Any] = presets.load_config_file(config) if config else {}
+    data.update({k: v for k, v in flags.items() if v is not None})
+    return data
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x.strip()]
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the main medibio app."""
+
+    @app.command("finetune")
+    def finetune_cmd(
+        task: str = typer.Option(..., "--task", "-t", help=TASK_HELP),
+        model: str = typer.Option(None, "--model", "-m", help="model name (minilm, tiny-deberta, hub id) or "
+                                  "folder; default: the profile's model"),
+        seeds: str = typer.Option(None, "--seeds", help="comma list, e.g. 1,2,3; default: the profile's"),
+        profile: str = typer.Option("cpu", "--profile", "-p", help="smoke | cpu | gpu | paper"),
+        config: Path = typer.Option(None, "--config", help="YAML file of option overrides (optionally per "
+                                    "task under 'tasks:')"),
+        lr: float = typer.Option(None, "--lr", "--learning-rate", help="learning rate"),
+        batch_size: int = typer.Option(None, "--batch-size", help="global batch size"),
+        epochs: int = typer.Option(None, "--epochs", help="training epochs"),
+        max_length: int = typer.Option(None, "--max-length", help="maximum sub-tokens per example"),
+        grad_accum: int = typer.Option(None, "--grad-accum", help="gradient accumulation steps"),
+        max_train_examples: int = typer.Option(None, "--max-train-examples", help="cap on training examples"),
+        max_dev_examples: int = typer.Option(None, "--max-dev-examples", help="dev subsample for selection"),
+        intermediate: str = typer.Option(None, "--intermediate", help="intermediate task chain, e.g. "
+                                         "STS-B or STS-B,SICK (the encoder is carried over, the head is new)"),
+        freeze_lower: bool = typer.Option(False, "--freeze-lower", help="freeze embeddings + lower half"),
+        llrd: float = typer.Option(None, "--llrd", help="layer-wise learning-rate decay, e.g. 0.9"),
+        reinit_top: int = typer.Option(None, "--reinit-top", help="re-initialise the top k encoder layers"),
+        no_bias_correction: bool = typer.Option(False, "--no-bias-correction",
+                                                help="Adam without bias correction (original BERT)"),
+        longer_training: float = typer.Option(None, "--longer-training", help="multiply the epochs"),
+        variant: str = typer.Option(None, "--variant", help="name of this variant in the results tree"),
+        results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
+        data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
+        force: bool = typer.Option(False, "--force", help="rerun even when a record exists"),
+        as_json: bool = typer.Option(False, "--json", help="print the records as JSON"),
+    ) -> None:
+        """Fine-tune a model on BLURB tasks x seeds and write one run record per run.
+
+        Runs already recorded are skipped (resume), unless --force. Works under `accelerate launch -m
+        medibio finetune ...` for several processes (only the main process writes).
+        """
+        from medibio.finetune import runner, trainer
+
+        overrides = _overrides(config, learning_rate=lr, batch_size=batch_size, epochs=epochs,
+                               max_length=max_length, grad_accum=grad_accum, max_train_examples=max_train_examples,
+                               max_dev_examples=max_dev_examples, freeze_lower=freeze_lower or None, llrd=llrd,
+                               reinit_top=reinit_top, bias_correction=False if no_bias_correction else None,
+                               longer_training=longer_training)
+        records = runner.run_finetune(task, model, seeds, profile, overrides, intermediate, results_root, force,
+                                      data_root, variant=variant)
+        if not trainer.make_accelerator().is_main_process:
+            return
+        if as_json:
+            typer.echo(json.dumps([r.to_dict() for r in records], indent=2, default=str))
+            return
+        for r in records:
+            if r.ok:
+                typer.echo(f"{r.dataset:13s} seed {r.seed:<3d} {r.variant:20s} dev {r.score_dev:6.2f}  "
+                           f"test {r.score_test:6.2f}  ({r.wall_time_s:.0f}s)")
+            else:
+                typer.echo(f"{r.dataset:13s} seed {r.seed:<3d} {r.variant:20s} skipped: {r.reason}")
+
+    @app.command("grid")
+    def grid_cmd(
+        task: str = typer.Option(..., "--task", "-t", help=TASK_HELP),
+        model: str = typer.Option(None, "--model", "-m", help="model name or folder"),
+        seeds: str = typer.Option("1", "--seeds", help="comma list of seeds per grid point"),
+        profile: str = typer.Option("cpu", "--profile", "-p", help="smoke | cpu | gpu | paper"),
+        lrs: str = typer.Option("1e-5,3e-5,5e-5", "--lrs", help="learning rates (BLURB: 1e-5,3e-5,5e-5)"),
+        batch_sizes: str = typer.Option("16,32", "--batch-sizes", help="batch sizes (BLURB: 16,32)"),
+        epochs: str = typer.Option(None, "--epochs", help="epoch choices, e.g. 2,3,5; default: the preset's"),
+        config: Path = typer.Option(None, "--config", help="YAML file of option overrides"),
+        max_train_examples: int = typer.Option(None, "--max-train-examples", help="cap on training examples"),
+        results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
+        data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
+        force: bool = typer.Option(False, "--force", help="rerun grid points that have records"),
+        as_json: bool = typer.Option(False, "--json", help="print the summaries as JSON"),
+    ) -> None:
+        """Grid search lr x batch x epochs on dev for each task; print and save the best point."""
+        from medibio.finetune import grid, trainer
+
+        overrides = _overrides(config, max_train_examples=max_train_examples)
+        summaries = grid.grid_search(task, model, _ints(seeds), profile, _floats(lrs), _ints(batch_sizes),
+                                     _ints(epochs) if epochs else None, overrides, results_root, force, data_root)
+        if not trainer.make_accelerator().is_main_process:
+            return
+        if as_json:
+            typer.echo(json.dumps(summaries, indent=2, default=str))
+            return
+        for name, summary in summaries.items():
+            best = summary["best"]
+            if best is None:
+                typer.echo(f"{name:13s} no scored grid point ({summary['points'][0]['skipped']})")
+                continue
+            typer.echo(f"{name:13s} best lr {best['learning_rate']:g} batch {best['batch_size']} epochs "
+                       f"{best['epochs']}: dev {best['dev_mean']:.2f} over {len(best['seeds'])} seed(s)")
+
+    @app.command("presets")
+    def presets_cmd(
+        profile: str = typer.Option("cpu", "--profile", "-p", help="smoke | cpu | gpu | paper"),
+        as_json: bool = typer.Option(False, "--json", help="print as JSON"),
+    ) -> None:
+        """Show the per-task fine-tuning budget and hyperparameters of a profile."""
+        from medibio.finetune import presets
+
+        rows = presets.budget_table(profile)
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
+            return
+        prof = presets.get_profile(profile)
+        typer.echo(f"profile {prof.name}: {prof.description} (model {prof.model})")
+        cols = list(rows[0])
+        typer.echo("  ".join(f"{c:>12s}" for c in cols))
+        for row in rows:
+            typer.echo("  ".join(f"{str(row[c]):>12s}" for c in cols))

@@ -29,3 +29,28 @@ def train_sentencepiece(texts: Iterable[str], out_dir: str | Path, vocab_size: i
         minloglevel=2,
     )
     return out / "spm.model"
+
+
+def train_tokenizer(texts: Iterable[str], out_dir: str | Path, vocab_size: int = 32000, **kwargs):
+    """Train the SentencePiece model and save a complete tokenizer folder (``spm.model`` + ``tokenizer.json``).
+
+    The folder then loads offline with ``DebertaV2TokenizerFast.from_pretrained(out_dir)`` or
+    ``AutoTokenizer.from_pretrained(out_dir)``; returns the loaded tokenizer.
+    """
+    from transformers import DebertaV2TokenizerFast
+
+    out = Path(out_dir)
+    train_sentencepiece(texts, out, vocab_size=vocab_size, **kwargs)
+    tokenizer = DebertaV2TokenizerFast.from_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+    return tokenizer
+
+
+def train_corpus_vocabulary(corpus: str, out_dir: str | Path, vocab_size: int, variant: str = "abstract",
+                            max_mb: float | None = 50.0, root: str | Path | None = None):
+    """A vocabulary for a corpus spec (see ``medibio.pretrain.corpus``), trained on its first ``max_mb``
+    of deduplicated text, one sentence per SentencePiece input line."""
+    from medibio.pretrain.corpus import iter_documents, iter_sentences
+
+    docs = iter_documents(corpus, variant, root, max_mb=max_mb)
+    return train_tokenizer(iter_sentences(docs), out_dir, vocab_size=vocab_size)
