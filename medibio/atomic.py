@@ -10,10 +10,9 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
-
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -34,10 +33,8 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the file normal permissions
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 
