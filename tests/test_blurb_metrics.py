@@ -257,3 +257,13 @@ def test_length_mismatch_and_unknown_metric() -> None:
         compute("bleu", ["a"], ["a"])
     with pytest.raises(MetricInputError, match="no examples"):
         compute("accuracy", [], [])
+
+
+def test_multilabel_macro_f1_averages_per_label_f1() -> None:
+    from medibio.blurb.metrics import compute
+
+    # label a: tp=1 (ex1) fp=0 fn=1 (ex2) -> P=1, R=1/2, F1=2/3
+    # label b: tp=1 (ex2) fp=1 (ex1) fn=0 -> P=1/2, R=1, F1=2/3; macro = 2/3; micro: tp=2 fp=1 fn=1 -> 2/3
+    out = compute("multilabel_macro_f1", [["a"], ["a", "b"]], [["a", "b"], ["b"]], labels=["a", "b"])
+    assert out["score"] == pytest.approx(200 / 3)
+    assert out["micro_f1"] == pytest.approx(200 / 3)

@@ -125,7 +125,7 @@ TASKS: tuple[IFTTaskSpec, ...] = (
                 paper_sizes=((600_000, 2_069_000), (40_000, 258_000)), format="CLF", paper_target="HoC",
                 folder="scirepeval/mesh_descriptors", reader="scirepeval-classify", label_field="descriptor",
                 aliases=("mesh_descriptors", "mesh")),
-    IFTTaskSpec("fields-of-study", Problem.MULTILABEL, FIELDS_OF_STUDY, "macro_f1", 512, True,
+    IFTTaskSpec("fields-of-study", Problem.MULTILABEL, FIELDS_OF_STUDY, "multilabel_macro_f1", 512, True,
                 source=_scirepeval_source("fos"), paper_sizes=((500_000, 541_000), (40_000, 67_000)),
                 format="CLF", paper_target="HoC", folder="scirepeval/fos", reader="scirepeval-multilabel",
                 label_field="labels_text", aliases=("fos",)),
