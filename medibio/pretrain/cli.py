@@ -77,6 +77,10 @@ def pretrain(
     if experiment:
         from medibio.pretrain.experiments import run_experiments
 
+        if from_ or corpus != "biomed-abstracts":
+            raise typer.BadParameter("--experiment fixes each stage's base model and corpus (and always "
+                                     "resumes); drop --from/--corpus")
+
         manifest = run_experiments(cfg.with_overrides(per_device_batch=per_device_batch), experiment,
                                    out_root=out, max_steps=max_steps, effective_batch=effective_batch,
                                    data_root=data_root)
