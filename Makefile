@@ -29,4 +29,4 @@ lint: install
 	$(VENV)/bin/ruff check medibio tests benchmarks
 
 clean-book:
-	rm -rf _build book/*.ipynb
+	rm -rf _build && find book -maxdepth 1 -type f ! -name README.md -delete

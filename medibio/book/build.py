@@ -1,0 +1,274 @@
+"""Execute the chapter notebooks with papermill into ``book/`` and render them with jupyter-book 1.x.
+
+Why two stages: jupyter-book's own execution cannot inject parameters, so papermill executes every
+notebook of ``notebooks/`` (sources, committed without outputs) into ``book/`` with the profile's
+parameters and keeps the outputs; jupyter-book then renders ``book/`` as is (``execute_notebooks: off``)
+with warnings as errors.
+
+A notebook that fails does not stop the others: each failure is reported with the index, execution
+count and first line of its failing cell, and the build exits non-zero. ``keep_going`` still renders the
+HTML in that case (the failed page shows its error), which helps to see everything else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from medibio.atomic import write_json
+from medibio.book import assets
+from medibio.book.chapters import BOOK_DIR, CHAPTERS, Chapter, parameters_for
+from medibio.book.notebook import QUIET_ENV
+from medibio.errors import MedibioError
+from medibio.paths import DATA_ENV, REPO_ROOT, RESULTS_ENV, data_root, results_root
+
+CONFIG_FILES = ("_config.yml", "_toc.yml")
+
+
+class BookBuildError(MedibioError):
+    """The HTML build failed (the message carries the end of jupyter-book's log)."""
+
+
+@dataclass
+class ChapterResult:
+    """What happened to one chapter."""
+
+    slug: str
+    status: str  # "executed", "failed", "copied" (markdown or unexecuted source), "kept" (--no-execute)
+    seconds: float = 0.0
+    output: str = ""
+    cell_index: int | None = None  # 0-based index of the failing cell in the source notebook
+    execution_count: int | None = None
+    cell_source: str | None = None  # first line of the failing cell
+    error: str | None = None  # "ExceptionName: message"
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
+
+    def describe(self) -> str:
+        if not self.failed:
+            return f"{self.slug}: {self.status} ({self.seconds:.1f} s)"
+        return (f"{self.slug}: FAILED at cell {self.cell_index} (In [{self.execution_count}]) "
+                f"`{self.cell_source}`: {self.error}")
+
+
+@dataclass
+class BuildReport:
+    """The whole build: per-chapter results, the HTML folder, timings (also saved as JSON)."""
+
+    profile: str
+    chapters: list[ChapterResult] = field(default_factory=list)
+    html_dir: str | None = None
+    execute_seconds: float = 0.0
+    html_seconds: float = 0.0
+    html_error: str | None = None
+    started: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    @property
+    def failures(self) -> list[ChapterResult]:
+        return [c for c in self.chapters if c.failed]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and self.html_dir is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+def select(only: Sequence[str] | None = None) -> list[Chapter]:
+    """Chapters to execute: all, or those named by ``only`` (slugs or unique substrings)."""
+    from medibio.book import chapters
+
+    if not only:
+        return list(CHAPTERS)
+    picked = {chapters.get(name).slug for name in only}
+    return [c for c in CHAPTERS if c.slug in picked]
+
+
+def _declared_parameters(path: Path) -> set[str]:
+    import papermill
+
+    return set(papermill.inspect_notebook(str(path)).keys())
+
+
+def execute_chapter(chapter: Chapter, book_dir: Path, parameters: dict[str, Any],
+                    kernel_name: str = assets.KERNEL_NAME) -> ChapterResult:
+    """Execute (or copy) one chapter into ``book_dir``; a failing notebook is reported, never raised."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    out = book_dir / chapter.output_name()
+    start = time.perf_counter()
+    if not chapter.source_path.is_file():
+        return ChapterResult(chapter.slug, "failed", output=str(out), error=f"missing source {chapter.source_path}")
+    if not chapter.is_notebook:
+        shutil.copy2(chapter.source_path, out)
+        return ChapterResult(chapter.slug, "copied", time.perf_counter() - start, str(out))
+    declared = _declared_parameters(chapter.source_path)
+    injected = {k: v for k, v in parameters.items() if k in declared}
+    try:
+        papermill.execute_notebook(str(chapter.source_path), str(out), parameters=injected,
+                                   kernel_name=kernel_name, cwd=str(book_dir), progress_bar=False,
+                                   log_output=False, report_mode=False,
+                                   # the kernel's own log (transport notices, shutdown) is not the book's;
+                                   # errors in cells still surface as PapermillExecutionError
+                                   extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
+    except PapermillExecutionError as exc:
+        index, source = _failing_cell(out, exc.exec_count, exc.cell_index)
+        return ChapterResult(chapter.slug, "failed", time.perf_counter() - start, str(out),
+                             cell_index=index, execution_count=exc.exec_count,
+                             cell_source=source, error=f"{exc.ename}: {exc.evalue}")
+    except Exception as exc:  # kernel died, bad notebook JSON ...: report it and build the others
+        return ChapterResult(chapter.slug, "failed", time.perf_counter() - start, str(out),
+                             error=f"{type(exc).__name__}: {exc}")
+    return ChapterResult(chapter.slug, "executed", time.perf_counter() - start, str(out))
+
+
+_INSERTED_TAGS = {"injected-parameters", "papermill-error-cell-tag"}
+
+
+def _failing_cell(notebook: Path, execution_count: int | None, index: int | None) -> tuple[int | None, str | None]:
+    """(0-based index in the *source* notebook, first non-empty line) of the failing cell.
+
+    Papermill inserts cells (injected parameters, an error banner at the top), so the failing cell is
+    found by its execution count in the written notebook and its index counted without those cells."""
+    import nbformat
+
+    if not notebook.is_file():
+        return index, None
+    cells = [c for c in nbformat.read(str(notebook), as_version=4).cells
+             if not _INSERTED_TAGS & set(c.get("metadata", {}).get("tags", []))]
+    for i, cell in enumerate(cells):
+        if cell.cell_type == "code" and execution_count is not None and cell.get("execution_count") == execution_count:
+            lines = [line for line in cell.source.splitlines() if line.strip()]
+            return i, (lines[0].strip() if lines else "")
+    return index, None
+
+
+def _copy_unexecuted(chapter: Chapter, book_dir: Path) -> ChapterResult:
+    """Put a chapter's source in book/ so the table of contents resolves (``--only``/``--no-execute``)."""
+    out = book_dir / chapter.output_name()
+    if out.is_file():
+        return ChapterResult(chapter.slug, "kept", output=str(out))
+    if chapter.is_notebook:
+        import nbformat
+
+        nb = nbformat.read(str(chapter.source_path), as_version=4)
+        nbformat.write(nb, str(out))
+    else:
+        shutil.copy2(chapter.source_path, out)
+    return ChapterResult(chapter.slug, "copied", output=str(out))
+
+
+def execute_all(profile: str, *, book_dir: Path = BOOK_DIR, only: Sequence[str] | None = None,
+                execute: bool = True, data_root_dir: str | Path | None = None,
+                results_root_dir: str | Path | None = None, extra: dict[str, Any] | None = None,
+                on_result: Callable[[ChapterResult], None] | None = None) -> list[ChapterResult]:
+    """Execute the selected chapters into ``book_dir``; the others are kept or copied unexecuted."""
+    book_dir = Path(book_dir)
+    book_dir.mkdir(parents=True, exist_ok=True)
+    root = data_root(data_root_dir, must_exist=False)
+    results = Path(results_root(results_root_dir)).resolve()
+    os.environ[RESULTS_ENV] = str(results)
+    if root.is_dir():
+        os.environ[DATA_ENV] = str(root)
+    params = parameters_for(profile, root if root.is_dir() else "", results, **(extra or {}))
+    if execute and not assets.kernel_ready():
+        assets.install_kernel()
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)  # inherited by the kernels
+    chosen = {c.slug for c in select(only)}
+    out: list[ChapterResult] = []
+    for chapter in CHAPTERS:
+        if not chapter.is_notebook or (execute and chapter.slug in chosen):
+            result = execute_chapter(chapter, book_dir, params)  # markdown pages are always refreshed
+        else:
+            result = _copy_unexecuted(chapter, book_dir)
+        out.append(result)
+        if on_result is not None:
+            on_result(result)
+    return out
+
+
+def stage_root(dest: Path, source_root: Path = REPO_ROOT) -> Path:
+    """Make ``dest`` a book root like the repository's (configuration + local MathJax) for a build
+    elsewhere (tests build into a temporary folder and must not touch the checkout's book/)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in CONFIG_FILES:
+        shutil.copy2(source_root / name, dest / name)
+    static = dest / assets.MATHJAX_STATIC.relative_to(REPO_ROOT)
+    if not static.exists():
+        static.parent.mkdir(parents=True, exist_ok=True)
+        static.symlink_to(assets.MATHJAX_STATIC, target_is_directory=True)
+    return dest
+
+
+def build_html(root: Path = REPO_ROOT, keep_going: bool = False) -> Path:
+    """Render ``root`` (``_config.yml``, ``_toc.yml``, ``book/``) into ``root/_build/html`` with ``-W``."""
+    assets.install_mathjax()
+    cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(root),
+           "--path-output", str(root), "--all", "-W"]
+    if keep_going:
+        cmd.append("--keep-going")
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=root)
+    html = root / "_build" / "html"
+    if proc.returncode != 0 or not (html / "index.html").is_file():
+        raise BookBuildError(f"jupyter-book build failed (exit {proc.returncode}):\n"
+                             + failure_summary(proc.stdout + proc.stderr))
+    return html
+
+
+def failure_summary(log: str, tail: int = 15) -> str:
+    """The lines of a jupyter-book/Sphinx log that say what went wrong (warnings turned errors, errors),
+    then its last lines; the full log of a failed build is mostly a traceback through click and Sphinx."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in log.splitlines()]
+    causes = []
+    for i, line in enumerate(lines):
+        if re.search(r"WARNING|ERROR|Warning, treated as error|SphinxWarning|Exception:", line):
+            causes.extend(lines[i:i + 2] if "treated as error" in line else [line])
+    shown = list(dict.fromkeys(c.strip() for c in causes if c.strip()))[:20]
+    return "\n".join([*shown, "...", *lines[-tail:]] if shown else lines[-tail:])
+
+
+def build_book(profile: str, *, root: Path = REPO_ROOT, only: Sequence[str] | None = None,
+               execute: bool = True, keep_going: bool = False, html: bool = True,
+               data_root_dir: str | Path | None = None, results_root_dir: str | Path | None = None,
+               extra: dict[str, Any] | None = None,
+               on_result: Callable[[ChapterResult], None] | None = None) -> BuildReport:
+    """Execute the chapters into ``root/book`` and render ``root/_build/html``; save a JSON report.
+
+    The report goes to ``<results_root>/book/<profile>/build.json`` (the appendix shows the last one)
+    unless nothing was executed.
+    """
+    report = BuildReport(profile=profile)
+    start = time.perf_counter()
+    report.chapters = execute_all(profile, book_dir=root / "book", only=only, execute=execute,
+                                  data_root_dir=data_root_dir, results_root_dir=results_root_dir, extra=extra,
+                                  on_result=on_result)
+    report.execute_seconds = time.perf_counter() - start
+    report_path = Path(results_root(results_root_dir)) / "book" / profile / "build.json"
+    if html and (keep_going or not report.failures):
+        start = time.perf_counter()
+        try:
+            report.html_dir = str(build_html(root, keep_going=keep_going))
+        except BookBuildError as exc:
+            report.html_error = str(exc)
+            if execute:
+                write_json(report_path, report.to_dict())
+            raise
+        finally:
+            report.html_seconds = time.perf_counter() - start
+    if execute:
+        write_json(report_path, report.to_dict())
+    return report

@@ -1,0 +1,202 @@
+"""Glue the chapter notebooks share: set-up from parameters, paper-vs-ours tables, figures, summaries.
+
+Notebooks hold no logic beyond calling the library; what every chapter needs to show its results the
+same way lives here. Each chapter also writes a small ``summary.json`` (tables and their rows, figures,
+key numbers) under ``<results_root>/book/<profile>/<chapter>/``: the tests read it to assert what the
+executed notebook produced, and the appendix indexes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from medibio.atomic import write_json, write_text
+from medibio.paths import DATA_ENV, RESULTS_ENV, data_root, results_root
+
+SUMMARY_FILE = "summary.json"
+# Library chatter that has no place in a rendered chapter (set before transformers/datasets are imported).
+QUIET_ENV = {"TQDM_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false",
+             "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+             "TRANSFORMERS_VERBOSITY": "error", "DATASETS_VERBOSITY": "error", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
+
+
+@dataclass
+class Chapter:
+    """Execution context of one chapter: resolved locations and what it has shown so far."""
+
+    name: str
+    profile: str
+    data_root: Path | None
+    results_root: Path
+    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    figures: dict[str, str] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)
+
+    @property
+    def out_dir(self) -> Path:
+        return self.results_root / "book" / self.profile / self.name
+
+    @property
+    def has_data(self) -> bool:
+        return self.data_root is not None and self.data_root.is_dir()
+
+    def table(self, key: str, frame: pd.DataFrame, caption: str = "", paper_vs_ours: bool = False,
+              precision: int = 2) -> Any:
+        """Record ``frame`` under ``key`` and return a Styler for display (paper/ours/diff coloured)."""
+        self.tables[key] = {"rows": [str(i) for i in frame.index], "columns": [str(c) for c in frame.columns],
+                            "n_rows": int(len(frame))}
+        self.save()
+        return style(frame, caption=caption, diff_columns=_diff_columns(frame) if paper_vs_ours else (),
+                     precision=precision)
+
+    def figure(self, key: str, fig: Any) -> Any:
+        """Save ``fig`` as PNG under the chapter's output folder, record it, and return it for display."""
+        path = self.out_dir / "figures" / f"{key}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        self.figures[key] = str(path)
+        self.save()
+        return fig
+
+    def value(self, key: str, value: Any) -> Any:
+        """Record a key number (a score, a count) the tests or the appendix read back."""
+        self.values[key] = value
+        self.save()
+        return value
+
+    def awaiting(self, api: str) -> None:
+        """Note that a cell waits for a library API that is not there yet (shown in the appendix)."""
+        if api not in self.pending:
+            self.pending.append(api)
+        self.save()
+
+    def api(self, module: str, name: str) -> Any:
+        """``module.name`` when the library provides it, else None (recorded as awaited).
+
+        Lets a chapter show the paper's numbers today and its own results once the library part that
+        produces them lands, without a cell that fails in between.
+        """
+        import importlib
+
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            self.awaiting(f"{module}.{name}")
+            return None
+
+    @contextlib.contextmanager
+    def quiet(self, name: str = "training") -> Iterator[None]:
+        """Keep progress bars and library chatter (stderr) out of the rendered page.
+
+        Training loops draw tqdm bars on stderr; in an executed notebook they become pages of text. The
+        captured stream is kept in ``<out_dir>/<name>.stderr.log`` rather than thrown away.
+        """
+        buffer = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(buffer):
+                yield
+        finally:
+            write_text(self.out_dir / f"{name}.stderr.log", buffer.getvalue())
+
+    def figure_file(self, key: str, path: str | Path) -> Any:
+        """Record a PNG a library function already wrote, and return it for display."""
+        from IPython.display import Image
+
+        self.figures[key] = str(path)
+        self.save()
+        return Image(filename=str(path))
+
+    def save(self) -> Path:
+        payload = {"chapter": self.name, "profile": self.profile,
+                   "data_root": str(self.data_root) if self.data_root else None,
+                   "results_root": str(self.results_root), "tables": self.tables, "figures": self.figures,
+                   "values": self.values, "pending": self.pending,
+                   "updated": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        return write_json(self.out_dir / SUMMARY_FILE, payload)
+
+
+def setup(name: str, profile: str, data_root_param: str | Path | None = "",
+          results_root_param: str | Path | None = "") -> Chapter:
+    """Apply a notebook's parameters: export ``MEDIBIO_*`` for the library, set plotting defaults.
+
+    Empty paths mean "the library's default" (``$MEDIBIO_DATA`` or ``../shared/data``; ``results/``), so a
+    notebook opened in JupyterLab runs with its defaults, and papermill can inject other locations.
+    """
+    import matplotlib
+    import seaborn as sns
+
+    if data_root_param:
+        os.environ[DATA_ENV] = str(Path(data_root_param).expanduser().resolve())
+    if results_root_param:
+        os.environ[RESULTS_ENV] = str(Path(results_root_param).expanduser().resolve())
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    root = data_root(must_exist=False)
+    matplotlib.rcParams.update({"figure.dpi": 100, "savefig.dpi": 110})
+    sns.set_theme(style="whitegrid", context="notebook")
+    pd.set_option("display.precision", 2)
+    chapter = Chapter(name=name, profile=profile, data_root=root if root.is_dir() else None,
+                      results_root=Path(results_root()).resolve())
+    chapter.save()
+    return chapter
+
+
+def _diff_columns(frame: pd.DataFrame) -> tuple[str, ...]:
+    return tuple(str(c) for c in frame.columns
+                 if str(c).lower().startswith(("diff", "Δ", "delta", "gain")) or str(c).endswith("_diff"))
+
+
+def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = (), precision: int = 2) -> Any:
+    """A pandas Styler with fixed precision, empty cells for missing values and coloured differences."""
+    numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])]
+    styler = frame.style.format(precision=precision, na_rep="–", subset=numeric or None)
+    styler = styler.set_table_styles([{"selector": "th, td", "props": "padding: 0.2em 0.7em;"}], overwrite=False)
+    diffs = [c for c in frame.columns if str(c) in set(diff_columns)]
+    if diffs:
+        styler = styler.map(_diff_colour, subset=diffs)
+    if caption:
+        styler = styler.set_caption(caption)
+    return styler
+
+
+def _diff_colour(value: Any) -> str:
+    if value is None or pd.isna(value):
+        return ""
+    if abs(float(value)) < 0.005:
+        return "color: #555"
+    return "color: #1a7f37" if float(value) > 0 else "color: #b42318"
+
+
+def paper_vs_ours(paper: Mapping[str, float | None], ours: Mapping[str, float | None], *,
+                  index_name: str = "dataset", order: Sequence[str] | None = None,
+                  spread: Mapping[str, float | None] | None = None) -> pd.DataFrame:
+    """One row per key: the paper's number, ours, ``ours - paper`` and (optionally) our seed spread."""
+    keys = list(order) if order is not None else list(dict.fromkeys([*paper, *ours]))
+    rows = []
+    for key in keys:
+        p, o = paper.get(key), ours.get(key)
+        row = {"paper": p, "ours": o,
+               "diff (ours − paper)": (o - p) if p is not None and o is not None else None}
+        if spread is not None:
+            row["ours ± (sd over seeds)"] = spread.get(key)
+        rows.append(row)
+    frame = pd.DataFrame(rows, index=pd.Index(keys, name=index_name))
+    return frame.astype("float64")
+
+
+def read_summary(results_root_dir: str | Path, profile: str, chapter: str) -> dict[str, Any]:
+    """The summary a chapter wrote (tests and the appendix use it)."""
+    import json
+
+    path = Path(results_root_dir) / "book" / profile / chapter / SUMMARY_FILE
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,104 @@
+"""Seaborn figures of the book that no analysis module owns (paper numbers, audit, comparisons).
+
+Each function takes a tidy DataFrame, returns a matplotlib Figure and never shows it: the notebook
+records it (``chapter.figure``) and Jupyter displays it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+
+def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Any, Any]:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    return fig, ax
+
+
+def aggregate_readings(audit: pd.DataFrame, macro_reading: str) -> Any:
+    """Each printed "BLURB Avg." next to the official BLURB score of the same column (audit rows)."""
+    import seaborn as sns
+
+    rows = audit[audit["alternative_reading"] == macro_reading]
+    tidy = pd.concat([
+        pd.DataFrame({"column": rows["where"], "score": rows["reported"].astype(float),
+                      "aggregate": "printed BLURB Avg. (mean of 13 datasets)"}),
+        pd.DataFrame({"column": rows["where"], "score": rows["alternative"].astype(float),
+                      "aggregate": "official BLURB score (mean of 6 groups)"}),
+    ])
+    tidy["column"] = tidy["column"].str.replace(", BLURB Avg.", "", regex=False)
+    fig, ax = _figure(7.5, 0.45 * max(len(rows), 4) + 1.2)
+    sns.barplot(data=tidy, y="column", x="score", hue="aggregate", ax=ax, orient="h")
+    ax.set_xlim(60, 90)
+    ax.set_xlabel("score")
+    ax.set_ylabel("")
+    ax.legend(loc="lower right", fontsize="small")
+    return fig
+
+
+def score_heatmap(frame: pd.DataFrame, title: str, vmin: float | None = None, vmax: float | None = None,
+                  cmap: str = "viridis") -> Any:
+    """A labelled heatmap of a rows x columns score table."""
+    import seaborn as sns
+
+    fig, ax = _figure(0.9 * len(frame.columns) + 3.5, 0.38 * len(frame) + 1.4)
+    sns.heatmap(frame.astype(float), annot=True, fmt=".1f", cmap=cmap, vmin=vmin, vmax=vmax, ax=ax,
+                cbar_kws={"shrink": 0.8})
+    ax.set_title(title)
+    ax.set_xlabel("")
+    ax.set_ylabel("")
+    return fig
+
+
+def mean_std_bars(frame: pd.DataFrame, x: str, y: str, hue: str, err: str, title: str) -> Any:
+    """Grouped bars with ± error bars (e.g. SciERC F1 mean ± std per task and model)."""
+    import numpy as np
+    import seaborn as sns
+
+    fig, ax = _figure(6.5, 3.8)
+    sns.barplot(data=frame, x=x, y=y, hue=hue, ax=ax, errorbar=None)
+    hues = list(dict.fromkeys(frame[hue]))
+    xs = list(dict.fromkeys(frame[x]))
+    for container, level in zip(ax.containers, hues, strict=False):
+        part = frame[frame[hue] == level].set_index(x).reindex(xs)
+        centres = [bar.get_x() + bar.get_width() / 2 for bar in container]
+        ax.errorbar(centres, part[y].to_numpy(float), yerr=np.nan_to_num(part[err].to_numpy(float)),
+                    fmt="none", ecolor="black", capsize=3, linewidth=1)
+    ax.set_title(title)
+    ax.set_xlabel("")
+    return fig
+
+
+def lines(frame: pd.DataFrame, x: str, y: str, hue: str | None, title: str, logy: bool = False) -> Any:
+    """A line plot of tidy data (learning-rate schedules, loss curves, dev curves)."""
+    import seaborn as sns
+
+    fig, ax = _figure(7.0, 3.6)
+    sns.lineplot(data=frame, x=x, y=y, hue=hue, ax=ax)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_title(title)
+    return fig
+
+
+def paper_vs_ours_bars(frame: pd.DataFrame, title: str, paper: str = "paper", ours: str = "ours",
+                       spread: str | None = None) -> Any:
+    """Per-row bars of the paper's number and ours (with our seed spread as error bars)."""
+    import numpy as np
+
+    fig, ax = _figure(7.5, 0.5 * max(len(frame), 3) + 1.5)
+    y = np.arange(len(frame))
+    height = 0.38
+    ax.barh(y - height / 2, frame[paper].astype(float), height, label=paper, color="#8da0cb")
+    err = frame[spread].astype(float).fillna(0).to_numpy() if spread and spread in frame else None
+    ax.barh(y + height / 2, frame[ours].astype(float), height, xerr=err, label=ours, color="#fc8d62",
+            capsize=3)
+    ax.set_yticks(y, [str(i) for i in frame.index])
+    ax.invert_yaxis()
+    ax.set_xlabel("score (0–100)")
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize="small")
+    return fig

@@ -1,0 +1,146 @@
+"""What the reproducibility appendix shows: environment, versions, data checksums, run records, builds.
+
+The data root ships ``CHECKSUMS.tsv`` files (``path, bytes, sha256_16, lines``; ``sha256_16`` is the first
+16 hex digits of the file's SHA-256). :func:`verify_checksums` re-hashes every listed file so the book
+states which exact data it was built from, and flags any file that changed or went missing.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import importlib.metadata as md
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from medibio.errors import InputFormatError
+
+PACKAGES = ("medibio", "torch", "transformers", "tokenizers", "accelerate", "datasets", "evaluate", "seqeval",
+            "sentencepiece", "numpy", "scipy", "pandas", "duckdb", "matplotlib", "seaborn", "papermill",
+            "jupyter-book", "sphinx", "myst-nb")
+CHECKSUM_COLUMNS = ("path", "bytes", "sha256_16", "lines")
+
+
+def environment() -> pd.DataFrame:
+    """Interpreter, platform, CPU/GPU and the git commit of the checkout."""
+    from medibio.runs.records import git_commit
+
+    rows = {"python": platform.python_version(), "executable": sys.executable,
+            "platform": platform.platform(), "machine": platform.machine(), "cpu cores": os.cpu_count(),
+            "git commit": git_commit() or "(not a git checkout)"}
+    try:
+        import torch
+
+        rows["torch threads"] = torch.get_num_threads()
+        rows["cuda available"] = torch.cuda.is_available()
+        if torch.cuda.is_available():
+            rows["gpu"] = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
+    except ImportError:
+        rows["torch"] = "not installed"
+    return pd.DataFrame({"value": [str(v) for v in rows.values()]}, index=pd.Index(list(rows), name="item"))
+
+
+def versions(packages: tuple[str, ...] = PACKAGES) -> pd.DataFrame:
+    """Installed version of each package results depend on."""
+    out = {}
+    for pkg in packages:
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return pd.DataFrame({"version": list(out.values())}, index=pd.Index(list(out), name="package"))
+
+
+def read_checksums(path: Path) -> list[dict[str, str]]:
+    """Rows of a ``CHECKSUMS.tsv``; a malformed row raises :class:`InputFormatError` naming its line."""
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh, delimiter="\t")
+        header = next(reader, None)
+        if header is None or tuple(header[:4]) != CHECKSUM_COLUMNS:
+            raise InputFormatError(path, 1, "header " + "\\t".join(CHECKSUM_COLUMNS), "\t".join(header or []))
+        rows = []
+        for lineno, row in enumerate(reader, start=2):
+            if len(row) < 4 or not row[1].isdigit():
+                raise InputFormatError(path, lineno, "path<TAB>bytes<TAB>sha256_16<TAB>lines", "\t".join(row))
+            rows.append(dict(zip(CHECKSUM_COLUMNS, row[:4], strict=True)))
+        return rows
+
+
+def _sha256_prefix(path: Path, n: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()[:n]
+
+
+def verify_checksums(root: Path) -> pd.DataFrame:
+    """Re-hash every file listed in each ``CHECKSUMS.tsv`` under ``root``; one row per file with status."""
+    rows = []
+    for listing in sorted(root.rglob("CHECKSUMS.tsv")):
+        folder = listing.parent.relative_to(root).as_posix()
+        for entry in read_checksums(listing):
+            path = listing.parent / entry["path"]
+            row = {"folder": folder, "file": entry["path"], "bytes": int(entry["bytes"]),
+                   "sha256_16": entry["sha256_16"]}
+            if not path.is_file():
+                row["status"] = "missing"
+            elif path.stat().st_size != row["bytes"]:
+                row["status"] = f"size {path.stat().st_size} ≠ {row['bytes']}"
+            elif _sha256_prefix(path, len(entry["sha256_16"])) != entry["sha256_16"]:
+                row["status"] = "sha256 differs"
+            else:
+                row["status"] = "ok"
+            rows.append(row)
+    columns = ["folder", "file", "bytes", "sha256_16", "status"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def manifests(root: Path) -> pd.DataFrame:
+    """Every ``MANIFEST.md`` of the data root with its title line and size."""
+    rows = []
+    for path in sorted(root.rglob("MANIFEST.md")):
+        title = next((line.lstrip("# ").strip() for line in path.read_text(encoding="utf-8").splitlines()
+                      if line.startswith("#")), "")
+        rows.append({"manifest": path.relative_to(root).as_posix(), "title": title,
+                     "sha256_16": _sha256_prefix(path, 16)})
+    return pd.DataFrame(rows, columns=["manifest", "title", "sha256_16"])
+
+
+def run_index(results_root: Path) -> pd.DataFrame:
+    """One row per run record under ``results_root`` (all profiles, models, variants)."""
+    from medibio.runs.records import load_records
+
+    rows = [{"profile": r.profile, "model": r.model_tag, "variant": r.variant, "dataset": r.dataset,
+             "seed": r.seed, "status": r.status, "score_test": r.score_test, "wall_time_s": r.wall_time_s,
+             "created": r.created} for r in load_records(results_root)]
+    return pd.DataFrame(rows, columns=["profile", "model", "variant", "dataset", "seed", "status", "score_test",
+                                       "wall_time_s", "created"])
+
+
+def build_history(results_root: Path) -> pd.DataFrame:
+    """Timings of the last book build of each profile (from ``book/<profile>/build.json``)."""
+    rows = []
+    for path in sorted((results_root / "book").glob("*/build.json")):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        failed = [c["slug"] for c in report.get("chapters", []) if c.get("status") == "failed"]
+        rows.append({"profile": report.get("profile"), "started": report.get("started"),
+                     "notebooks (s)": report.get("execute_seconds"), "html (s)": report.get("html_seconds"),
+                     "failed chapters": ", ".join(failed) or "none"})
+    return pd.DataFrame(rows, columns=["profile", "started", "notebooks (s)", "html (s)", "failed chapters"])
+
+
+def chapter_summaries(results_root: Path, profile: str) -> pd.DataFrame:
+    """What each chapter of this build recorded: tables, figures and the library APIs it still awaits."""
+    rows = []
+    for path in sorted((results_root / "book" / profile).glob("*/summary.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        rows.append({"chapter": data["chapter"], "tables": len(data.get("tables", {})),
+                     "figures": len(data.get("figures", {})),
+                     "awaiting": ", ".join(data.get("pending", [])) or "–"})
+    return pd.DataFrame(rows, columns=["chapter", "tables", "figures", "awaiting"])

@@ -1,0 +1,72 @@
+"""The rendered smoke book, opened in headless Chromium: titles, tables, images, offline MathJax.
+
+The book is served from localhost; any request to another host fails the test (MathJax and every other
+asset must come from the book itself). Screenshots of every page go to the session's temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from medibio.book import chapters, notebook, testing
+from medibio.book.assets import MATHJAX_ENTRY
+
+pytestmark = [pytest.mark.slow, pytest.mark.realdata]
+
+PAGES_WITH_MATH = ("intro", "03_field_correlation", "04_pretraining")
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory, data_root) -> dict[str, testing.PageCheck]:
+    if not Path(testing.CHROMIUM).exists() or shutil.which("chromium") is None:
+        if os.environ.get("MEDIBIO_REQUIRE_DATA", "") not in ("", "0", "false", "False"):  # CI
+            pytest.fail("Chromium is missing (.ci/run installs it with apt-get)")
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    base = tmp_path_factory.getbasetemp() / "smoke-book"
+    report = testing.smoke_book(base, data_root_dir=data_root)
+    assert report["html_dir"], "the smoke book did not render"
+    checks = testing.check_pages(Path(report["html_dir"]), tmp_path_factory.getbasetemp() / "screenshots")
+    return {c.slug: c for c in checks}
+
+
+@pytest.fixture(scope="module")
+def summaries(pages, tmp_path_factory) -> dict[str, dict]:
+    results = tmp_path_factory.getbasetemp() / "smoke-book" / "results"
+    return {c.slug: notebook.read_summary(results, "smoke", c.slug) for c in chapters.CHAPTERS if c.is_notebook}
+
+
+@pytest.mark.parametrize("chapter", chapters.CHAPTERS, ids=lambda c: c.slug)
+def test_page_shows_title_tables_and_images(pages, summaries, chapter) -> None:
+    page = pages[chapter.slug]
+    assert page.h1 == chapter.title
+    assert page.title.startswith(chapter.title)
+    assert not page.failed_requests, page.failed_requests
+    assert not page.external_requests, f"fetched from outside the book: {page.external_requests}"
+    assert not page.broken_images, f"images that did not load: {page.broken_images}"
+    if chapter.is_notebook:
+        summary = summaries[chapter.slug]
+        assert page.tables >= len(summary["tables"]), "a recorded table is missing from the page"
+        assert page.images >= len(summary["figures"]), "a recorded figure is missing from the page"
+    else:
+        assert page.tables >= 2  # the intro's chapter map and profile table
+    assert Path(page.screenshot).stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("slug", PAGES_WITH_MATH)
+def test_equations_render_with_the_local_mathjax(pages, slug) -> None:
+    page = pages[slug]
+    assert page.mathjax_loaded, "MathJax did not load"
+    assert page.math > 0, "no equation was typeset"
+    assert page.math_errors == 0
+
+
+def test_mathjax_is_served_from_the_book(pages, tmp_path_factory) -> None:
+    html = Path(testing.smoke_book(tmp_path_factory.getbasetemp() / "smoke-book")["html_dir"])
+    assert (html / "_static" / "mathjax" / MATHJAX_ENTRY).is_file()
+    intro = (html / "book" / "intro.html").read_text(encoding="utf-8")
+    assert f"_static/mathjax/{MATHJAX_ENTRY}" in intro
+    assert "cdn.jsdelivr" not in intro and "cdnjs" not in intro

@@ -1,0 +1,332 @@
+"""The book's build machinery: chapter list, notebook sources, configuration, failure reporting, helpers."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from medibio.book import assets, build, chapters, notebook, provenance
+from medibio.errors import InputFormatError
+from medibio.paths import REPO_ROOT
+
+NOTEBOOK_CHAPTERS = [c for c in chapters.CHAPTERS if c.is_notebook]
+
+
+def _nb(cells: list[str], with_parameters: bool = True) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    if with_parameters:
+        params = nbformat.v4.new_code_cell('profile = "cpu"\ndata_root = ""\nresults_root = ""')
+        params.metadata["tags"] = ["parameters"]
+        nb.cells.append(params)
+    nb.cells.extend(nbformat.v4.new_code_cell(src) for src in cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+# --- chapter list, _toc.yml, _config.yml ---------------------------------------------------------------
+
+def test_toc_lists_the_chapters_in_order() -> None:
+    toc = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    assert toc["format"] == "jb-book"
+    listed = [toc["root"], *(entry["file"] for entry in toc["chapters"])]
+    assert listed == [f"book/{c.slug}" for c in chapters.CHAPTERS]
+
+
+def test_config_renders_executed_notebooks_with_local_mathjax() -> None:
+    config = yaml.safe_load((REPO_ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert config["execute"]["execute_notebooks"] == "off"
+    assert config["only_build_toc_files"] is True
+    sphinx = config["sphinx"]["config"]
+    assert "://" not in sphinx["mathjax_path"] and not sphinx["mathjax_path"].startswith("/")
+    static = [REPO_ROOT / p for p in sphinx["html_static_path"]]
+    assert assets.MATHJAX_STATIC in static
+    assert sphinx["mathjax_path"] == f"mathjax/{assets.MATHJAX_ENTRY}"
+    # jupyter-book would inject every .js under a top-level _static/ (MathJax included) into every page
+    assert not (REPO_ROOT / "_static").exists()
+    # hidden folders (.pytest_cache/README.md ...) are not reliably skipped by only_build_toc_files
+    for excluded in (".*", "**/.*", ".venv", "notebooks", "medibio", "tests"):
+        assert excluded in config["exclude_patterns"]
+
+
+@pytest.mark.parametrize("chapter", chapters.CHAPTERS, ids=lambda c: c.slug)
+def test_sources_exist_and_start_with_the_chapter_title(chapter: chapters.Chapter) -> None:
+    assert chapter.source_path.is_file(), chapter.source_path
+    if chapter.is_notebook:
+        first = nbformat.read(str(chapter.source_path), as_version=4).cells[0]
+        assert first.cell_type == "markdown"
+        heading = first.source.splitlines()[0]
+    else:
+        heading = chapter.source_path.read_text(encoding="utf-8").splitlines()[0]
+    assert heading == f"# {chapter.title}"
+
+
+@pytest.mark.parametrize("chapter", NOTEBOOK_CHAPTERS, ids=lambda c: c.slug)
+def test_notebooks_are_committed_without_outputs(chapter: chapters.Chapter) -> None:
+    nb = nbformat.read(str(chapter.source_path), as_version=4)
+    nbformat.validate(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
+
+
+@pytest.mark.parametrize("chapter", NOTEBOOK_CHAPTERS, ids=lambda c: c.slug)
+def test_notebooks_open_with_a_parameters_cell(chapter: chapters.Chapter, caplog) -> None:
+    import papermill
+
+    nb = nbformat.read(str(chapter.source_path), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert "parameters" in code[0].metadata.get("tags", []), "the first code cell must be tagged parameters"
+    assert sum("parameters" in c.metadata.get("tags", []) for c in nb.cells) == 1
+    declared = papermill.inspect_notebook(str(chapter.source_path))
+    assert {"profile", "data_root", "results_root"} <= set(declared)
+    assert declared["profile"]["default"] == '"cpu"'
+    assert "Unable to parse" not in caplog.text  # papermill could read every parameter line
+
+
+def test_parameters_per_profile() -> None:
+    smoke = chapters.parameters_for("smoke", "/data", "/results")
+    assert smoke["profile"] == "smoke" and smoke["data_root"] == "/data" and smoke["results_root"] == "/results"
+    assert smoke["models"] is None and smoke["seeds"] is None  # the fine-tuning profile's own
+    assert smoke["pretrain_config"] == "smoke" and smoke["tasks"] == ["BIOSSES"]
+    assert chapters.parameters_for("cpu", None, None)["data_root"] == ""
+    assert set(chapters.PROFILE_PARAMETERS) == set(chapters.PROFILES)
+    with pytest.raises(ValueError, match="unknown profile 'fast'"):
+        chapters.parameters_for("fast", None, None)
+
+
+def test_chapter_lookup_by_slug_or_unique_part() -> None:
+    assert chapters.get("audit").slug == "02_paper_audit"
+    assert chapters.get("08_reproducibility").title == "Reproducibility appendix"
+    with pytest.raises(KeyError, match="chapters match"):
+        chapters.get("pretraining")  # 04_pretraining and 06_pretraining_configurations
+    with pytest.raises(KeyError, match="no chapter"):
+        chapters.get("nonesuch")
+
+
+# --- execution: failures are reported with their cell, the others still run ------------------------------
+
+def test_a_failing_notebook_is_reported_with_its_cell_and_the_others_still_run(tmp_path, monkeypatch) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    nbformat.write(_nb(["x = 1", "raise ValueError('broken on purpose')", "y = 2"]), str(src / "bad.ipynb"))
+    nbformat.write(_nb(["print(profile, results_root)"]), str(src / "good.ipynb"))
+    (src / "page.md").write_text("# Page\n", encoding="utf-8")
+    fake = (chapters.Chapter("page", "Page", str(src / "page.md")),
+            chapters.Chapter("bad", "Bad", str(src / "bad.ipynb")),
+            chapters.Chapter("good", "Good", str(src / "good.ipynb")))
+    monkeypatch.setattr(build, "CHAPTERS", fake)
+    results = build.execute_all("smoke", book_dir=tmp_path / "book", results_root_dir=tmp_path / "results")
+    by_slug = {r.slug: r for r in results}
+    assert [r.slug for r in results] == ["page", "bad", "good"]
+    bad = by_slug["bad"]
+    assert bad.failed
+    assert bad.cell_index == 2  # parameters cell 0, `x = 1` cell 1, the raising cell 2 (source numbering)
+    assert bad.cell_source == "raise ValueError('broken on purpose')"
+    assert bad.error == "ValueError: broken on purpose"
+    assert "FAILED at cell 2" in bad.describe()
+    assert by_slug["page"].status == "copied" and (tmp_path / "book" / "page.md").is_file()
+    good = by_slug["good"]
+    assert good.status == "executed"
+    executed = nbformat.read(str(tmp_path / "book" / "good.ipynb"), as_version=4)
+    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and 'profile = "smoke"' in injected[0].source
+    # only parameters the notebook declares are injected (no papermill warnings about unknown ones)
+    assert "models" not in injected[0].source
+    printed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs)
+    assert printed.strip() == f"smoke {(tmp_path / 'results').resolve()}"
+
+
+def test_missing_source_is_a_failure_not_a_crash(tmp_path) -> None:
+    chapter = chapters.Chapter("ghost", "Ghost", str(tmp_path / "ghost.ipynb"))
+    result = build.execute_chapter(chapter, tmp_path, {"profile": "smoke"})
+    assert result.failed and "missing source" in (result.error or "")
+
+
+def test_unexecuted_copies_keep_the_toc_resolvable(tmp_path, monkeypatch) -> None:
+    src = tmp_path / "one.ipynb"
+    nbformat.write(_nb(["1 + 1"]), str(src))
+    monkeypatch.setattr(build, "CHAPTERS", (chapters.Chapter("one", "One", str(src)),))
+    results = build.execute_all("smoke", book_dir=tmp_path / "book", execute=False,
+                                results_root_dir=tmp_path / "results")
+    assert [r.status for r in results] == ["copied"]
+    again = build.execute_all("smoke", book_dir=tmp_path / "book", execute=False,
+                              results_root_dir=tmp_path / "results")
+    assert [r.status for r in again] == ["kept"]
+
+
+def test_markdown_pages_are_refreshed_even_without_execution(tmp_path, monkeypatch) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("# Old\n")
+    monkeypatch.setattr(build, "CHAPTERS", (chapters.Chapter("page", "Page", str(page)),))
+    build.execute_all("smoke", book_dir=tmp_path / "book", execute=False, results_root_dir=tmp_path / "r")
+    page.write_text("# New\n")
+    results = build.execute_all("smoke", book_dir=tmp_path / "book", execute=False, results_root_dir=tmp_path / "r")
+    assert [r.status for r in results] == ["copied"]
+    assert (tmp_path / "book" / "page.md").read_text() == "# New\n"
+
+
+def test_build_failure_summary_keeps_the_cause() -> None:
+    log = ("Running Sphinx\n\x1b[91mWarning, treated as error:\x1b[39;49;00m\n"
+           "/repo/.pytest_cache/README.md:document isn't included in any toctree\n"
+           + "".join(f"  File x{i}\n" for i in range(40)) + "RuntimeError: build failed\n")
+    summary = build.failure_summary(log, tail=2)
+    lines = summary.splitlines()
+    assert lines[0] == "Warning, treated as error:"
+    assert lines[1] == "/repo/.pytest_cache/README.md:document isn't included in any toctree"
+    assert lines[-1] == "RuntimeError: build failed" and "File x10" not in summary
+
+
+def test_stage_root_copies_configuration_and_links_mathjax(tmp_path) -> None:
+    root = build.stage_root(tmp_path / "root")
+    assert (root / "_config.yml").read_text() == (REPO_ROOT / "_config.yml").read_text()
+    assert (root / "_toc.yml").is_file()
+    static = root / ".cache" / "mathjax" / "static"
+    assert static.is_symlink() and static.resolve() == assets.MATHJAX_STATIC.resolve()
+
+
+# --- assets ----------------------------------------------------------------------------------------------
+
+def test_kernel_spec_points_at_this_interpreter(tmp_path) -> None:
+    assert not assets.kernel_ready(tmp_path)
+    spec_dir = assets.install_kernel(tmp_path)
+    spec = json.loads((spec_dir / "kernel.json").read_text())
+    assert spec["argv"][0] == sys.executable
+    assert assets.kernel_ready(tmp_path)
+
+
+def test_mathjax_is_detected_only_when_its_entry_file_exists(tmp_path) -> None:
+    assert not assets.mathjax_ready(tmp_path)
+    (tmp_path / "mathjax").mkdir()
+    (tmp_path / "mathjax" / assets.MATHJAX_ENTRY).write_text("// MathJax")
+    assert assets.mathjax_ready(tmp_path)
+
+
+def test_missing_npm_gives_an_actionable_error(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(assets.shutil, "which", lambda name: None)
+    with pytest.raises(assets.AssetError, match="npm"):
+        assets.install_mathjax(tmp_path / "mj")
+
+
+# --- notebook helpers and provenance ---------------------------------------------------------------------
+
+def test_paper_vs_ours_computes_the_difference() -> None:
+    frame = notebook.paper_vs_ours({"BIOSSES": 57.68, "GAD": 82.23}, {"BIOSSES": 60.0}, spread={"BIOSSES": 1.5})
+    assert list(frame.index) == ["BIOSSES", "GAD"]
+    assert frame.loc["BIOSSES", "diff (ours − paper)"] == pytest.approx(2.32)
+    assert pd.isna(frame.loc["GAD", "ours"]) and pd.isna(frame.loc["GAD", "diff (ours − paper)"])
+    assert frame.loc["BIOSSES", "ours ± (sd over seeds)"] == 1.5
+
+
+def test_chapter_records_tables_figures_and_values(tmp_path, monkeypatch) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.delenv("MEDIBIO_RESULTS", raising=False)
+    chapter = notebook.setup("99_test", "smoke", "", str(tmp_path))
+    frame = notebook.paper_vs_ours({"a": 1.0, "b": 2.0}, {"a": 1.5, "b": 1.0})
+    styler = chapter.table("cmp", frame, caption="A caption", paper_vs_ours=True)
+    html = styler.to_html()
+    assert "A caption" in html and "#1a7f37" in html and "#b42318" in html  # above/below the paper
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    chapter.figure("line", fig)
+    chapter.value("answer", 42)
+    assert chapter.api("medibio.no_such_module", "run") is None
+    summary = notebook.read_summary(tmp_path, "smoke", "99_test")
+    assert summary["tables"]["cmp"] == {"rows": ["a", "b"], "columns": list(frame.columns), "n_rows": 2}
+    assert Path(summary["figures"]["line"]).stat().st_size > 0
+    assert summary["values"]["answer"] == 42
+    assert summary["pending"] == ["medibio.no_such_module.run"]
+
+
+def test_verify_checksums_flags_changed_and_missing_files(tmp_path) -> None:
+    import hashlib
+
+    folder = tmp_path / "blurb"
+    folder.mkdir()
+    (folder / "ok.tsv").write_text("a\tb\n")
+    (folder / "changed.tsv").write_text("x\n")
+    ok_hash = hashlib.sha256(b"a\tb\n").hexdigest()[:16]
+    (folder / "CHECKSUMS.tsv").write_text(
+        "path\tbytes\tsha256_16\tlines\n"
+        f"ok.tsv\t4\t{ok_hash}\t1\n"
+        "changed.tsv\t2\t0000000000000000\t1\n"
+        "gone.tsv\t10\t0000000000000000\t1\n")
+    table = provenance.verify_checksums(tmp_path).set_index("file")
+    assert table.loc["ok.tsv", "status"] == "ok"
+    assert table.loc["changed.tsv", "status"] == "sha256 differs"
+    assert table.loc["gone.tsv", "status"] == "missing"
+    assert set(table["folder"]) == {"blurb"}
+
+
+def test_malformed_checksum_listing_names_file_and_line(tmp_path) -> None:
+    listing = tmp_path / "CHECKSUMS.tsv"
+    listing.write_text("path\tbytes\tsha256_16\tlines\nok.tsv\t4\tabc\t1\nbad.tsv\tmany\n")
+    with pytest.raises(InputFormatError) as info:
+        provenance.read_checksums(listing)
+    assert info.value.line == 3 and info.value.path == listing
+
+
+def test_versions_and_environment_tables() -> None:
+    versions = provenance.versions(("pandas", "surely-not-installed-pkg"))
+    assert versions.loc["pandas", "version"] == pd.__version__
+    assert versions.loc["surely-not-installed-pkg", "version"] == "not installed"
+    env = provenance.environment()
+    assert env.loc["executable", "value"] == sys.executable
+
+
+# --- command line ----------------------------------------------------------------------------------------
+
+def test_cli_help_and_profile_validation() -> None:
+    from medibio.cli import app
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["book", "--help"])
+    assert result.exit_code == 0
+    for option in ("--profile", "--only", "--no-execute", "--keep-going"):
+        assert option in result.output
+    bad = runner.invoke(app, ["book", "--profile", "huge"])
+    assert bad.exit_code != 0
+    assert "smoke, cpu, gpu, paper" in bad.output
+
+
+@pytest.mark.parametrize("chapter", NOTEBOOK_CHAPTERS, ids=lambda c: c.slug)
+def test_notebook_defaults_are_the_cpu_book(chapter: chapters.Chapter) -> None:
+    """Run top to bottom in JupyterLab, a notebook does what `make book` (cpu profile) does."""
+    import ast
+
+    import papermill
+
+    declared = papermill.inspect_notebook(str(chapter.source_path))
+    cpu = chapters.PROFILE_PARAMETERS["cpu"]
+    for name, spec in declared.items():
+        if name in cpu:
+            assert ast.literal_eval(spec["default"]) == cpu[name], name
+
+
+def test_transfer_gain_subtracts_each_targets_baseline() -> None:
+    from medibio.book import transfer
+
+    matrix = pd.DataFrame({transfer.BASELINE: [50.0, 80.0], "A": [None, 82.5], "B": [55.0, None]},
+                          index=pd.Index(["A", "B"], name="target"))
+    gain = transfer.transfer_gain(matrix)
+    assert list(gain.columns) == ["A", "B"]
+    assert gain.loc["A", "B"] == pytest.approx(5.0) and gain.loc["B", "A"] == pytest.approx(2.5)
+    assert pd.isna(gain.loc["A", "A"])
+
+
+def test_table5_stage_failure_names_the_command(tmp_path) -> None:
+    from medibio.book import stages
+    from medibio.errors import MedibioError
+
+    with pytest.raises(MedibioError, match="--config no-such-config"):
+        stages.run_table5_stages("no-such-config", results_root=tmp_path)

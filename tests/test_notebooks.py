@@ -1,0 +1,132 @@
+"""Every chapter notebook executes on the smoke profile (papermill) and shows what it should.
+
+The smoke book is built once per session into a temporary root (never the checkout's book/), with its
+results root beside it; each chapter writes a ``summary.json`` naming the tables (with their rows), the
+figures and the key numbers it showed, and the assertions below read those.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from medibio.book import chapters, notebook, testing
+
+pytestmark = [pytest.mark.slow, pytest.mark.realdata]
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory, data_root) -> dict:
+    return testing.smoke_book(tmp_path_factory.getbasetemp() / "smoke-book", data_root_dir=data_root)
+
+
+def _summary(smoke: dict, slug: str) -> dict:
+    return notebook.read_summary(smoke["results_root"], "smoke", slug)
+
+
+def _figure_ok(summary: dict, key: str) -> None:
+    path = Path(summary["figures"][key])
+    assert path.is_file() and path.stat().st_size > 1000, path
+
+
+def test_every_chapter_executed(smoke) -> None:
+    failures = [c for c in smoke["chapters"] if c["status"] == "failed"]
+    assert not failures, "\n".join(f"{c['slug']}: cell {c['cell_index']} `{c['cell_source']}`: {c['error']}"
+                                   for c in failures)
+    statuses = {c["slug"]: c["status"] for c in smoke["chapters"]}
+    assert statuses == {c.slug: ("executed" if c.is_notebook else "copied") for c in chapters.CHAPTERS}
+    assert smoke["html_dir"] and (Path(smoke["html_dir"]) / "index.html").is_file()
+
+
+@pytest.mark.parametrize("chapter", [c for c in chapters.CHAPTERS if c.is_notebook], ids=lambda c: c.slug)
+def test_executed_notebook_has_outputs_and_no_errors(smoke, chapter) -> None:
+    nb = nbformat.read(str(Path(smoke["root"]) / "book" / chapter.output_name()), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code)
+    outputs = [o for c in code for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert any(o.output_type in ("display_data", "execute_result") for o in outputs)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and 'profile = "smoke"' in injected[0].source
+    summary = _summary(smoke, chapter.slug)
+    assert summary["profile"] == "smoke" and summary["results_root"] == smoke["results_root"]
+
+
+def test_audit_chapter(smoke) -> None:
+    s = _summary(smoke, "02_paper_audit")
+    assert s["values"]["checks"] >= 50
+    assert 0 < s["values"]["inconsistent"] < s["values"]["checks"]
+    assert {"claim", "table average", "table vs table"} <= set(s["tables"]["overview"]["rows"])
+    assert s["tables"]["audit"]["n_rows"] == s["values"]["checks"]
+    assert s["tables"]["inconsistent"]["n_rows"] == s["values"]["inconsistent"]
+    # the mis-copied ChemProt cell of Table 7 is among the flagged rows
+    assert any("Chem Prot" in row for row in s["tables"]["inconsistent"]["rows"])
+    _figure_ok(s, "aggregate_readings")
+
+
+def test_reproducibility_appendix(smoke, data_root) -> None:
+    s = _summary(smoke, "08_reproducibility")
+    listed = 0
+    for listing in data_root.rglob("CHECKSUMS.tsv"):
+        with open(listing, encoding="utf-8") as fh:
+            listed += sum(1 for _ in csv.reader(fh, delimiter="\t")) - 1
+    assert listed > 0 and s["values"]["checksum_files"] == listed
+    assert s["values"]["checksum_mismatches"] == 0
+    assert "torch" in s["tables"]["versions"]["rows"]
+    assert "git commit" in s["tables"]["environment"]["rows"]
+    assert s["tables"]["manifests"]["n_rows"] >= 1
+    assert s["tables"]["runs"]["n_rows"] == s["values"]["run_records"]
+    assert s["tables"]["chapters"]["n_rows"] >= len([c for c in chapters.CHAPTERS if c.is_notebook]) - 1
+
+
+def test_field_correlation_chapter(smoke) -> None:
+    s = _summary(smoke, "03_field_correlation")
+    assert s["values"]["papers_with_field"] > 0 and s["values"]["multi_field"] > 0
+    # the official 1,000-paper S2ORC sample already yields the paper's medicine group
+    assert s["values"]["medicine_group"][0] == "Medicine"
+    assert s["values"]["matches_paper"] is True
+    assert {"medicine", "mathematics"} <= set(s["tables"]["groups"]["rows"])
+    assert s["tables"]["closest_to_medicine"]["n_rows"] == 6
+    for key in ("figure2", "figure3", "figure4"):
+        _figure_ok(s, key)
+
+
+def test_pretraining_chapter(smoke) -> None:
+    s = _summary(smoke, "04_pretraining")
+    assert s["tables"]["table3"]["columns"] == ["scideberta-v2", "medibiodeberta"]
+    assert "batch size" in s["tables"]["table3"]["rows"]
+    assert s["values"]["pretrain_status"] == "complete"
+    assert s["values"]["pretrain_steps"] > 0 and s["values"]["final_loss"] > 0
+    _figure_ok(s, "lr_schedule")
+    _figure_ok(s, "loss_curve")
+
+
+def test_scierc_chapter(smoke) -> None:
+    s = _summary(smoke, "05_scierc")
+    assert s["tables"]["table4"]["rows"] == ["NER", "JRE", "Coref"]
+    _figure_ok(s, "table4_bars")
+
+
+def test_pretraining_configurations_chapter(smoke) -> None:
+    s = _summary(smoke, "06_pretraining_configurations")
+    assert s["tables"]["table5"]["rows"] == ["#1", "#2", "#3", "#4", "#5"]
+    assert s["tables"]["table6"]["n_rows"] == 14  # 13 datasets + BLURB Avg.
+    assert s["values"]["run_rows"] >= 1  # smoke: BIOSSES with the tiny model
+    rows = s["tables"]["ours_vs_paper"]["rows"]
+    assert any("BIOSSES" in r for r in rows) and any("BLURB Avg." in r for r in rows)
+    _figure_ok(s, "table6_heatmap")
+    _figure_ok(s, "ours_vs_paper")
+
+
+def test_blurb_and_ift_chapter(smoke) -> None:
+    s = _summary(smoke, "07_blurb_and_ift")
+    assert s["tables"]["table7"]["columns"] == ["BioLinkBERT (base)", "SciDeBERTa v2 (full-FS)", "MediBioDeBERTa",
+                                                "MediBioDeBERTa-IFT"]
+    assert s["tables"]["ift_biosses"]["rows"] == ["none (baseline)", "STS-B", "SICK"]
+    assert s["values"]["stilt_targets"] == 2
+    assert s["tables"]["stilt_scores"]["rows"] == ["BIOSSES", "BioASQ"]
+    _figure_ok(s, "ift_biosses")
+    _figure_ok(s, "stilt_gain")
