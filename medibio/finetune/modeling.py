@@ -1,0 +1,109 @@
+"""Model construction per problem type through the ``transformers`` Auto classes (any encoder).
+
+NER/PICO use ``AutoModelForTokenClassification``; RE/QA ``AutoModelForSequenceClassification`` with
+``problem_type="single_label_classification"``, HoC with ``"multi_label_classification"`` (BCE loss on
+independent sigmoids) and BIOSSES with ``"regression"`` (one output, MSE loss). Dropout is set to 0.1 on
+whichever dropout fields the architecture has (BERT, DeBERTa-v2/v3, ELECTRA, ALBERT name them alike).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from medibio.blurb.registry import Problem
+
+PROBLEM_TYPES = {
+    Problem.CLASSIFY: "single_label_classification",
+    Problem.MULTILABEL: "multi_label_classification",
+    Problem.REGRESSION: "regression",
+}
+DROPOUT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob")
+# Tokenizers that need a leading space to split pre-tokenised words (byte-level BPE).
+PREFIX_SPACE_TYPES = {"roberta", "deberta", "longformer", "bart", "gpt2", "mpnet"}
+
+
+def auto_class(problem: Problem) -> Any:
+    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
+
+    return AutoModelForTokenClassification if Problem(problem) is Problem.TOKEN else AutoModelForSequenceClassification
+
+
+def build_config(spec: Any, model_name_or_path: str | Path, dropout: float = 0.1) -> Any:
+    """The model config for a task: label count and names, problem type, dropout."""
+    from medibio import modelzoo
+
+    config = modelzoo.load_config(model_name_or_path)
+    problem = Problem(spec.problem)
+    labels = list(spec.labels)
+    if problem is Problem.REGRESSION:
+        config.num_labels = 1
+        config.id2label = {0: "score"}
+        config.label2id = {"score": 0}
+    else:
+        config.num_labels = len(labels)
+        config.id2label = dict(enumerate(labels))
+        config.label2id = {name: i for i, name in enumerate(labels)}
+    config.problem_type = PROBLEM_TYPES.get(problem)
+    for name in DROPOUT_FIELDS:
+        if hasattr(config, name):
+            setattr(config, name, dropout)
+    return config
+
+
+def load_tokenizer(model_name_or_path: str | Path, problem: Problem) -> Any:
+    """Fast tokenizer; byte-level BPE models get ``add_prefix_space`` for pre-split words."""
+    from transformers import AutoTokenizer
+
+    from medibio import modelzoo
+
+    config = modelzoo.load_config(model_name_or_path)
+    if Problem(problem) is Problem.TOKEN and config.model_type in PREFIX_SPACE_TYPES:
+        return AutoTokenizer.from_pretrained(modelzoo.resolve(model_name_or_path), add_prefix_space=True)
+    return modelzoo.load_tokenizer(model_name_or_path)
+
+
+def build_model(spec: Any, model_name_or_path: str | Path, dropout: float = 0.1,
+                init_from: str | Path | None = None) -> Any:
+    """A model with a freshly initialised task head on the encoder of ``model_name_or_path``.
+
+    ``init_from`` is a folder holding only encoder weights (an intermediate fine-tuning result, written
+    by :func:`save_encoder`): the encoder comes from there, the head is new either way.
+    """
+    from transformers.utils import logging as hf_logging
+
+    from medibio import modelzoo
+
+    source = str(init_from) if init_from else modelzoo.resolve(model_name_or_path)
+    config = build_config(spec, init_from or model_name_or_path, dropout)
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # "newly initialised head" warnings are the point here
+    try:
+        return auto_class(spec.problem).from_pretrained(source, config=config)
+    finally:
+        hf_logging.set_verbosity(level)
+
+
+def encoder(model: Any) -> Any:
+    """The shared encoder (``model.base_model``: ``bert``, ``deberta``, ``electra``, ``albert`` ...)."""
+    return model.base_model
+
+
+def head_parameter_names(model: Any) -> list[str]:
+    """Names of the task-head parameters (everything outside the encoder)."""
+    prefix = model.base_model_prefix + "."
+    return [n for n, _ in model.named_parameters() if not n.startswith(prefix)]
+
+
+def save_encoder(model: Any, tokenizer: Any, out_dir: str | Path) -> Path:
+    """Save the encoder alone (no head) plus the tokenizer, loadable by :func:`build_model`'s ``init_from``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    base = encoder(model)
+    base.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+    return out
+
+
+def count_parameters(model: Any) -> int:
+    return sum(p.numel() for p in model.parameters())

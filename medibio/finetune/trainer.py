@@ -1,0 +1,307 @@
+"""The one training loop behind every fine-tuning run (all task types, any encoder, 1..n processes).
+
+AdamW with linear warm-up then linear decay (``get_linear_schedule_with_warmup``), gradient clipping and
+accumulation, bf16/fp16 autocast on GPU through accelerate. After every epoch the model is evaluated on
+dev with the task's own metric; the weights of the best dev epoch are kept in CPU memory and the test
+predictions come from them (the test set is never looked at for selection). Evaluation batches are
+gathered across processes with ``gather_for_metrics`` and put back in dataset order by their row index.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from medibio.blurb.registry import Problem
+from medibio.finetune import features
+from medibio.finetune.presets import FinetuneConfig
+
+Callback = Callable[..., None]  # callback(event, **info); events: "epoch_end"
+
+
+@dataclass
+class FitResult:
+    """What one training run produced; the runner turns it into a run record."""
+
+    dev_curve: list[dict[str, Any]]
+    best_epoch: int
+    dev: dict[str, float]
+    test: dict[str, float]
+    test_predictions: list[dict[str, Any]]  # {"id", "prediction"} in test-set order
+    train_examples: int
+    dev_examples: int
+    test_examples: int
+    optimizer_steps: int
+    per_device_batch_size: int
+    train_time_s: float
+    wall_time_s: float
+    train_examples_per_s: float
+    peak_memory_mb: float
+    notes: list[str] = field(default_factory=list)
+
+
+_ACCELERATOR: list[Any] = []
+
+
+def cpu_has_bf16() -> bool:
+    """True when the CPU computes bf16 natively (AVX512-BF16 or AMX): autocast then roughly halves the
+    cost of MiniLM fine-tuning and inference; elsewhere bf16 is emulated and slower, so runs stay fp32."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def make_accelerator(mixed_precision: str = "no") -> Any:
+    """The process's ``Accelerator``: GPU(s) when present, else CPU (gloo when several processes were
+    launched). ``bf16``/``fp16`` autocast on GPU; on CPU ``bf16`` only where the CPU supports it natively.
+    accelerate keeps global state, so one is created per process and reused."""
+    import torch
+    from accelerate import Accelerator
+
+    if not _ACCELERATOR:
+        if torch.cuda.is_available():
+            precision = mixed_precision if mixed_precision in ("bf16", "fp16") else "no"
+            _ACCELERATOR.append(Accelerator(mixed_precision=precision))
+        else:
+            precision = "bf16" if mixed_precision == "bf16" and cpu_has_bf16() else "no"
+            _ACCELERATOR.append(Accelerator(cpu=True, mixed_precision=precision))
+    return _ACCELERATOR[0]
+
+
+def device_name(accelerator: Any) -> str:
+    import torch
+
+    if accelerator.device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(accelerator.device)}) x{accelerator.num_processes}"
+    return f"cpu ({torch.get_num_threads()} threads) x{accelerator.num_processes}"
+
+
+def score(spec: Any, references: Sequence[Any], predictions: Sequence[Any],
+          ids: Sequence[str] | None = None) -> dict[str, float]:
+    """The task metric (key ``score`` on 0-100 plus extras): BLURB datasets by name, others by metric."""
+    from medibio.blurb import metrics, registry
+
+    try:
+        registry.get(spec.name)
+    except KeyError:
+        kw: dict[str, Any] = {"ids": ids}
+        if spec.labels:
+            kw["labels"] = tuple(spec.labels)
+        if spec.negative_label is not None:
+            kw["negative_label"] = spec.negative_label
+        return metrics.compute(spec.metric, list(references), list(predictions), **kw)
+    return metrics.evaluate(spec.name, list(references), list(predictions), ids=ids)
+
+
+def _peak_memory_mb(accelerator: Any) -> float:
+    import torch
+
+    if accelerator.device.type == "cuda":
+        return torch.cuda.max_memory_allocated(accelerator.device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def stability_options(cfg: FinetuneConfig) -> Any:
+    """The config's stability switches as :class:`medibio.finetune.stability.StabilityOptions`."""
+    from medibio.finetune import stability
+
+    return stability.StabilityOptions(freeze_lower=cfg.freeze_lower, layerwise_lr_decay=cfg.llrd,
+                                      reinit_top_k=cfg.reinit_top, bias_correction=cfg.bias_correction,
+                                      longer_training=cfg.longer_training)
+
+
+def build_optimizer(model: Any, cfg: FinetuneConfig) -> tuple[Any, list[str]]:
+    """Apply the stability options (re-initialisation, freezing) in place and build AdamW over the
+    parameter groups (no weight decay on biases/LayerNorm, optional layer-wise LR decay).
+
+    Returns the optimiser and notes for the record on what was changed.
+    """
+    from medibio.finetune import stability
+
+    opts = stability_options(cfg)
+    done = stability.apply_model_surgery(model, opts)
+    groups = stability.param_groups(model, cfg.learning_rate, cfg.weight_decay, opts)
+    optimizer = stability.make_optimizer(groups, lr=cfg.learning_rate, opts=opts, eps=cfg.adam_epsilon)
+    notes = opts.describe()
+    if done.get("reinitialised_layers"):
+        notes.append(f"re-initialised encoder layers {done['reinitialised_layers']}")
+    if done.get("frozen_parameters"):
+        notes.append(f"frozen: {', '.join(done['frozen_tiers'])} ({done['frozen_parameters']} parameters)")
+    return optimizer, notes
+
+
+class Evaluator:
+    """Predictions for one split (encoded once, dataloader prepared once, reused every epoch)."""
+
+    def __init__(self, raw: Any, spec: Any, tokenizer: Any, cfg: FinetuneConfig, accelerator: Any,
+                 split: str) -> None:
+        from torch.utils.data import DataLoader
+
+        self.raw = raw
+        self.spec = spec
+        self.split = split
+        self.problem = Problem(spec.problem)
+        self.labels = features.label_list(spec)
+        self.accelerator = accelerator
+        self.encoded = features.encode(raw, spec, tokenizer, cfg.max_length, desc=f"tokenise {split}")
+        sampler = features.LengthBucketSampler(self.encoded["length"], cfg.eval_batch_size, seed=0, shuffle=False)
+        collate = features.Collator(tokenizer, self.problem, cfg.max_length if cfg.pad_to_max_length else None)
+        self.loader = accelerator.prepare(DataLoader(self.encoded, batch_sampler=sampler, collate_fn=collate))
+        if self.problem is Problem.TOKEN:
+            self.word_ids = self.encoded["word_ids"]
+            self.n_words = self.encoded["n_words"]
+        self.references = features.references(raw, self.problem)
+
+    def predict(self, model: Any) -> tuple[list[Any], int]:
+        """Predictions in split order in the scoring format, and the number of words never seen."""
+        import torch
+        from tqdm.auto import tqdm
+
+        acc = self.accelerator
+        model.eval()
+        outputs: dict[int, Any] = {}
+        bar = tqdm(self.loader, desc=f"{self.spec.name} {self.split}", leave=False,
+                   disable=not acc.is_local_main_process)
+        with torch.no_grad():
+            for batch in bar:
+                index = batch.pop("index")
+                batch.pop("labels", None)
+                logits = model(**batch).logits
+                if self.problem is Problem.TOKEN:
+                    out = acc.pad_across_processes(logits.argmax(-1), dim=1, pad_index=-1)
+                else:
+                    out = logits.float()
+                index, out = acc.gather_for_metrics((index, out))
+                for i, row in zip(index.tolist(), out.cpu().tolist(), strict=True):
+                    outputs.setdefault(i, row)
+        missing_rows = [i for i in range(len(self.raw)) if i not in outputs]
+        if missing_rows:
+            raise RuntimeError(f"{self.spec.name} {self.split}: no prediction for rows {missing_rows[:5]}")
+        preds: list[Any] = []
+        unseen = 0
+        default = features.outside_label(self.spec) if self.problem is Problem.TOKEN else None
+        for i in range(len(self.raw)):
+            if self.problem is Problem.TOKEN:
+                tags, lost = features.decode_token_predictions(outputs[i], self.word_ids[i], self.n_words[i],
+                                                               self.labels, default)
+                preds.append(tags)
+                unseen += lost
+            else:
+                preds.append(features.decode_sequence_prediction(outputs[i], self.problem, self.labels))
+        return preds, unseen
+
+    def evaluate(self, model: Any) -> tuple[dict[str, float], list[Any], int]:
+        preds, unseen = self.predict(model)
+        return score(self.spec, self.references, preds, self.raw["id"]), preds, unseen
+
+
+def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig, accelerator: Any,
+        seed: int, callbacks: Sequence[Callback] = (), run_test: bool = True) -> FitResult:
+    """Train on ``splits["train"]``, select the epoch on ``splits["dev"]``, predict ``splits["test"]``.
+
+    ``splits`` are the loaders' raw splits, already capped by the caller. ``model`` gets the best dev
+    epoch's weights back at the end (so the caller can save its encoder for intermediate fine-tuning).
+    """
+    import torch
+    from accelerate.utils import set_seed
+    from torch.utils.data import DataLoader
+    from tqdm.auto import tqdm
+    from transformers import get_linear_schedule_with_warmup
+
+    started = time.perf_counter()
+    if accelerator.device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(accelerator.device)
+    set_seed(seed)
+    problem = Problem(spec.problem)
+    nproc = accelerator.num_processes
+    per_device = max(1, cfg.batch_size // (nproc * cfg.grad_accum))
+    notes: list[str] = []
+    if per_device * nproc * cfg.grad_accum != cfg.batch_size:
+        notes.append(f"effective batch {per_device * nproc * cfg.grad_accum} (asked {cfg.batch_size}: "
+                     f"{nproc} processes x {cfg.grad_accum} accumulation steps)")
+    accelerator.gradient_accumulation_steps = cfg.grad_accum
+
+    train = features.encode(splits["train"], spec, tokenizer, cfg.max_length, desc="tokenise train")
+    sampler = features.LengthBucketSampler(train["length"], per_device, seed=seed, shuffle=True,
+                                           bucketing=cfg.length_bucketing)
+    collate = features.Collator(tokenizer, problem, cfg.max_length if cfg.pad_to_max_length else None)
+    train_loader = DataLoader(train, batch_sampler=sampler, collate_fn=collate)
+    dev_eval = Evaluator(splits["dev"], spec, tokenizer, cfg, accelerator, "dev")
+
+    optimizer, stability_notes = build_optimizer(model, cfg)
+    notes.extend(stability_notes)
+    model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)
+    epochs = cfg.effective_epochs
+    steps_per_epoch = math.ceil(len(train_loader) / cfg.grad_accum)
+    total_steps = steps_per_epoch * epochs
+    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.warmup_ratio * total_steps), total_steps)
+
+    curve: list[dict[str, Any]] = []
+    best_score, best_epoch, best_state, best_dev = -math.inf, 0, None, {}
+    step, train_time, seen = 0, 0.0, 0
+    bar = tqdm(total=len(train_loader) * epochs, desc=f"{spec.name} train", disable=not accelerator.is_local_main_process)
+    for epoch in range(1, epochs + 1):
+        sampler.set_epoch(epoch)
+        model.train()
+        t0 = time.perf_counter()
+        loss_sum, loss_n = 0.0, 0
+        for batch in train_loader:
+            batch.pop("index")
+            with accelerator.accumulate(model):
+                loss = model(**batch).loss
+                accelerator.backward(loss)
+                if accelerator.sync_gradients:
+                    if cfg.max_grad_norm:
+                        accelerator.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+                    step += 1
+                optimizer.step()
+                if accelerator.sync_gradients and not accelerator.optimizer_step_was_skipped:
+                    scheduler.step()
+                optimizer.zero_grad()
+            loss_sum += loss.detach().float().item()
+            loss_n += 1
+            seen += batch["input_ids"].shape[0] * nproc
+            bar.update(1)
+            bar.set_postfix(epoch=epoch, loss=f"{loss_sum / loss_n:.4f}")
+        train_time += time.perf_counter() - t0
+        dev_metrics, _, _ = dev_eval.evaluate(model)
+        entry = {"epoch": epoch, "step": step, "train_loss": loss_sum / max(1, loss_n), "dev": dev_metrics}
+        curve.append(entry)
+        if dev_metrics["score"] > best_score:  # strict: ties keep the earlier (cheaper) epoch
+            best_score, best_epoch, best_dev = dev_metrics["score"], epoch, dev_metrics
+            unwrapped = accelerator.unwrap_model(model)
+            best_state = {k: v.detach().to("cpu", copy=True) for k, v in unwrapped.state_dict().items()}
+        for cb in callbacks:
+            cb("epoch_end", epoch=epoch, model=accelerator.unwrap_model(model), dev=dev_metrics, step=step)
+    bar.close()
+
+    unwrapped = accelerator.unwrap_model(model)
+    if best_state is not None:
+        unwrapped.load_state_dict(best_state)
+    test_metrics: dict[str, float] = {}
+    test_preds: list[dict[str, Any]] = []
+    test_examples = 0
+    if run_test and "test" in splits:
+        test_eval = Evaluator(splits["test"], spec, tokenizer, cfg, accelerator, "test")
+        test_metrics, preds, unseen = test_eval.evaluate(model)
+        test_examples = len(splits["test"])
+        if unseen:
+            notes.append(f"{unseen} test words beyond max_length={cfg.max_length} predicted as "
+                         f"{features.outside_label(spec)!r}")
+        ids = splits["test"]["id"]
+        test_preds = [{"id": i, "prediction": p} for i, p in zip(ids, preds, strict=True)]
+    wall = time.perf_counter() - started
+    return FitResult(
+        dev_curve=curve, best_epoch=best_epoch, dev=best_dev, test=test_metrics, test_predictions=test_preds,
+        train_examples=len(splits["train"]), dev_examples=len(splits["dev"]), test_examples=test_examples,
+        optimizer_steps=step, per_device_batch_size=per_device, train_time_s=train_time, wall_time_s=wall,
+        train_examples_per_s=seen / train_time if train_time else 0.0, peak_memory_mb=_peak_memory_mb(accelerator),
+        notes=notes,
+    )

@@ -1,0 +1,95 @@
+"""Intermediate fine-tuning: the encoder (not the head) travels from the intermediate task to the target."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from medibio.blurb import registry
+from medibio.finetune import ift, modeling, runner
+
+pytestmark = pytest.mark.realdata
+
+
+def _encoder_state(model) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in modeling.encoder(model).state_dict().items()}
+
+
+def _head_state(model) -> dict[str, torch.Tensor]:
+    names = set(modeling.head_parameter_names(model))
+    return {n: p.detach().clone() for n, p in model.named_parameters() if n in names}
+
+
+@pytest.fixture()
+def spies(monkeypatch):
+    built: list[dict] = []
+    saved: list[dict] = []
+    real_build, real_save = modeling.build_model, modeling.save_encoder
+
+    def build(spec, name, dropout=0.1, init_from=None):
+        model = real_build(spec, name, dropout, init_from=init_from)
+        built.append({"task": spec.name, "init_from": init_from, "encoder": _encoder_state(model),
+                      "head": _head_state(model)})
+        return model
+
+    def save(model, tokenizer, out_dir):
+        saved.append({"encoder": _encoder_state(model), "head": _head_state(model), "dir": out_dir})
+        return real_save(model, tokenizer, out_dir)
+
+    monkeypatch.setattr(modeling, "build_model", build)
+    monkeypatch.setattr(modeling, "save_encoder", save)
+    return built, saved
+
+
+def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_encoder_is_carried_and_head_is_fresh(tmp_path, data_root, spies):
+    built, saved = spies
+    [record] = runner.run_finetune("BIOSSES", profile="smoke", intermediate="STS-B", results_root=tmp_path,
+                                   data_root=data_root)
+    assert [b["task"] for b in built] == ["STS-B", "BIOSSES"]
+    base_encoder = built[0]["encoder"]  # STS-B model straight from the base checkpoint
+    intermediate, target = saved[0], built[1]
+    assert target["init_from"] is not None
+    # the target starts from the intermediate's (trained) encoder, which differs from the base model's
+    assert _same(target["encoder"], intermediate["encoder"])
+    assert not _same(target["encoder"], base_encoder)
+    # STS-B and BIOSSES are both regression: same head shapes, yet the head is new, not STS-B's
+    assert intermediate["head"].keys() == target["head"].keys()
+    assert all(not torch.equal(intermediate["head"][k], target["head"][k]) for k in target["head"])
+    # the saved stage holds encoder weights only
+    folder = ift.stage_dir(tmp_path, "smoke", "tiny-deberta", ["STS-B"], 1)
+    keys = load_file(str(folder / "encoder" / "model.safetensors")).keys()
+    assert keys and not any("classifier" in k or k.startswith("pooler.") for k in keys)
+    stage = json.loads((folder / "stage.json").read_text())
+    assert stage["task"] == "STS-B" and stage["dev_curve"]
+    assert record.variant == "ift-STS-B" and record.intermediate == ["STS-B"]
+    assert any("intermediate" in n for n in record.notes)
+
+
+def test_chains_reuse_finished_stages(tmp_path, data_root, spies):
+    built, _ = spies
+    runner.run_finetune("BIOSSES", profile="smoke", intermediate="STS-B", results_root=tmp_path, data_root=data_root)
+    built.clear()
+    [record] = runner.run_finetune("GAD", profile="smoke", intermediate=["STS-B", "SICK"], results_root=tmp_path,
+                                   data_root=data_root)
+    # STS-B stage reused; SICK trained from the STS-B encoder; then GAD from the SICK encoder
+    assert [b["task"] for b in built] == ["SICK-R", "GAD"]
+    sts_dir = ift.stage_dir(tmp_path, "smoke", "tiny-deberta", ["STS-B"], 1) / "encoder"
+    chain_dir = ift.stage_dir(tmp_path, "smoke", "tiny-deberta", ["STS-B", "SICK-R"], 1) / "encoder"
+    assert str(built[0]["init_from"]) == str(sts_dir) and str(built[1]["init_from"]) == str(chain_dir)
+    assert record.variant == "ift-STS-B+SICK-R" and record.intermediate == ["STS-B", "SICK-R"]
+
+
+def test_blurb_dataset_as_intermediate_and_names():
+    assert ift.parse_chain("STS-B, sick") == ["STS-B", "SICK-R"]
+    assert ift.parse_chain(["chemprot"]) == ["ChemProt"]
+    assert ift.parse_chain(None) == []
+    assert ift.task_spec("BIOSSES") is registry.get("BIOSSES")
+    with pytest.raises(KeyError, match="neither an intermediate task"):
+        ift.parse_chain("MNLI-not-here")

@@ -1,0 +1,27 @@
+"""Two CPU processes through `accelerate launch --multi_gpu --num_processes 2` (gloo)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from medibio.blurb import predictions
+from medibio.finetune import runner
+
+pytestmark = [pytest.mark.realdata, pytest.mark.slow]
+
+
+def test_two_process_cpu_run_writes_one_complete_record(tmp_path, data_root):
+    [record] = runner.launch("BIOSSES", profile="smoke", num_processes=2, results_root=tmp_path,
+                             data_root=data_root, env={"OMP_NUM_THREADS": "1"})
+    assert record.ok and record.num_processes == 2 and record.device.endswith("x2")
+    assert record.hyperparameters["per_device_batch_size"] * 2 == record.hyperparameters["batch_size"]
+    # two processes took turns on the batches: 32 examples / (4 per device x 2) = 4 steps per epoch
+    assert [e["step"] for e in record.dev_curve] == [4, 8]
+    pred_file = record.predictions_file(tmp_path)
+    rows = [json.loads(line) for line in pred_file.read_text().splitlines()]
+    assert len(rows) == len({r["id"] for r in rows}) == 20  # gathered from both, no duplicates
+    assert predictions.score_file(pred_file, "BIOSSES", data_root=data_root)["score"] == pytest.approx(
+        record.score_test)
+    assert len(list(pred_file.parent.glob("seed*.json"))) == 1

@@ -1,0 +1,97 @@
+"""Profiles, presets and overrides: one source of truth for every fine-tuning hyperparameter."""
+
+from __future__ import annotations
+
+import pytest
+
+from medibio.blurb import registry
+from medibio.errors import InputFormatError
+from medibio.finetune import presets, runner
+
+
+def test_blurb_max_lengths_and_search_space_on_gpu():
+    assert presets.preset("ChemProt", "gpu").max_length == 256
+    assert presets.preset("DDI", "gpu").max_length == 256
+    assert presets.preset("GAD", "gpu").max_length == 128
+    assert presets.preset("PubMedQA", "gpu").max_length == 512
+    for spec in registry.DATASETS:
+        cfg = presets.preset(spec.name, "paper")
+        assert cfg.learning_rate in presets.BLURB_LEARNING_RATES
+        assert cfg.batch_size in presets.BLURB_BATCH_SIZES
+        assert 2 <= cfg.epochs <= 60
+        assert cfg.max_train_examples is None and cfg.max_test_examples is None
+        assert cfg.warmup_ratio == 0.1 and cfg.dropout == 0.1
+
+
+def test_cpu_profile_never_caps_test_and_defaults_to_minilm():
+    prof = presets.get_profile("cpu")
+    assert prof.model == "minilm" and presets.DEFAULT_PROFILE == "cpu"
+    for spec in registry.DATASETS:
+        cfg = presets.preset(spec.name, "cpu")
+        assert cfg.max_test_examples is None
+        assert cfg.max_length <= spec.max_length
+    assert prof.default_seeds("BIOSSES") == (1, 2, 3) and prof.default_seeds("PubMedQA") == (1, 2, 3)
+    assert len(prof.default_seeds("BC5-chem")) == 1
+
+
+def test_smoke_profile_is_tiny():
+    cfg = presets.preset("JNLPBA", "smoke")
+    assert presets.get_profile("smoke").model == "tiny-deberta"
+    assert cfg.max_train_examples == cfg.max_dev_examples == cfg.max_test_examples == 32
+    assert cfg.max_length == 64
+
+
+def test_overrides_file_then_flags(fixtures_dir):
+    data = presets.load_config_file(fixtures_dir / "finetune" / "overrides.yaml")
+    chem = presets.apply_overrides(presets.preset("chemprot", "gpu"), "ChemProt", data)
+    assert (chem.learning_rate, chem.epochs, chem.batch_size, chem.max_length) == (1e-5, 4, 16, 200)
+    gad = presets.apply_overrides(presets.preset("GAD", "gpu"), "GAD", data)
+    assert (gad.learning_rate, gad.batch_size) == (1e-5, 32)
+    flags = {**data, "learning_rate": 5e-5, "epochs": None}  # a CLI flag beats the file; None = not given
+    assert presets.apply_overrides(presets.preset("GAD", "gpu"), "GAD", flags).learning_rate == 5e-5
+
+
+def test_bad_config_file_names_the_file_and_key(fixtures_dir):
+    path = fixtures_dir / "finetune" / "bad_option.yaml"
+    with pytest.raises(InputFormatError, match="bad_option.yaml.*warmup_steps"):
+        presets.load_config_file(path)
+    with pytest.raises(ValueError, match="unknown fine-tuning option"):
+        presets.FinetuneConfig().replace(lr=1)
+
+
+def test_string_values_are_coerced():
+    cfg = presets.FinetuneConfig().replace(learning_rate="3e-5", epochs="4", freeze_lower="true", llrd="0.9")
+    assert (cfg.learning_rate, cfg.epochs, cfg.freeze_lower, cfg.llrd) == (3e-5, 4, True, 0.9)
+
+
+def test_longer_training_multiplies_epochs():
+    assert presets.FinetuneConfig(epochs=3, longer_training=2.0).effective_epochs == 6
+    assert presets.FinetuneConfig(epochs=3, longer_training=1.5).effective_epochs == 5
+
+
+def test_variant_names_keep_stability_runs_apart():
+    cfg = presets.FinetuneConfig()
+    assert runner.variant_name(cfg) == "base"
+    assert runner.variant_name(cfg, ["STS-B", "SICK"]) == "ift-STS-B+SICK"
+    cfg = cfg.replace(freeze_lower=True, llrd=0.9, reinit_top=2, bias_correction=False, longer_training=2.0)
+    assert runner.variant_name(cfg) == "freeze+llrd0.9+reinit2+nobiascorr+long2"
+    assert runner.variant_name(cfg, ["STS-B"]).startswith("ift-STS-B+freeze")
+    assert runner.variant_name(presets.FinetuneConfig(), base="grid-lr3e-05-bs16-ep3") == "grid-lr3e-05-bs16-ep3"
+
+
+def test_budget_table_lists_every_dataset():
+    rows = presets.budget_table("cpu")
+    assert [r["dataset"] for r in rows] == registry.names()
+    assert all(r["epochs"] >= 1 for r in rows)
+
+
+def test_launch_command_line_round_trip():
+    args = runner.command_args("BIOSSES", "tiny-deberta", [1, 2], "smoke", results_root="/tmp/x",
+                               intermediate=["STS-B"], learning_rate=3e-5, freeze_lower=True,
+                               bias_correction=False, llrd=None)
+    assert args[:5] == ["finetune", "--task", "BIOSSES", "--profile", "smoke"]
+    text = " ".join(args)
+    for part in ("--seeds 1,2", "--intermediate STS-B", "--learning-rate 3e-05", "--freeze-lower",
+                 "--no-bias-correction", "--results-root /tmp/x"):
+        assert part in text
+    assert "--llrd" not in text

@@ -1,0 +1,63 @@
+"""Resume after a killed run, through the real command line (`python -m medibio finetune`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from medibio.runs import records as rec
+
+pytestmark = pytest.mark.realdata
+
+KILL_AFTER_FIRST_EPOCH = textwrap.dedent("""
+    import os, signal, sys
+    from medibio.finetune import runner
+
+    def kill(event, epoch, **_):
+        if epoch == 1:
+            os.kill(os.getpid(), signal.SIGKILL)  # no cleanup at all, like an OOM kill
+
+    runner.run_finetune("BIOSSES", profile="smoke", results_root=sys.argv[1], callbacks=[kill])
+""")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "medibio", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_killed_run_leaves_no_record_and_a_rerun_completes(tmp_path, data_root):
+    killed = subprocess.run([sys.executable, "-c", KILL_AFTER_FIRST_EPOCH, str(tmp_path)], capture_output=True,
+                            text=True, timeout=300)
+    assert killed.returncode == -9
+    assert not rec.record_exists(tmp_path, "smoke", "tiny-deberta", "base", "BIOSSES", 1)
+    assert not list(tmp_path.rglob("*.json"))
+
+    args = ("finetune", "--task", "BIOSSES", "--profile", "smoke", "--results-root", str(tmp_path),
+            "--data-root", str(data_root), "--json")
+    first = _cli(*args)
+    assert first.returncode == 0, first.stderr[-2000:]
+    [record] = json.loads(first.stdout)
+    assert record["status"] == "ok" and record["dataset"] == "BIOSSES" and record["score_test"] is not None
+    path = rec.record_path(tmp_path, "smoke", "tiny-deberta", "base", "BIOSSES", 1)
+    assert path.is_file() and (path.parent / "seed1.test.jsonl").is_file()
+
+    again = _cli(*args)
+    assert again.returncode == 0 and "skipped" in again.stderr + again.stdout
+    assert json.loads(again.stdout)[0]["created"] == record["created"]
+
+    forced = _cli(*args, "--force", "--seeds", "1")
+    assert forced.returncode == 0
+    assert json.loads(forced.stdout)[0]["run_id"] == record["run_id"]
+    assert rec.read_record(path).to_dict()["created"] >= record["created"]
+    assert "rerun" not in forced.stdout  # plain JSON output
+    assert "done before" not in forced.stderr + forced.stdout
+
+
+def test_cli_reports_a_bad_option_file(tmp_path, fixtures_dir):
+    out = _cli("finetune", "--task", "BIOSSES", "--profile", "smoke", "--results-root", str(tmp_path),
+               "--config", str(fixtures_dir / "finetune" / "bad_option.yaml"))
+    assert out.returncode == 2 and "bad_option.yaml" in out.stderr and "warmup_steps" in out.stderr
