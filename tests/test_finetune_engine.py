@@ -52,6 +52,9 @@ def test_every_task_type_end_to_end(task, results, data_root):
     gold = features.references(kept, features.Problem(record.problem))
     rescored = metrics.evaluate(task, gold, [r["prediction"] for r in rows])
     assert rescored["score"] == pytest.approx(record.score_test)
+    if task == "HoC":  # the multi-label cut-off is chosen on dev and recorded
+        assert any("decision threshold" in n for n in record.notes)
+        assert all("threshold" in e["dev"] for e in record.dev_curve)
     if len(test) > 32:
         assert any("NOT an official score" in n for n in record.notes)
     else:  # BIOSSES: the whole official test set, so the BLURB scorer accepts the file as is
@@ -85,12 +88,12 @@ def test_model_selection_uses_dev_not_the_last_epoch(tmp_path, data_root, monkey
     seen: dict[str, float] = {}
     original = trainer.Evaluator.evaluate
 
-    def fake_evaluate(self, model):
+    def fake_evaluate(self, model, threshold=0.5):
         if self.split == "dev":
-            _, preds, unseen = original(self, model)
+            _, preds, unseen = original(self, model, threshold)
             return {"score": next(scripted)}, preds, unseen
         seen["test"] = _checksum(model)
-        return original(self, model)
+        return original(self, model, threshold)
 
     monkeypatch.setattr(trainer.Evaluator, "evaluate", fake_evaluate)
     per_epoch: dict[int, float] = {}

@@ -155,3 +155,14 @@ def test_subsample_is_seeded_and_keeps_order():
     assert a == features.subsample(ds, 10, seed=5)["id"]
     assert a == sorted(a, key=int) and len(a) == 10
     assert len(features.subsample(ds, None, 5)) == 100 and len(features.subsample(ds, 500, 5)) == 100
+
+
+def test_multilabel_threshold_decoding():
+    from medibio.blurb.registry import Problem
+    from medibio.finetune.features import decode_sequence_prediction
+
+    # logits -2.0 (p=0.12), 0.1 (p=0.52), -1.0 (p=0.27)
+    out = [-2.0, 0.1, -1.0]
+    assert decode_sequence_prediction(out, Problem.MULTILABEL, ["a", "b", "c"]) == ["b"]
+    assert decode_sequence_prediction(out, Problem.MULTILABEL, ["a", "b", "c"], threshold=0.25) == ["b", "c"]
+    assert decode_sequence_prediction(out, Problem.MULTILABEL, ["a", "b", "c"], threshold=0.1) == ["a", "b", "c"]

@@ -12,6 +12,8 @@ from typing import Any
 
 import typer
 
+from medibio.accel import is_main_process
+
 TASK_HELP = "dataset name, group (NER, PICO, RE, SS, DC, QA), comma list, or 'all'"
 
 
@@ -69,7 +71,7 @@ def register(app: typer.Typer) -> None:
         Runs already recorded are skipped (resume), unless --force. Works under `accelerate launch -m
         medibio finetune ...` for several processes (only the main process writes).
         """
-        from medibio.finetune import runner, trainer
+        from medibio.finetune import runner
 
         overrides = _overrides(config, learning_rate=lr, batch_size=batch_size, epochs=epochs,
                                max_length=max_length, grad_accum=grad_accum, max_train_examples=max_train_examples,
@@ -78,7 +80,7 @@ def register(app: typer.Typer) -> None:
                                longer_training=longer_training)
         records = runner.run_finetune(task, model, seeds, profile, overrides, intermediate, results_root, force,
                                       data_root, variant=variant)
-        if not trainer.make_accelerator().is_main_process:
+        if not is_main_process():
             return
         if as_json:
             typer.echo(json.dumps([r.to_dict() for r in records], indent=2, default=str))
@@ -107,12 +109,12 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print the summaries as JSON"),
     ) -> None:
         """Grid search lr x batch x epochs on dev for each task; print and save the best point."""
-        from medibio.finetune import grid, trainer
+        from medibio.finetune import grid
 
         overrides = _overrides(config, max_train_examples=max_train_examples)
         summaries = grid.grid_search(task, model, _ints(seeds), profile, _floats(lrs), _ints(batch_sizes),
                                      _ints(epochs) if epochs else None, overrides, results_root, force, data_root)
-        if not trainer.make_accelerator().is_main_process:
+        if not is_main_process():
             return
         if as_json:
             typer.echo(json.dumps(summaries, indent=2, default=str))

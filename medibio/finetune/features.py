@@ -13,6 +13,7 @@ groups examples of similar length so little padding is left, which is what makes
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -199,13 +200,22 @@ def decode_token_predictions(pred_ids: Sequence[int], word_ids: Sequence[int], n
     return [t if t is not None else default for t in tags], missing
 
 
-def decode_sequence_prediction(output: Sequence[float] | float, problem: Problem, labels: Sequence[str]) -> Any:
-    """One prediction in the ``medibio blurb score`` format from the model's raw output for one example."""
+# Decision thresholds (sigmoid probabilities) tried on dev for multi-label tasks; 0.5 is the default.
+MULTILABEL_THRESHOLDS = (0.5, 0.4, 0.3, 0.25, 0.2, 0.15, 0.1, 0.05)
+
+
+def decode_sequence_prediction(output: Sequence[float] | float, problem: Problem, labels: Sequence[str],
+                               threshold: float = 0.5) -> Any:
+    """One prediction in the ``medibio blurb score`` format from the model's raw output for one example.
+
+    Multi-label outputs are logits; a label is predicted when sigmoid(logit) > ``threshold``.
+    """
     if problem is Problem.REGRESSION:
         value = output[0] if isinstance(output, (list, tuple)) else output
         return float(value)
     if problem is Problem.MULTILABEL:
-        return [labels[i] for i, logit in enumerate(output) if logit > 0.0]  # sigmoid(logit) > 0.5
+        cut = math.log(threshold / (1.0 - threshold))
+        return [labels[i] for i, logit in enumerate(output) if logit > cut]
     best = max(range(len(output)), key=lambda i: output[i])
     return labels[best]
 

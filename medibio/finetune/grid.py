@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from medibio.accel import is_main_process
 from medibio.atomic import write_json
-from medibio.finetune import presets, runner, trainer
+from medibio.finetune import presets, runner
 
 
 def point_variant(lr: float, batch_size: int, epochs: int) -> str:
@@ -60,7 +61,7 @@ def grid_search(tasks: str | Sequence[str], model: str | None = None, seeds: Seq
         best = max(scored, key=lambda p: p["dev_mean"]) if scored else None  # first of equals wins
         summary = {"dataset": spec.name, "profile": prof.name, "model": model, "selection": "mean dev score",
                    "points": points, "best": best}
-        if trainer.make_accelerator().is_main_process:
+        if is_main_process():
             write_json(Path(root) / "grid" / prof.name / model_tag(model) / f"{spec.name}.json", summary)
         out[spec.name] = summary
     return out

@@ -45,7 +45,6 @@ class FitResult:
     notes: list[str] = field(default_factory=list)
 
 
-_ACCELERATOR: list[Any] = []
 
 
 def cpu_has_bf16() -> bool:
@@ -59,20 +58,17 @@ def cpu_has_bf16() -> bool:
 
 
 def make_accelerator(mixed_precision: str = "no") -> Any:
-    """The process's ``Accelerator``: GPU(s) when present, else CPU (gloo when several processes were
-    launched). ``bf16``/``fp16`` autocast on GPU; on CPU ``bf16`` only where the CPU supports it natively.
-    accelerate keeps global state, so one is created per process and reused."""
+    """An ``Accelerator`` for fine-tuning: GPU(s) when present, else CPU (gloo when several processes were
+    launched). ``bf16``/``fp16`` autocast on GPU; on CPU ``bf16`` only where the CPU supports it natively."""
     import torch
-    from accelerate import Accelerator
 
-    if not _ACCELERATOR:
-        if torch.cuda.is_available():
-            precision = mixed_precision if mixed_precision in ("bf16", "fp16") else "no"
-            _ACCELERATOR.append(Accelerator(mixed_precision=precision))
-        else:
-            precision = "bf16" if mixed_precision == "bf16" and cpu_has_bf16() else "no"
-            _ACCELERATOR.append(Accelerator(cpu=True, mixed_precision=precision))
-    return _ACCELERATOR[0]
+    from medibio.accel import accelerator
+
+    if torch.cuda.is_available():
+        precision = mixed_precision if mixed_precision in ("bf16", "fp16") else "no"
+    else:
+        precision = "bf16" if mixed_precision == "bf16" and cpu_has_bf16() else "no"
+    return accelerator(precision)
 
 
 def device_name(accelerator: Any) -> str:
@@ -159,8 +155,13 @@ class Evaluator:
             self.n_words = self.encoded["n_words"]
         self.references = features.references(raw, self.problem)
 
-    def predict(self, model: Any) -> tuple[list[Any], int]:
+    def predict(self, model: Any, threshold: float = 0.5) -> tuple[list[Any], int]:
         """Predictions in split order in the scoring format, and the number of words never seen."""
+        self.last_outputs = self._outputs(model)
+        return self.decode(self.last_outputs, threshold)
+
+    def _outputs(self, model: Any) -> list[Any]:
+        """Raw per-example outputs (token label ids, or logits) in split order."""
         import torch
         from tqdm.auto import tqdm
 
@@ -184,6 +185,10 @@ class Evaluator:
         missing_rows = [i for i in range(len(self.raw)) if i not in outputs]
         if missing_rows:
             raise RuntimeError(f"{self.spec.name} {self.split}: no prediction for rows {missing_rows[:5]}")
+        return [outputs[i] for i in range(len(self.raw))]
+
+    def decode(self, outputs: list[Any], threshold: float = 0.5) -> tuple[list[Any], int]:
+        """Turn raw outputs into predictions in the scoring format."""
         preds: list[Any] = []
         unseen = 0
         default = features.outside_label(self.spec) if self.problem is Problem.TOKEN else None
@@ -194,12 +199,31 @@ class Evaluator:
                 preds.append(tags)
                 unseen += lost
             else:
-                preds.append(features.decode_sequence_prediction(outputs[i], self.problem, self.labels))
+                preds.append(features.decode_sequence_prediction(outputs[i], self.problem, self.labels,
+                                                                 threshold))
         return preds, unseen
 
-    def evaluate(self, model: Any) -> tuple[dict[str, float], list[Any], int]:
-        preds, unseen = self.predict(model)
+    def evaluate(self, model: Any, threshold: float = 0.5) -> tuple[dict[str, float], list[Any], int]:
+        preds, unseen = self.predict(model, threshold)
         return score(self.spec, self.references, preds, self.raw["id"]), preds, unseen
+
+    def evaluate_tuned(self, model: Any) -> tuple[dict[str, float], float]:
+        """Dev metrics at the best multi-label decision threshold (selection on dev, never on test).
+
+        Small or imbalanced multi-label training sets (HoC: most hallmarks are absent from most abstracts)
+        leave every sigmoid under 0.5 early in training, which scores 0 at the default cut-off although
+        the ranking of labels is already informative. Other problems use the plain evaluation.
+        """
+        metrics, _, _ = self.evaluate(model)
+        if self.problem is not Problem.MULTILABEL:
+            return metrics, 0.5
+        best, best_t = metrics, 0.5
+        for t in features.MULTILABEL_THRESHOLDS[1:]:
+            preds, _ = self.decode(self.last_outputs, t)
+            candidate = score(self.spec, self.references, preds, self.raw["id"])
+            if candidate["score"] > best["score"]:
+                best, best_t = candidate, t
+        return {**best, "threshold": best_t}, best_t
 
 
 def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig, accelerator: Any,
@@ -244,7 +268,7 @@ def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig,
     scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.warmup_ratio * total_steps), total_steps)
 
     curve: list[dict[str, Any]] = []
-    best_score, best_epoch, best_state, best_dev = -math.inf, 0, None, {}
+    best_score, best_epoch, best_state, best_dev, best_threshold = -math.inf, 0, None, {}, 0.5
     step, train_time, seen = 0, 0.0, 0
     bar = tqdm(total=len(train_loader) * epochs, desc=f"{spec.name} train", disable=not accelerator.is_local_main_process)
     for epoch in range(1, epochs + 1):
@@ -271,11 +295,11 @@ def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig,
             bar.update(1)
             bar.set_postfix(epoch=epoch, loss=f"{loss_sum / loss_n:.4f}")
         train_time += time.perf_counter() - t0
-        dev_metrics, _, _ = dev_eval.evaluate(model)
+        dev_metrics, threshold = dev_eval.evaluate_tuned(model)
         entry = {"epoch": epoch, "step": step, "train_loss": loss_sum / max(1, loss_n), "dev": dev_metrics}
         curve.append(entry)
         if dev_metrics["score"] > best_score:  # strict: ties keep the earlier (cheaper) epoch
-            best_score, best_epoch, best_dev = dev_metrics["score"], epoch, dev_metrics
+            best_score, best_epoch, best_dev, best_threshold = dev_metrics["score"], epoch, dev_metrics, threshold
             unwrapped = accelerator.unwrap_model(model)
             best_state = {k: v.detach().to("cpu", copy=True) for k, v in unwrapped.state_dict().items()}
         for cb in callbacks:
@@ -290,7 +314,9 @@ def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig,
     test_examples = 0
     if run_test and "test" in splits:
         test_eval = Evaluator(splits["test"], spec, tokenizer, cfg, accelerator, "test")
-        test_metrics, preds, unseen = test_eval.evaluate(model)
+        test_metrics, preds, unseen = test_eval.evaluate(model, best_threshold)
+        if problem is Problem.MULTILABEL:
+            notes.append(f"multi-label decision threshold {best_threshold} chosen on dev")
         test_examples = len(splits["test"])
         if unseen:
             notes.append(f"{unseen} test words beyond max_length={cfg.max_length} predicted as "

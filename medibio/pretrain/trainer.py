@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from medibio.accel import accelerator as make_accelerator
 from medibio.atomic import write_json
 from medibio.errors import MedibioError
 from medibio.paths import REPO_ROOT, results_root
@@ -165,7 +166,6 @@ def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstract
     checkpoint in ``out_dir``.
     """
     import torch
-    from accelerate import Accelerator
     from transformers import get_linear_schedule_with_warmup
 
     from medibio.pretrain.corpus import cached_blocks, tokenizer_fingerprint
@@ -183,7 +183,7 @@ def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstract
         raise ResumeError(f"{out} already holds checkpoints (latest {ckpt.name}); pass --resume to continue "
                           "or choose another --out")
 
-    accelerator = Accelerator(mixed_precision=resolve_precision(cfg.mixed_precision))
+    accelerator = make_accelerator(resolve_precision(cfg.mixed_precision))
     device_type = accelerator.device.type
     layout = plan_batch(cfg.effective_batch, cfg.per_device_batch, accelerator.num_processes)
 
