@@ -43,17 +43,17 @@ def score(
 
     Datasets without a file are listed as missing; aggregates say what they cover.
     """
-    from rich.console import Console
     from rich.table import Table
 
     from medibio.blurb import registry
     from medibio.blurb.predictions import score_directory
+    from medibio.console import console
 
     report = score_directory(pred_dir, data_root=data_root, split=split)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
         return
-    console = Console()
+    console = console()
     table = Table(title=f"BLURB scores of {pred_dir} ({split})")
     for col in ("group", "dataset", "metric", "score", "details"):
         table.add_column(col, justify="right" if col == "score" else "left")

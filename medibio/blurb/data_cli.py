@@ -44,8 +44,9 @@ def check(
 
 
 def _print_table(rows: list) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from medibio.console import console
 
     table = Table(title="BLURB data vs the BLURB paper (NER: mentions, PICO: PICO words, else instances)")
     for col, justify in (("dataset", "left"), ("group", "left"), ("split", "left"), ("ours", "right"),
@@ -59,9 +60,9 @@ def _print_table(rows: list) -> None:
         diff = "" if r.ours is None or r.ours == r.paper else f"{r.ours - r.paper:+d}"
         ours = "—" if r.ours is None else str(r.ours)
         table.add_row(r.dataset, r.group, r.split, ours, str(r.paper), diff, status, r.note)
-    Console().print(table)
+    console().print(table)
     n_ok = sum(r.ok for r in rows)
-    Console().print(f"{n_ok}/{len(rows)} splits OK (matching or a documented deviation)")
+    console().print(f"{n_ok}/{len(rows)} splits OK (matching or a documented deviation)")
 
 
 @data_app.command("fetch")
@@ -112,8 +113,9 @@ def _list_sources(sources: list, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
+
+    from medibio.console import console
 
     table = Table(title="medibio data fetch sources")
     for col in ("name", "url", "sha256", "unpacks to", "what"):
@@ -121,7 +123,7 @@ def _list_sources(sources: list, as_json: bool) -> None:
     for r in rows:
         table.add_row(r["name"], "\n".join(r["urls"]), r["sha256"] or "[yellow]unknown (unverified)[/]",
                       "\n".join(r["unpacks_to"]), r["description"])
-    Console().print(table)
+    console().print(table)
 
 
 def register(app: typer.Typer) -> None:

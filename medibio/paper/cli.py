@@ -39,10 +39,10 @@ def audit(
     over groups) beside them; improvements are read both as points and as relative percent. A check is
     consistent within one unit of the last printed decimal.
     """
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
+    from medibio.console import console
     from medibio.paper.audit import run_audit, summary
 
     frame = run_audit()
@@ -52,7 +52,7 @@ def audit(
     if as_json:
         typer.echo(json.dumps(_json_safe(frame.to_dict(orient="records")), indent=2, ensure_ascii=False))
         return
-    console = Console()
+    console = console()
     table = Table(title="MediBioDeBERTa paper audit", show_lines=False)
     table.add_column("where", overflow="fold")
     table.add_column("reported", justify="right")
@@ -75,10 +75,10 @@ def paper_table(
     as_json: JsonOpt = False,
 ) -> None:
     """Print one of the paper's Tables 1-7 as transcribed (the data the audit works from)."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
+    from medibio.console import console
     from medibio.paper import tables
 
     frame = tables.load_table(number) if tidy else tables.paper_layout(number).reset_index()
@@ -90,7 +90,7 @@ def paper_table(
         table.add_column(escape(str(col)))
     for row in frame.itertuples(index=False):
         table.add_row(*(escape(_cell(v)) for v in row))
-    Console().print(table)
+    console().print(table)
 
 
 def register(app: typer.Typer) -> None:
