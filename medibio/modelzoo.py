@@ -50,33 +50,32 @@ def resolve(name_or_path: str | Path) -> str:
     return HUB_MODELS.get(key, text)
 
 
-def load_config(name_or_path: str | Path):
-    """``AutoConfig`` for a model name, with a clear error when it is neither local nor reachable."""
-    from transformers import AutoConfig
-
+def _from_pretrained(loader, name_or_path: str | Path, what: str):
+    """Call ``loader.from_pretrained`` on the resolved name; say plainly when the hub is the problem."""
     target = resolve(name_or_path)
     try:
-        return AutoConfig.from_pretrained(target)
+        return loader.from_pretrained(target)
     except OSError as exc:
         raise ModelUnavailableError(
-            f"model {name_or_path!r} is not a local folder and could not be loaded from the Hugging Face "
+            f"{what} of {name_or_path!r}: not a local folder, and it could not be loaded from the Hugging Face "
             f"hub (offline, or the name is wrong). Download it on a machine with internet "
             f"(`huggingface-cli download {target}`) and pass the folder, or use `minilm` / `tiny-deberta`. "
             f"Cause: {exc}"
         ) from exc
 
 
+def load_config(name_or_path: str | Path):
+    """``AutoConfig`` for a model name, with a clear error when it is neither local nor reachable."""
+    from transformers import AutoConfig
+
+    return _from_pretrained(AutoConfig, name_or_path, "config")
+
+
 def load_tokenizer(name_or_path: str | Path):
     """Fast tokenizer for a model (DeBERTa-v2 folders load via their ``spm.model``)."""
     from transformers import AutoTokenizer
 
-    target = resolve(name_or_path)
-    try:
-        return AutoTokenizer.from_pretrained(target)
-    except OSError as exc:
-        raise ModelUnavailableError(
-            f"tokenizer of {name_or_path!r} could not be loaded (not local, hub unreachable): {exc}"
-        ) from exc
+    return _from_pretrained(AutoTokenizer, name_or_path, "tokenizer")
 
 
 def _sample_texts(limit: int = 4000) -> list[str]:

@@ -114,3 +114,13 @@ def test_cli_error_exit_code_is_2(tmp_path: Path) -> None:
                           env=env)
     assert proc.returncode == 2
     assert "missing data" in proc.stderr and "absent" in proc.stderr
+
+
+def test_unreachable_hub_model_gives_a_plain_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from medibio import modelzoo
+    from medibio.errors import ModelUnavailableError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelUnavailableError, match="Hugging Face hub") as info:
+        modelzoo.load_config("medibio-test/no-such-model")
+    assert "huggingface-cli download medibio-test/no-such-model" in str(info.value)
