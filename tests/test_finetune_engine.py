@@ -195,3 +195,40 @@ def test_freeze_lower_and_longer_training_in_a_real_run(tmp_path, data_root):
     assert torch.equal(weights[2][emb], start[emb].detach())  # frozen: still the pretrained tensor
     assert not torch.equal(weights[2][top], start[top].detach())  # upper half trained
     assert any("freeze" in n for n in record.notes)
+
+
+def test_class_weighted_loss_in_a_real_run(tmp_path, data_root, monkeypatch):
+    from collections import Counter
+
+    from medibio.blurb import registry
+
+    calls = []
+    real = torch.nn.functional.cross_entropy
+
+    def spy(logits, target, weight=None, **kw):
+        calls.append(weight)
+        return real(logits, target, weight=weight, **kw)
+
+    monkeypatch.setattr(torch.nn.functional, "cross_entropy", spy)
+    [plain] = runner.run_finetune("DDI", profile="smoke", results_root=tmp_path / "a", data_root=data_root)
+    assert not any(w is not None for w in calls)
+    [weighted] = runner.run_finetune("DDI", profile="smoke", results_root=tmp_path / "b", data_root=data_root,
+                                     config_overrides={"class_weighting": "balanced"})
+    assert weighted.hyperparameters["class_weighting"] == "balanced"
+    used = [w for w in calls if w is not None]
+    assert used, "the weighted loss was never called"
+    # the weights are 1/count over the smoke training subset, mean 1 over the classes present
+    train = features.subsample(loaders.load_blurb("DDI", data_root, splits="train")["train"], 32,
+                               runner.SUBSET_SEED)
+    labels = features.label_list(registry.get("DDI"))
+    counts = Counter(train["label"])
+    expected = features.class_weights([labels.index(x) for x in train["label"]], len(labels), "balanced")
+    assert used[0].tolist() == pytest.approx(expected)
+    rarest = min(counts, key=counts.get)
+    assert expected[labels.index(rarest)] == max(expected)
+    assert any(n.startswith("class-weighted loss (balanced)") for n in weighted.notes)
+    assert weighted.dev_curve[0]["train_loss"] != pytest.approx(plain.dev_curve[0]["train_loss"])
+
+    [reg] = runner.run_finetune("BIOSSES", profile="smoke", results_root=tmp_path / "c", data_root=data_root,
+                                config_overrides={"class_weighting": "sqrt"})
+    assert any("ignored" in n for n in reg.notes)

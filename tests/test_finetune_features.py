@@ -166,3 +166,17 @@ def test_multilabel_threshold_decoding():
     assert decode_sequence_prediction(out, Problem.MULTILABEL, ["a", "b", "c"]) == ["b"]
     assert decode_sequence_prediction(out, Problem.MULTILABEL, ["a", "b", "c"], threshold=0.25) == ["b", "c"]
     assert decode_sequence_prediction(out, Problem.MULTILABEL, ["a", "b", "c"], threshold=0.1) == ["a", "b", "c"]
+
+
+def test_class_weights_balanced_and_sqrt():
+    labels = [0] * 80 + [1] * 20  # class 2 never occurs in this subset
+    assert features.class_weights(labels, 3, "none") is None
+    bal = features.class_weights(labels, 3, "balanced")
+    # 1/80 and 1/20, normalised to mean 1 over the two present classes; the absent class gets 0
+    assert bal == pytest.approx([0.4, 1.6, 0.0])
+    sq = features.class_weights(labels, 3, "sqrt")
+    assert sq[1] / sq[0] == pytest.approx(2.0) and (sq[0] + sq[1]) / 2 == pytest.approx(1.0) and sq[2] == 0
+    # a balanced loss gives every present class the same total weight
+    assert 80 * bal[0] == pytest.approx(20 * bal[1])
+    with pytest.raises(ValueError, match="class_weighting must be one of"):
+        features.class_weights(labels, 3, "inverse")

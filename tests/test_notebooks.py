@@ -115,6 +115,7 @@ def test_pretraining_configurations_chapter(smoke) -> None:
     assert s["tables"]["table5"]["rows"] == ["#1", "#2", "#3", "#4", "#5"]
     assert s["tables"]["table6"]["n_rows"] == 14  # 13 datasets + BLURB Avg.
     assert s["values"]["run_rows"] >= 1  # smoke: BIOSSES with the tiny model
+    assert "BIOSSES" in s["tables"]["budget"]["rows"] and "class_weighting" in s["tables"]["budget"]["columns"]
     rows = s["tables"]["ours_vs_paper"]["rows"]
     assert any("BIOSSES" in r for r in rows) and any("BLURB Avg." in r for r in rows)
     _figure_ok(s, "table6_heatmap")

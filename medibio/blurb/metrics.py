@@ -84,6 +84,8 @@ def compute(
         fn = METRICS[metric_name]
     except KeyError:
         raise KeyError(f"unknown metric {metric_name!r}; known: {', '.join(sorted(METRICS))}") from None
+    if kw.get("ids") is not None:
+        kw["ids"] = list(kw["ids"])  # a datasets column indexes slowly; error messages index it per example
     return fn(references, predictions, **kw)
 
 
@@ -148,12 +150,12 @@ def _prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
 # --------------------------------------------------------------------------- NER
 
 
-def _to_seqeval(tag: Any, where: str, what: str) -> str:
+def _to_seqeval(tag: Any, i: int, ids: Sequence[str] | None, what: str) -> str:
     if tag in ("B", "I"):
         return f"{tag}-{NER_ENTITY_TYPE}"
     if tag == "O" or (isinstance(tag, str) and tag[:2] in ("B-", "I-") and len(tag) > 2):
         return tag
-    raise MetricInputError(f"{what} of {where}: unknown NER tag {tag!r}; expected B, I or O")
+    raise MetricInputError(f"{what} of {_where(i, ids)}: unknown NER tag {tag!r}; expected B, I or O")
 
 
 def _check_sequences(
@@ -186,8 +188,8 @@ def ner_entity_f1(
         if labels is not None:
             _check_labels(ref, labels, None, f"gold tags of {_where(i, ids)}")
             _check_labels(pred, labels, None, f"predicted tags of {_where(i, ids)}")
-        y_true.append([_to_seqeval(t, _where(i, ids), "gold tags") for t in ref])
-        y_pred.append([_to_seqeval(t, _where(i, ids), "predicted tags") for t in pred])
+        y_true.append([_to_seqeval(t, i, ids, "gold tags") for t in ref])
+        y_pred.append([_to_seqeval(t, i, ids, "predicted tags") for t in pred])
     p, r, f, gold_entities = precision_recall_fscore_support(y_true, y_pred, average="micro", zero_division=0)
     return {
         "score": 100.0 * float(f),

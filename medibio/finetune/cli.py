@@ -60,6 +60,8 @@ def register(app: typer.Typer) -> None:
         no_bias_correction: bool = typer.Option(False, "--no-bias-correction",
                                                 help="Adam without bias correction (original BERT)"),
         longer_training: float = typer.Option(None, "--longer-training", help="multiply the epochs"),
+        class_weighting: str = typer.Option(None, "--class-weighting",
+                                            help="none | sqrt | balanced: class-weighted loss (RE/QA)"),
         variant: str = typer.Option(None, "--variant", help="name of this variant in the results tree"),
         results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
         data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
@@ -77,7 +79,7 @@ def register(app: typer.Typer) -> None:
                                max_length=max_length, grad_accum=grad_accum, max_train_examples=max_train_examples,
                                max_dev_examples=max_dev_examples, freeze_lower=freeze_lower or None, llrd=llrd,
                                reinit_top=reinit_top, bias_correction=False if no_bias_correction else None,
-                               longer_training=longer_training)
+                               longer_training=longer_training, class_weighting=class_weighting)
         records = runner.run_finetune(task, model, seeds, profile, overrides, intermediate, results_root, force,
                                       data_root, variant=variant)
         if not is_main_process():

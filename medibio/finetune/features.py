@@ -220,6 +220,32 @@ def decode_sequence_prediction(output: Sequence[float] | float, problem: Problem
     return labels[best]
 
 
+def class_weights(label_ids: Sequence[int], n_labels: int, mode: str) -> list[float] | None:
+    """Cross-entropy weights per class from the training labels, or ``None`` for ``mode="none"``.
+
+    Why: on the capped CPU budget the RE and QA heads otherwise settle on the majority class (DDI-false,
+    "yes"), which scores 0 micro-F1 on DDI and the bare majority rate on PubMedQA/BioASQ. ``balanced``
+    weighs each class by 1/count, ``sqrt`` by 1/sqrt(count) (milder); weights have mean 1 over the classes
+    seen in training, and classes absent from it get weight 0 (they cannot be learnt from this subset).
+    """
+    from medibio.finetune.presets import CLASS_WEIGHTINGS
+
+    if mode not in CLASS_WEIGHTINGS:
+        raise ValueError(f"class_weighting must be one of {', '.join(CLASS_WEIGHTINGS)}, not {mode!r}")
+    if mode == "none":
+        return None
+    counts = [0] * n_labels
+    for i in label_ids:
+        counts[int(i)] += 1
+    power = 1.0 if mode == "balanced" else 0.5
+    raw = [c ** -power if c else 0.0 for c in counts]
+    present = [w for w in raw if w]
+    if not present:
+        raise ValueError("class_weights: no training labels")
+    mean = sum(present) / len(present)
+    return [w / mean for w in raw]
+
+
 def references(ds: Any, problem: Problem) -> list[Any]:
     """Gold answers of a split in the prediction format (tags per word, label, label list, float)."""
     if problem is Problem.TOKEN:

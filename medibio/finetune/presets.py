@@ -20,6 +20,7 @@ from typing import Any
 # The BLURB paper's hyperparameter search space (Gu et al., section 6.2).
 BLURB_LEARNING_RATES = (1e-5, 3e-5, 5e-5)
 BLURB_BATCH_SIZES = (16, 32)
+CLASS_WEIGHTINGS = ("none", "sqrt", "balanced")
 
 
 @dataclass
@@ -43,6 +44,9 @@ class FinetuneConfig:
     mixed_precision: str = "bf16"  # autocast on GPU, and on CPUs with native bf16 (else fp32)
     length_bucketing: bool = True  # batches of similar length (less padding)
     pad_to_max_length: bool = False  # fixed-length padding (benchmarks compare it with dynamic padding)
+    # Cross-entropy class weights for single-label tasks: "none", "sqrt" (1/sqrt(frequency)) or "balanced"
+    # (1/frequency), normalised to mean 1 over the classes present in the training subset.
+    class_weighting: str = "none"
     # Stability methods (Tinn et al.); applied through medibio.finetune.stability.
     freeze_lower: bool = False
     llrd: float | None = None  # layer-wise learning-rate decay factor, e.g. 0.9
@@ -52,6 +56,11 @@ class FinetuneConfig:
     # Intermediate fine-tuning stages use these instead of the task's own caps.
     intermediate_max_train_examples: int | None = None
     intermediate_epochs: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.class_weighting not in CLASS_WEIGHTINGS:
+            raise ValueError(f"class_weighting must be one of {', '.join(CLASS_WEIGHTINGS)}, "
+                             f"not {self.class_weighting!r}")
 
     @property
     def effective_epochs(self) -> int:
@@ -304,7 +313,8 @@ def budget_table(profile: str = "cpu") -> list[dict[str, Any]]:
         rows.append({"dataset": spec.name, "group": spec.group.value, "max_train_examples": cfg.max_train_examples,
                      "max_dev_examples": cfg.max_dev_examples, "epochs": cfg.effective_epochs,
                      "max_length": cfg.max_length, "batch_size": cfg.batch_size,
-                     "learning_rate": cfg.learning_rate, "seeds": len(prof.default_seeds(spec.name))})
+                     "learning_rate": cfg.learning_rate, "class_weighting": cfg.class_weighting,
+                     "seeds": len(prof.default_seeds(spec.name))})
     return rows
 
 

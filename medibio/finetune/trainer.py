@@ -258,6 +258,20 @@ def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig,
     collate = features.Collator(tokenizer, problem, cfg.max_length if cfg.pad_to_max_length else None)
     train_loader = DataLoader(train, batch_sampler=sampler, collate_fn=collate)
     dev_eval = Evaluator(splits["dev"], spec, tokenizer, cfg, accelerator, "dev")
+    loss_fn = None
+    if cfg.class_weighting != "none":
+        weights = (features.class_weights(train["labels"], len(features.label_list(spec)), cfg.class_weighting)
+                   if problem is Problem.CLASSIFY else None)
+        if weights is None:
+            notes.append(f"class_weighting={cfg.class_weighting!r} ignored: only single-label tasks use it")
+        else:
+            labels = features.label_list(spec)
+            notes.append(f"class-weighted loss ({cfg.class_weighting}): "
+                         + ", ".join(f"{name} {w:.2f}" for name, w in zip(labels, weights, strict=True)))
+            weight = torch.tensor(weights, dtype=torch.float, device=accelerator.device)
+
+            def loss_fn(logits: Any, target: Any) -> Any:
+                return torch.nn.functional.cross_entropy(logits.float(), target, weight=weight)
 
     optimizer, stability_notes = build_optimizer(model, cfg)
     notes.extend(stability_notes)
@@ -279,7 +293,11 @@ def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig,
         for batch in train_loader:
             batch.pop("index")
             with accelerator.accumulate(model):
-                loss = model(**batch).loss
+                if loss_fn is None:
+                    loss = model(**batch).loss
+                else:
+                    target = batch.pop("labels")
+                    loss = loss_fn(model(**batch).logits, target)
                 accelerator.backward(loss)
                 if accelerator.sync_gradients:
                     if cfg.max_grad_norm:

@@ -1,0 +1,32 @@
+"""The throughput benchmark measures both padding modes with the engine's code and reports sane figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from medibio.finetune import benchmark
+
+pytestmark = pytest.mark.realdata
+
+
+def test_dynamic_and_fixed_padding_rows(data_root):
+    rows = benchmark.run(["ChemProt"], model="tiny-deberta", examples=16, profile="smoke", max_length=256, isolate=False,
+                         progress=False)
+    dynamic, fixed = rows
+    assert (dynamic["padding"], fixed["padding"]) == ("dynamic+buckets", "max_length")
+    assert fixed["padded_tokens_per_example"] == fixed["max_length"] == 256
+    # bucketing pads far less than padding every sentence to the maximum length
+    assert dynamic["padded_tokens_per_example"] < fixed["padded_tokens_per_example"]
+    assert dynamic["padding_share"] < fixed["padding_share"]
+    for row in rows:
+        assert row["train_examples"] == 16 and row["train_examples_per_s"] > 0 and row["peak_memory_mb"] > 0
+    text = benchmark.table(rows)
+    assert "ChemProt" in text and text.count("\n") == 3 and "x" in text.splitlines()[2]
+
+
+def test_child_process_measurement_matches_the_schema(data_root):
+    row = benchmark.measure_in_child(task="BIOSSES", model_name="tiny-deberta", examples=8, profile="smoke",
+                                     pad_to_max_length=False, max_length=None, fp32=True)
+    assert row["task"] == "BIOSSES" and row["precision"] == "fp32" and row["memory_kind"] == "process max RSS"
+    with pytest.raises(ValueError, match="unknown padding mode"):
+        benchmark.run(["BIOSSES"], modes=["static"])
