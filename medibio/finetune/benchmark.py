@@ -173,14 +173,15 @@ def run(tasks: Sequence[str] = DEFAULT_TASKS, model: str = "minilm", examples: i
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
     """A fixed-width text table with the dynamic/fixed training speed-up per task."""
-    head = (f"{'task':<12} {'type':<9} {'padding':<16} {'len':>4} {'tok/ex':>7} {'pad%':>5} {'train/s':>8} "
+    head = (f"{'task':<12} {'type':<10} {'padding':<16} {'len':>4} {'tok/ex':>7} {'pad%':>5} {'train/s':>8} "
             f"{'quiet':>7} {'eval/s':>8} {'peak MB':>8} {'speed-up':>8}")
     lines = [head, "-" * len(head)]
     fixed = {r["task"]: r["train_examples_per_s"] for r in rows if r["padding"] == "max_length"}
     for r in rows:
         ratio = (r["train_examples_per_s"] / fixed[r["task"]]
                  if r["padding"] != "max_length" and fixed.get(r["task"]) else None)
-        lines.append(f"{r['task']:<12} {r['problem']:<9} {r['padding']:<16} {r['max_length']:>4} "
+        kind = r["problem"].replace("_classification", "")  # token, sequence, multilabel, regression
+        lines.append(f"{r['task']:<12} {kind:<10} {r['padding']:<16} {r['max_length']:>4} "
                      f"{r['padded_tokens_per_example']:7.1f} {100 * r['padding_share']:4.0f}% "
                      f"{r['train_examples_per_s']:8.1f} {r['quiet_train_examples_per_s']:7.1f} "
                      f"{r['eval_examples_per_s']:8.1f} {r['peak_memory_mb']:8.0f} "
