@@ -88,10 +88,19 @@ def test_budget_table_lists_every_dataset():
 def test_launch_command_line_round_trip():
     args = runner.command_args("BIOSSES", "tiny-deberta", [1, 2], "smoke", results_root="/tmp/x",
                                intermediate=["STS-B"], learning_rate=3e-5, freeze_lower=True,
-                               bias_correction=False, llrd=None)
+                               bias_correction=False, llrd=None, class_weighting="balanced")
     assert args[:5] == ["finetune", "--task", "BIOSSES", "--profile", "smoke"]
     text = " ".join(args)
     for part in ("--seeds 1,2", "--intermediate STS-B", "--learning-rate 3e-05", "--freeze-lower",
-                 "--no-bias-correction", "--results-root /tmp/x"):
+                 "--no-bias-correction", "--results-root /tmp/x", "--class-weighting balanced"):
         assert part in text
     assert "--llrd" not in text
+
+
+def test_class_weighting_is_validated_and_set_for_re_and_qa_on_cpu():
+    assert presets.preset("DDI", "cpu").class_weighting == "balanced"
+    assert presets.preset("BioASQ", "cpu").class_weighting == "balanced"
+    assert presets.preset("GAD", "cpu").class_weighting == "none"
+    assert presets.preset("DDI", "gpu").class_weighting == "none"  # full data: the plain BLURB loss
+    with pytest.raises(ValueError, match="class_weighting must be one of"):
+        presets.FinetuneConfig().replace(class_weighting="inverse")

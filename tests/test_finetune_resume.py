@@ -61,3 +61,10 @@ def test_cli_reports_a_bad_option_file(tmp_path, fixtures_dir):
     out = _cli("finetune", "--task", "BIOSSES", "--profile", "smoke", "--results-root", str(tmp_path),
                "--config", str(fixtures_dir / "finetune" / "bad_option.yaml"))
     assert out.returncode == 2 and "bad_option.yaml" in out.stderr and "warmup_steps" in out.stderr
+
+
+def test_cli_refuses_an_unknown_class_weighting(tmp_path):
+    out = _cli("finetune", "--task", "DDI", "--profile", "smoke", "--results-root", str(tmp_path),
+               "--class-weighting", "inverse")
+    assert out.returncode == 2 and "'inverse' is not one of" in out.stderr and "balanced" in out.stderr
+    assert not any(tmp_path.iterdir())

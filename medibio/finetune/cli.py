@@ -7,12 +7,16 @@ happen inside the commands.
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from medibio.accel import is_main_process
+from medibio.finetune.presets import CLASS_WEIGHTINGS
+
+Weighting = Enum("Weighting", {name: name for name in CLASS_WEIGHTINGS}, type=str)  # CLI choices
 
 TASK_HELP = "dataset name, group (NER, PICO, RE, SS, DC, QA), comma list, or 'all'"
 
@@ -60,8 +64,8 @@ def register(app: typer.Typer) -> None:
         no_bias_correction: bool = typer.Option(False, "--no-bias-correction",
                                                 help="Adam without bias correction (original BERT)"),
         longer_training: float = typer.Option(None, "--longer-training", help="multiply the epochs"),
-        class_weighting: str = typer.Option(None, "--class-weighting",
-                                            help="none | sqrt | balanced: class-weighted loss (RE/QA)"),
+        class_weighting: Weighting = typer.Option(None, "--class-weighting", case_sensitive=False,
+                                                  help="class-weighted loss for RE/QA (1/count, 1/sqrt(count))"),
         variant: str = typer.Option(None, "--variant", help="name of this variant in the results tree"),
         results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
         data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
@@ -79,7 +83,8 @@ def register(app: typer.Typer) -> None:
                                max_length=max_length, grad_accum=grad_accum, max_train_examples=max_train_examples,
                                max_dev_examples=max_dev_examples, freeze_lower=freeze_lower or None, llrd=llrd,
                                reinit_top=reinit_top, bias_correction=False if no_bias_correction else None,
-                               longer_training=longer_training, class_weighting=class_weighting)
+                               longer_training=longer_training,
+                               class_weighting=class_weighting.value if class_weighting else None)
         records = runner.run_finetune(task, model, seeds, profile, overrides, intermediate, results_root, force,
                                       data_root, variant=variant)
         if not is_main_process():
