@@ -93,3 +93,19 @@ def test_blurb_dataset_as_intermediate_and_names():
     assert ift.task_spec("BIOSSES") is registry.get("BIOSSES")
     with pytest.raises(KeyError, match="neither an intermediate task"):
         ift.parse_chain("MNLI-not-here")
+
+
+def test_stage_does_not_depend_on_earlier_random_draws(tmp_path, data_root, spies):
+    """The same stage (task, seed) gives the same head and the same training, whatever ran before it in the
+    process (a book chapter runs many things before its first IFT stage)."""
+    built, _ = spies
+    losses = []
+    for run, draws in enumerate((0, 1000)):
+        torch.rand(draws)  # move the global RNG like earlier work in a notebook kernel would
+        runner.run_finetune("BIOSSES", profile="smoke", intermediate="STS-B", results_root=tmp_path / str(run),
+                            data_root=data_root)
+        stage = ift.stage_dir(tmp_path / str(run), "smoke", "tiny-deberta", ["STS-B"], 1) / "stage.json"
+        losses.append(json.loads(stage.read_text(encoding="utf-8"))["dev_curve"][0]["train_loss"])
+    sts = [b for b in built if b["task"] == "STS-B"]
+    assert len(sts) == 2 and _same(sts[0]["head"], sts[1]["head"])
+    assert losses[0] == losses[1]
