@@ -69,6 +69,8 @@ def test_sources_exist_and_start_with_the_chapter_title(chapter: chapters.Chapte
 
 @pytest.mark.parametrize("chapter", NOTEBOOK_CHAPTERS, ids=lambda c: c.slug)
 def test_notebooks_are_committed_without_outputs(chapter: chapters.Chapter) -> None:
+    raw = json.loads(chapter.source_path.read_text(encoding="utf-8"))
+    assert all("id" in cell for cell in raw["cells"]), "every cell needs an id (nbformat 4.5)"
     nb = nbformat.read(str(chapter.source_path), as_version=4)
     nbformat.validate(nb)
     for cell in nb.cells:
