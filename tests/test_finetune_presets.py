@@ -104,3 +104,9 @@ def test_class_weighting_is_validated_and_set_for_re_and_qa_on_cpu():
     assert presets.preset("DDI", "gpu").class_weighting == "none"  # full data: the plain BLURB loss
     with pytest.raises(ValueError, match="class_weighting must be one of"):
         presets.FinetuneConfig().replace(class_weighting="inverse")
+
+
+def test_budget_frame_says_all_where_nothing_is_capped():
+    frame = presets.budget_frame("cpu")
+    assert frame.loc["BIOSSES", "max_train_examples"] == "all" and frame.loc["BC5-chem", "max_train_examples"] == "800"
+    assert frame.loc["DDI", "learning_rate"] == "0.0001" and frame.loc["DDI", "class_weighting"] == "balanced"

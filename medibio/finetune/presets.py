@@ -325,6 +325,18 @@ def budget_table(profile: str = "cpu") -> list[dict[str, Any]]:
     return rows
 
 
+def budget_frame(profile: str = "cpu") -> Any:
+    """:func:`budget_table` as a DataFrame for the book: one row per dataset, "all" where nothing is capped
+    and learning rates as printed (``1e-04``)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(budget_table(profile)).set_index("dataset")
+    for col in ("max_train_examples", "max_dev_examples"):
+        frame[col] = [("all" if v is None or pd.isna(v) else str(int(v))) for v in frame[col]]
+    frame["learning_rate"] = [f"{v:g}" for v in frame["learning_rate"]]
+    return frame
+
+
 __all__ = ["BLURB_BATCH_SIZES", "BLURB_LEARNING_RATES", "DEFAULT_PROFILE", "FinetuneConfig",
-           "PROFILES", "Profile", "apply_overrides", "budget_table", "get_profile", "intermediate_preset",
+           "PROFILES", "Profile", "apply_overrides", "budget_frame", "budget_table", "get_profile", "intermediate_preset",
            "load_config_file", "preset"]
