@@ -92,3 +92,14 @@ def test_saved_encoder_reloads_under_a_new_head(kind, model_dirs, tmp_path):
     for name, tensor in modeling.encoder(target).state_dict().items():
         assert torch.equal(tensor, src_state[name]), name
     assert target.config.num_labels == len(registry.get("ChemProt").labels)
+
+
+def test_seeded_head_does_not_depend_on_earlier_random_draws(model_dirs):
+    spec = registry.get("ChemProt")
+    heads = []
+    for draws in (0, 500):
+        torch.rand(draws)
+        model = modeling.build_model(spec, model_dirs["bert"], seed=7)
+        names = set(modeling.head_parameter_names(model))
+        heads.append({n: p.detach().clone() for n, p in model.named_parameters() if n in names})
+    assert heads[0].keys() and all(torch.equal(heads[0][k], heads[1][k]) for k in heads[0])

@@ -51,7 +51,6 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     on an otherwise idle machine.
     """
     import torch
-    from accelerate.utils import set_seed
     from torch.utils.data import DataLoader
     from transformers.utils import logging as hf_logging
 
@@ -68,10 +67,9 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     if fp32:
         cfg = cfg.replace(mixed_precision="no")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    set_seed(seed)
     data = load_blurb(spec.name, data_root, splits=["train", "dev"])
     tokenizer = modeling.load_tokenizer(model_name, spec.problem)
-    model = modeling.build_model(spec, model_name, cfg.dropout).to(device)
+    model = modeling.build_model(spec, model_name, cfg.dropout, seed=seed).to(device)
     optimizer, _ = trainer.build_optimizer(model, cfg)
     collate = features.Collator(tokenizer, spec.problem, cfg.max_length if pad_to_max_length else None)
     use_amp = cfg.mixed_precision == "bf16" and (device.type == "cuda" or trainer.cpu_has_bf16())

@@ -87,8 +87,6 @@ def prepare_encoder(model_name: str, chain: Sequence[str], seed: int, profile: p
 def run_stage(source: str | Path, task: str, folder: Path, seed: int, profile: presets.Profile,
               data_root: str | Path | None, accelerator: Any, chain: Sequence[str], log: Any = print) -> None:
     """Fine-tune ``source`` on one intermediate task and save its encoder (main process) to ``folder``."""
-    from accelerate.utils import set_seed
-
     spec = task_spec(task)
     cfg = presets.intermediate_preset(spec.name, profile, getattr(spec, "max_length", None))
     data = load_task(spec.name, data_root)
@@ -97,8 +95,7 @@ def run_stage(source: str | Path, task: str, folder: Path, seed: int, profile: p
     splits = {"train": features.subsample(data["train"], cfg.max_train_examples, 0),
               "dev": features.subsample(data["dev"], cfg.max_dev_examples, 0)}
     is_path = Path(str(source)).is_dir() and (Path(str(source)) / "config.json").is_file()
-    set_seed(seed)  # the fresh head's initialisation must not depend on what ran before in this process
-    model = modeling.build_model(spec, source, cfg.dropout, init_from=source if is_path else None)
+    model = modeling.build_model(spec, source, cfg.dropout, init_from=source if is_path else None, seed=seed)
     tokenizer = modeling.load_tokenizer(source, spec.problem)
     try:
         result = trainer.fit(model, tokenizer, spec, splits, cfg, accelerator, seed, run_test=False)

@@ -64,13 +64,19 @@ def load_tokenizer(model_name_or_path: str | Path, problem: Problem) -> Any:
 
 
 def build_model(spec: Any, model_name_or_path: str | Path, dropout: float = 0.1,
-                init_from: str | Path | None = None) -> Any:
+                init_from: str | Path | None = None, seed: int | None = None) -> Any:
     """A model with a freshly initialised task head on the encoder of ``model_name_or_path``.
 
     ``init_from`` is a folder holding only encoder weights (an intermediate fine-tuning result, written
-    by :func:`save_encoder`): the encoder comes from there, the head is new either way.
+    by :func:`save_encoder`): the encoder comes from there, the head is new either way. ``seed`` seeds the
+    random generators first, so the head does not depend on what ran earlier in the process.
     """
     from transformers.utils import logging as hf_logging
+
+    if seed is not None:
+        from accelerate.utils import set_seed
+
+        set_seed(seed)
 
     from medibio import modelzoo
 

@@ -158,10 +158,7 @@ def run_one(spec: Any, model: str, seed: int, profile: presets.Profile,
         init_from = ift.prepare_encoder(model, chain, seed, profile, results_root, data_root, accelerator,
                                         force=False, log=log)
         source = init_from
-    from accelerate.utils import set_seed
-
-    set_seed(seed)  # the fresh head's initialisation depends on the seed
-    net = modeling.build_model(spec, model, cfg.dropout, init_from=init_from)
+    net = modeling.build_model(spec, model, cfg.dropout, init_from=init_from, seed=seed)
     tokenizer = modeling.load_tokenizer(source, spec.problem)
     parameters = modeling.count_parameters(net)
     try:

@@ -226,6 +226,32 @@ class Evaluator:
         return {**best, "threshold": best_t}, best_t
 
 
+def class_weighted_loss(cfg: FinetuneConfig, spec: Any, train_labels: Sequence[int], device: Any,
+                        notes: list[str]) -> Callable[[Any, Any], Any] | None:
+    """The weighted cross-entropy of ``cfg.class_weighting`` (``None``: the model's own loss).
+
+    Only single-label tasks use it; elsewhere the option is noted as ignored. The weights go into ``notes``
+    so that the run record says what the loss was.
+    """
+    import torch
+
+    if cfg.class_weighting == "none":
+        return None
+    if Problem(spec.problem) is not Problem.CLASSIFY:
+        notes.append(f"class_weighting={cfg.class_weighting!r} ignored: only single-label tasks use it")
+        return None
+    labels = features.label_list(spec)
+    weights = features.class_weights(train_labels, len(labels), cfg.class_weighting)
+    notes.append(f"class-weighted loss ({cfg.class_weighting}): "
+                 + ", ".join(f"{name} {w:.2f}" for name, w in zip(labels, weights, strict=True)))
+    weight = torch.tensor(weights, dtype=torch.float, device=device)
+
+    def loss(logits: Any, target: Any) -> Any:
+        return torch.nn.functional.cross_entropy(logits.float(), target, weight=weight)
+
+    return loss
+
+
 def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig, accelerator: Any,
         seed: int, callbacks: Sequence[Callback] = (), run_test: bool = True) -> FitResult:
     """Train on ``splits["train"]``, select the epoch on ``splits["dev"]``, predict ``splits["test"]``.
@@ -258,21 +284,7 @@ def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig,
     collate = features.Collator(tokenizer, problem, cfg.max_length if cfg.pad_to_max_length else None)
     train_loader = DataLoader(train, batch_sampler=sampler, collate_fn=collate)
     dev_eval = Evaluator(splits["dev"], spec, tokenizer, cfg, accelerator, "dev")
-    loss_fn = None
-    if cfg.class_weighting != "none":
-        weights = (features.class_weights(train["labels"], len(features.label_list(spec)), cfg.class_weighting)
-                   if problem is Problem.CLASSIFY else None)
-        if weights is None:
-            notes.append(f"class_weighting={cfg.class_weighting!r} ignored: only single-label tasks use it")
-        else:
-            labels = features.label_list(spec)
-            notes.append(f"class-weighted loss ({cfg.class_weighting}): "
-                         + ", ".join(f"{name} {w:.2f}" for name, w in zip(labels, weights, strict=True)))
-            weight = torch.tensor(weights, dtype=torch.float, device=accelerator.device)
-
-            def loss_fn(logits: Any, target: Any) -> Any:
-                return torch.nn.functional.cross_entropy(logits.float(), target, weight=weight)
-
+    loss_fn = class_weighted_loss(cfg, spec, train["labels"], accelerator.device, notes)
     optimizer, stability_notes = build_optimizer(model, cfg)
     notes.extend(stability_notes)
     model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)
