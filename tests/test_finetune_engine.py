@@ -30,8 +30,9 @@ def _read_jsonl(path):
 @pytest.mark.parametrize("task", TASKS)
 def test_every_task_type_end_to_end(task, results, data_root):
     [record] = runner.run_finetune(task, profile="smoke", results_root=results, data_root=data_root)
-    path = rec.record_path(results, "smoke", "tiny-deberta", "base", task, 1)
-    assert path.is_file() and rec.read_record(path).run_id == record.run_id
+    path = runner.plan_run(task, profile="smoke", data_root=data_root).key.path(results)
+    assert path == record.path(results) and rec.read_record(path).run_id == record.run_id
+    assert record.config_digest == path.parent.name and record.request["dataset"] == task
     assert record.ok and record.dataset == task and record.model["model_type"] == "deberta-v2"
     assert record.model["hash"].startswith("sha256:") and record.model["parameters"] > 0
     assert [e["epoch"] for e in record.dev_curve] == [1, 2]
@@ -67,7 +68,7 @@ def test_pico_without_train_split_is_recorded_as_skipped(results, data_root):
     [record] = runner.run_finetune("EBM-PICO", profile="smoke", results_root=results, data_root=data_root)
     assert record.status == "skipped" and "train split absent" in record.reason
     assert record.score_test is None and record.score_dev is None and record.predictions is None
-    stored = rec.read_record(rec.record_path(results, "smoke", "tiny-deberta", "base", "EBM-PICO", 1))
+    stored = rec.read_record(runner.plan_run("EBM-PICO", profile="smoke", data_root=data_root).key.path(results))
     assert stored.status == "skipped" and not stored.test
     assert not list(stored.path(results).parent.glob("*.jsonl"))
 
@@ -128,9 +129,9 @@ def test_run_interrupted_mid_training_leaves_no_record(tmp_path, data_root):
     with pytest.raises(KeyboardInterrupt):
         runner.run_finetune("BIOSSES", profile="smoke", results_root=tmp_path, data_root=data_root,
                             callbacks=[crash])
-    folder = rec.record_dir(tmp_path, "smoke", "tiny-deberta", "base", "BIOSSES")
-    assert not rec.record_exists(tmp_path, "smoke", "tiny-deberta", "base", "BIOSSES", 1)
-    assert not folder.exists() or not any(folder.iterdir())
+    key = runner.plan_run("BIOSSES", profile="smoke", data_root=data_root).key
+    assert rec.find_record(tmp_path, key) is None
+    assert not key.folder(tmp_path).exists() or not any(key.folder(tmp_path).iterdir())  # lock released too
     [record] = runner.run_finetune("BIOSSES", profile="smoke", results_root=tmp_path, data_root=data_root)
     assert record.ok and record.path(tmp_path).is_file()
 

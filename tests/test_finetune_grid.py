@@ -21,8 +21,7 @@ def test_grid_selects_on_dev_and_writes_a_summary(tmp_path, data_root):
     best = max(points, key=lambda p: p["dev_mean"])
     assert summary["best"] == best and summary["selection"] == "mean dev score"
     for p in points:
-        path = rec.record_path(tmp_path, "smoke", "tiny-deberta", p["variant"], "BIOSSES", 1)
-        record = rec.read_record(path)
+        [record] = rec.load_records(tmp_path, variant=p["variant"])
         assert record.hyperparameters["learning_rate"] == p["learning_rate"]
         assert record.score_dev == p["dev_scores"][0]
     stored = json.loads((tmp_path / "grid" / "smoke" / "tiny-deberta" / "BIOSSES.json").read_text())

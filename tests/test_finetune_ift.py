@@ -9,7 +9,8 @@ import torch
 from safetensors.torch import load_file
 
 from medibio.blurb import registry
-from medibio.finetune import ift, modeling, runner
+from medibio.finetune import modeling, runner
+from medibio.ift import chain as ift
 
 pytestmark = pytest.mark.realdata
 
@@ -44,6 +45,12 @@ def spies(monkeypatch):
     return built, saved
 
 
+def _stage(root, chain, data_root):
+    """The stage folder of a chain prefix, as the runner plans it (the digest covers the stages' configs)."""
+    plan = runner.plan_run("BIOSSES", profile="smoke", intermediate=chain, data_root=data_root)
+    return ift.stage_dir(root, "smoke", "tiny-deberta", chain, ift.stage_digest(plan.model_hash, plan.stages), 1)
+
+
 def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
@@ -63,7 +70,7 @@ def test_encoder_is_carried_and_head_is_fresh(tmp_path, data_root, spies):
     assert intermediate["head"].keys() == target["head"].keys()
     assert all(not torch.equal(intermediate["head"][k], target["head"][k]) for k in target["head"])
     # the saved stage holds encoder weights only
-    folder = ift.stage_dir(tmp_path, "smoke", "tiny-deberta", ["STS-B"], 1)
+    folder = _stage(tmp_path, ["STS-B"], data_root)
     keys = load_file(str(folder / "encoder" / "model.safetensors")).keys()
     assert keys and not any("classifier" in k or k.startswith("pooler.") for k in keys)
     stage = json.loads((folder / "stage.json").read_text())
@@ -80,8 +87,8 @@ def test_chains_reuse_finished_stages(tmp_path, data_root, spies):
                                    data_root=data_root)
     # STS-B stage reused; SICK trained from the STS-B encoder; then GAD from the SICK encoder
     assert [b["task"] for b in built] == ["SICK-R", "GAD"]
-    sts_dir = ift.stage_dir(tmp_path, "smoke", "tiny-deberta", ["STS-B"], 1) / "encoder"
-    chain_dir = ift.stage_dir(tmp_path, "smoke", "tiny-deberta", ["STS-B", "SICK-R"], 1) / "encoder"
+    sts_dir = _stage(tmp_path, ["STS-B"], data_root) / "encoder"
+    chain_dir = _stage(tmp_path, ["STS-B", "SICK-R"], data_root) / "encoder"
     assert str(built[0]["init_from"]) == str(sts_dir) and str(built[1]["init_from"]) == str(chain_dir)
     assert record.variant == "ift-STS-B+SICK-R" and record.intermediate == ["STS-B", "SICK-R"]
 
@@ -90,7 +97,9 @@ def test_blurb_dataset_as_intermediate_and_names():
     assert ift.parse_chain("STS-B, sick") == ["STS-B", "SICK-R"]
     assert ift.parse_chain(["chemprot"]) == ["ChemProt"]
     assert ift.parse_chain(None) == []
-    assert ift.task_spec("BIOSSES") is registry.get("BIOSSES")
+    from medibio.ift import tasks
+
+    assert tasks.get_task("BIOSSES") is registry.get("BIOSSES")
     with pytest.raises(KeyError, match="neither an intermediate task"):
         ift.parse_chain("MNLI-not-here")
 
@@ -104,7 +113,7 @@ def test_stage_does_not_depend_on_earlier_random_draws(tmp_path, data_root, spie
         torch.rand(draws)  # move the global RNG like earlier work in a notebook kernel would
         runner.run_finetune("BIOSSES", profile="smoke", intermediate="STS-B", results_root=tmp_path / str(run),
                             data_root=data_root)
-        stage = ift.stage_dir(tmp_path / str(run), "smoke", "tiny-deberta", ["STS-B"], 1) / "stage.json"
+        stage = _stage(tmp_path / str(run), ["STS-B"], data_root) / "stage.json"
         losses.append(json.loads(stage.read_text(encoding="utf-8"))["dev_curve"][0]["train_loss"])
     sts = [b for b in built if b["task"] == "STS-B"]
     assert len(sts) == 2 and _same(sts[0]["head"], sts[1]["head"])

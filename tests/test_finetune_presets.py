@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from medibio import profiles
 from medibio.blurb import registry
 from medibio.errors import InputFormatError
 from medibio.finetune import presets, runner
@@ -24,8 +25,8 @@ def test_blurb_max_lengths_and_search_space_on_gpu():
 
 
 def test_cpu_profile_never_caps_test_and_defaults_to_minilm():
-    prof = presets.get_profile("cpu")
-    assert prof.model == "minilm" and presets.DEFAULT_PROFILE == "cpu"
+    prof = profiles.get("cpu")
+    assert prof.model == "minilm" and profiles.DEFAULT_PROFILE == "cpu"
     for spec in registry.DATASETS:
         cfg = presets.preset(spec.name, "cpu")
         assert cfg.max_test_examples is None
@@ -36,7 +37,7 @@ def test_cpu_profile_never_caps_test_and_defaults_to_minilm():
 
 def test_smoke_profile_is_tiny():
     cfg = presets.preset("JNLPBA", "smoke")
-    assert presets.get_profile("smoke").model == "tiny-deberta"
+    assert profiles.get("smoke").model == "tiny-deberta"
     assert cfg.max_train_examples == cfg.max_dev_examples == cfg.max_test_examples == 32
     assert cfg.max_length == 64
 

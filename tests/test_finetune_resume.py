@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from medibio.finetune import runner
 from medibio.runs import records as rec
 
 pytestmark = pytest.mark.realdata
@@ -33,8 +34,10 @@ def test_killed_run_leaves_no_record_and_a_rerun_completes(tmp_path, data_root):
     killed = subprocess.run([sys.executable, "-c", KILL_AFTER_FIRST_EPOCH, str(tmp_path)], capture_output=True,
                             text=True, timeout=300)
     assert killed.returncode == -9
-    assert not rec.record_exists(tmp_path, "smoke", "tiny-deberta", "base", "BIOSSES", 1)
+    key = runner.plan_run("BIOSSES", profile="smoke", data_root=data_root).key
+    assert rec.find_record(tmp_path, key) is None
     assert not list(tmp_path.rglob("*.json"))
+    assert [p.name for p in tmp_path.rglob("*.lock")] == ["seed1.lock"]  # the killed run's lock stays ...
 
     args = ("finetune", "--task", "BIOSSES", "--profile", "smoke", "--results-root", str(tmp_path),
             "--data-root", str(data_root), "--json")
@@ -42,11 +45,12 @@ def test_killed_run_leaves_no_record_and_a_rerun_completes(tmp_path, data_root):
     assert first.returncode == 0, first.stderr[-2000:]
     [record] = json.loads(first.stdout)
     assert record["status"] == "ok" and record["dataset"] == "BIOSSES" and record["score_test"] is not None
-    path = rec.record_path(tmp_path, "smoke", "tiny-deberta", "base", "BIOSSES", 1)
+    path = key.path(tmp_path)
     assert path.is_file() and (path.parent / "seed1.test.jsonl").is_file()
+    assert "stale lock" in first.stderr and not list(tmp_path.rglob("*.lock"))  # ... and is recovered
 
     again = _cli(*args)
-    assert again.returncode == 0 and "skipped" in again.stderr + again.stdout
+    assert again.returncode == 0 and "reused" in again.stderr + again.stdout
     assert json.loads(again.stdout)[0]["created"] == record["created"]
 
     forced = _cli(*args, "--force", "--seeds", "1")

@@ -10,6 +10,9 @@ import pytest
 
 from medibio.errors import InputFormatError
 from medibio.runs import records as R
+from medibio.runs.identity import RunKey
+
+DIGEST = "0123456789ab"
 
 
 def _model(tag: str = "minilm") -> dict:
@@ -19,13 +22,20 @@ def _model(tag: str = "minilm") -> dict:
 
 def _record(dataset: str = "BIOSSES", seed: int = 1, **kw) -> R.RunRecord:
     return R.RunRecord(dataset=dataset, model=_model(kw.pop("tag", "minilm")), profile=kw.pop("profile", "cpu"),
-                       seed=seed, score_test=kw.pop("score_test", 80.0), **kw)
+                       seed=seed, score_test=kw.pop("score_test", 80.0),
+                       config_digest=kw.pop("config_digest", DIGEST), **kw)
+
+
+def _key(dataset: str = "BIOSSES", seed: int = 1, tag: str = "minilm", profile: str = "cpu",
+         digest: str = DIGEST) -> RunKey:
+    return RunKey("finetune", profile, tag, "base", dataset, seed, digest)
 
 
 def test_record_fills_identity_from_registry_and_round_trips():
     rec = _record("chemprot", seed=3, variant="ift-STS-B", intermediate=["STS-B"])
     assert rec.group == "RE" and rec.problem == "sequence_classification"
-    assert rec.run_id == "cpu/minilm/ift-STS-B/chemprot/seed3"
+    assert rec.run_id == f"finetune/cpu/minilm/ift-STS-B/chemprot/seed3@{DIGEST}"
+    assert rec.key == RunKey("finetune", "cpu", "minilm", "ift-STS-B", "chemprot", 3, DIGEST)
     data = rec.to_dict()
     assert list(data)[:3] == ["schema", "kind", "run_id"]
     assert data["kind"] == "finetune" and data["schema"] == R.SCHEMA
@@ -34,18 +44,20 @@ def test_record_fills_identity_from_registry_and_round_trips():
 
 
 def test_paths_follow_the_contract(tmp_path: Path):
-    assert R.record_path(tmp_path, "cpu", "minilm", "base", "BIOSSES", 2) == (
-        tmp_path / "finetune" / "cpu" / "minilm" / "base" / "BIOSSES" / "seed2.json")
-    assert R.predictions_path(tmp_path, "cpu", "minilm", "base", "BIOSSES", 2).name == "seed2.test.jsonl"
+    assert _key(seed=2).path(tmp_path) == (
+        tmp_path / "finetune" / "cpu" / "minilm" / "base" / "BIOSSES" / DIGEST / "seed2.json")
+    assert _key(seed=2).predictions_path(tmp_path).name == "seed2.test.jsonl"
+    assert _key(seed=2).lock_path(tmp_path).name == "seed2.lock"
     with pytest.raises(ValueError, match="path component"):
-        R.record_path(tmp_path, "cpu", "a/b", "base", "BIOSSES", 1)
+        _key(tag="a/b")
 
 
-def test_write_then_exists_and_load_with_filters(tmp_path: Path):
-    assert not R.record_exists(tmp_path, "cpu", "minilm", "base", "BIOSSES", 1)
+def test_write_then_find_and_load_with_filters(tmp_path: Path):
+    assert R.find_record(tmp_path, _key()) is None
     path = R.write_record(_record("BIOSSES", 1), tmp_path)
-    assert path == R.record_path(tmp_path, "cpu", "minilm", "base", "BIOSSES", 1)
-    assert R.record_exists(tmp_path, "cpu", "minilm", "base", "BIOSSES", 1)
+    assert path == _key().path(tmp_path)
+    assert R.find_record(tmp_path, _key()).to_dict() == json.loads(path.read_text(encoding="utf-8"))
+    assert R.find_record(tmp_path, _key(digest="ffffffffffff")) is None  # another configuration: not found
     assert [p.name for p in path.parent.iterdir()] == ["seed1.json"]  # no temporary left behind
     R.write_record(_record("BIOSSES", 2), tmp_path)
     R.write_record(_record("BC5-chem", 1), tmp_path)
@@ -63,7 +75,7 @@ def test_write_then_exists_and_load_with_filters(tmp_path: Path):
 
 
 def test_malformed_record_names_the_file(tmp_path: Path):
-    path = R.record_path(tmp_path, "cpu", "minilm", "base", "GAD", 1)
+    path = _key("GAD").path(tmp_path)
     path.parent.mkdir(parents=True)
     path.write_text('{\n  "dataset": "GAD",\n  oops\n}\n')
     with pytest.raises(InputFormatError) as err:
@@ -74,7 +86,7 @@ def test_malformed_record_names_the_file(tmp_path: Path):
 def test_record_with_unknown_or_missing_keys_is_rejected(tmp_path: Path):
     data = _record("GAD").to_dict()
     data["surprise"] = 1
-    path = R.record_path(tmp_path, "cpu", "minilm", "base", "GAD", 1)
+    path = _key("GAD").path(tmp_path)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(data))
     with pytest.raises(InputFormatError, match="surprise"):
@@ -88,7 +100,8 @@ def test_record_with_unknown_or_missing_keys_is_rejected(tmp_path: Path):
 def test_skipped_record_needs_a_reason(tmp_path: Path):
     with pytest.raises(ValueError, match="reason"):
         R.RunRecord(dataset="EBM-PICO", model=_model(), profile="cpu", seed=1, status="skipped")
-    rec = R.skipped_record("EBM-PICO", _model(), "cpu", 1, "train split absent in the data root")
+    rec = R.skipped_record("EBM-PICO", _model(), "cpu", 1, "train split absent in the data root",
+                           config_digest=DIGEST)
     assert not rec.ok and rec.score_test is None and rec.notes == ["train split absent in the data root"]
     R.write_record(rec, tmp_path)
     assert R.load_records(tmp_path)[0].reason == "train split absent in the data root"
@@ -159,3 +172,45 @@ def test_committed_fixture_records_still_read(fixtures_dir: Path):
     # seeds 78 and 81: mean 79.5, std sqrt((1.5^2 + 1.5^2) / 1) = 2.1213
     assert bio["mean"] == 79.5 and bio["std"] == pytest.approx(2.12132, abs=1e-5)
     assert df[df["row"] == "BLURB score"].iloc[0]["covers"] == "1/6 groups; missing NER, PICO, RE, DC, QA"
+    # written before run identities: legacy, shown as such, never found for a request, never rewritten
+    assert all(r.legacy for r in recs) and bio["digest"] == "legacy"
+    assert R.load_records(fixtures_dir / "runs", legacy=False) == []
+    with pytest.raises(ValueError, match="without a configuration digest"):
+        R.write_record(recs[1], fixtures_dir / "runs")
+
+
+def test_a_second_process_cannot_take_a_held_run_lock(tmp_path: Path):
+    with R.run_lock(_key(), tmp_path) as lock:
+        holder = json.loads(lock.read_text(encoding="utf-8"))
+        assert holder["pid"] == __import__("os").getpid()
+        with pytest.raises(R.RunLockedError, match=f"pid {holder['pid']}"), R.run_lock(_key(), tmp_path, wait=False):
+            pass
+    assert not _key().lock_path(tmp_path).exists()  # released
+
+
+def test_a_lock_left_by_a_killed_process_is_recovered(tmp_path: Path):
+    import socket
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    path = _key().lock_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"pid": int(dead.stdout), "host": socket.gethostname(), "started": "then"}))
+    seen = []
+    with R.run_lock(_key(), tmp_path, wait=False, log=seen.append):
+        assert json.loads(path.read_text())["pid"] != int(dead.stdout)
+    assert "stale lock" in seen[0]
+
+
+def test_table_rows_carry_the_digest_and_commit_and_never_mix_configurations():
+    from medibio.runs.aggregate import results_table
+
+    old = [_record("BIOSSES", s, score_test=10.0 * s, config_digest="aaaaaaaaaaaa", git_commit="1" * 40,
+                   created="2026-01-01T00:00:00+00:00") for s in (1, 2)]
+    new = [_record("BIOSSES", s, score_test=50.0 + s, config_digest="bbbbbbbbbbbb", git_commit="2" * 40 + "+dirty",
+                   created="2026-02-01T00:00:00+00:00") for s in (1, 2)]
+    row = results_table(old + new, aggregates=False).iloc[0]
+    assert row["mean"] == 51.5 and row["digest"] == "bbbbbbbbbbbb" and row["commit"] == "22222222+dirty"
+    assert "1 older configuration(s) not shown" in row["note"]

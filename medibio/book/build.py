@@ -26,7 +26,7 @@ from typing import Any
 
 from medibio.atomic import write_json
 from medibio.book import assets
-from medibio.book.chapters import BOOK_DIR, CHAPTERS, Chapter, parameters_for
+from medibio.book.chapters import BOOK_DIR, CHAPTERS, TocEntry, execution_order
 from medibio.book.notebook import QUIET_ENV
 from medibio.errors import MedibioError
 from medibio.paths import DATA_ENV, REPO_ROOT, RESULTS_ENV, data_root, results_root
@@ -86,7 +86,7 @@ class BuildReport:
         return {**asdict(self), "ok": self.ok}
 
 
-def select(only: Sequence[str] | None = None) -> list[Chapter]:
+def select(only: Sequence[str] | None = None) -> list[TocEntry]:
     """Chapters to execute: all, or those named by ``only`` (slugs or unique substrings)."""
     from medibio.book import chapters
 
@@ -102,7 +102,7 @@ def _declared_parameters(path: Path) -> set[str]:
     return set(papermill.inspect_notebook(str(path)).keys())
 
 
-def execute_chapter(chapter: Chapter, book_dir: Path, parameters: dict[str, Any],
+def execute_chapter(chapter: TocEntry, book_dir: Path, parameters: dict[str, Any],
                     kernel_name: str = assets.KERNEL_NAME) -> ChapterResult:
     """Execute (or copy) one chapter into ``book_dir``; a failing notebook is reported, never raised."""
     import papermill
@@ -123,7 +123,10 @@ def execute_chapter(chapter: Chapter, book_dir: Path, parameters: dict[str, Any]
                                    log_output=False, report_mode=False,
                                    # the kernel's own log (transport notices, shutdown) is not the book's;
                                    # errors in cells still surface as PapermillExecutionError
-                                   extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
+                                   # and with fd capture off, what the library writes to the process's
+                                   # stderr (live progress) reaches this terminal instead of the page
+                                   extra_arguments=["--IPKernelApp.log_level=CRITICAL",
+                                                    "--IPKernelApp.capture_fd_output=False"])
     except PapermillExecutionError as exc:
         index, source = _failing_cell(out, exc.exec_count, exc.cell_index)
         return ChapterResult(chapter.slug, "failed", time.perf_counter() - start, str(out),
@@ -156,7 +159,7 @@ def _failing_cell(notebook: Path, execution_count: int | None, index: int | None
     return index, None
 
 
-def _copy_unexecuted(chapter: Chapter, book_dir: Path) -> ChapterResult:
+def _copy_unexecuted(chapter: TocEntry, book_dir: Path) -> ChapterResult:
     """Put a chapter's source in book/ so the table of contents resolves (``--only``/``--no-execute``)."""
     out = book_dir / chapter.output_name()
     if out.is_file():
@@ -183,14 +186,16 @@ def execute_all(profile: str, *, book_dir: Path = BOOK_DIR, only: Sequence[str] 
     os.environ[RESULTS_ENV] = str(results)
     if root.is_dir():
         os.environ[DATA_ENV] = str(root)
-    params = parameters_for(profile, root if root.is_dir() else "", results, **(extra or {}))
+    # Only the profile is injected (a chapter derives everything else from it); the data and results folders
+    # travel as environment variables, so the rendered parameters cell shows no path of the build machine.
+    params: dict[str, Any] = {"profile": profile, **(extra or {})}
     if execute and not assets.kernel_ready():
         assets.install_kernel()
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)  # inherited by the kernels
     chosen = {c.slug for c in select(only)}
     out: list[ChapterResult] = []
-    for chapter in CHAPTERS:
+    for chapter in execution_order():
         if not chapter.is_notebook or (execute and chapter.slug in chosen):
             result = execute_chapter(chapter, book_dir, params)  # markdown pages are always refreshed
         else:

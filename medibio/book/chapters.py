@@ -1,32 +1,34 @@
-"""The book's chapters and the parameters each profile injects into them.
+"""The book's table of contents, laid out like the paper: parts, chapters, and what each chapter reproduces.
 
-One list drives everything: the build (what to execute, in which order), ``_toc.yml`` (a test checks they
-agree) and the tests (which outputs a chapter must produce). A chapter is either a markdown page copied
-as is or a notebook executed by papermill.
+One list drives everything: the build (what to execute, in which order), ``_toc.yml`` (generated from it by
+:func:`toc_yaml`; a test checks the committed file agrees), the first page's index of the paper's figures and
+tables (:data:`ARTEFACTS`), and the tests. A page is either a markdown file copied as is or a notebook
+executed by papermill. What a chapter runs under a profile is not decided here: a chapter derives it from
+``profile`` itself (:mod:`medibio.profiles`), so papermill, JupyterLab and ``medibio book`` run the same thing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from medibio.paths import REPO_ROOT
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 BOOK_DIR = REPO_ROOT / "book"
-PROFILES = ("smoke", "cpu", "gpu", "paper")
-DEFAULT_PROFILE = "cpu"
 
 
 @dataclass(frozen=True)
-class Chapter:
-    """One page of the book: ``slug`` names both the source in notebooks/ and the page in book/;
+class TocEntry:
+    """One page of the book: ``slug`` names the page in book/; ``source`` the file in notebooks/;
     ``title`` is the page's first heading (tests check the rendered page shows it)."""
 
     slug: str
     title: str
     source: str  # file name in notebooks/ (an absolute path is used as is)
+    part: str = ""  # the part of the table of contents ("" for the root page)
+    artefacts: tuple[str, ...] = ()  # the paper's figures/tables this chapter reproduces
+    execute_last: bool = False  # the index page reads what the other chapters recorded
 
     @property
     def is_notebook(self) -> bool:
@@ -41,59 +43,80 @@ class Chapter:
         return self.slug + Path(self.source).suffix
 
 
-CHAPTERS: tuple[Chapter, ...] = (
-    Chapter("intro", "MediBioDeBERTa, reproduced", "intro.md"),
-    Chapter("02_paper_audit", "Paper audit", "02_paper_audit.ipynb"),
-    Chapter("03_field_correlation", "Field correlation in S2ORC (Figures 2–4)", "03_field_correlation.ipynb"),
-    Chapter("04_pretraining", "Pretraining (Table 3)", "04_pretraining.ipynb"),
-    Chapter("05_scierc", "SciERC (Table 4)", "05_scierc.ipynb"),
-    Chapter("06_pretraining_configurations", "Pretraining configurations on BLURB (Tables 5–6)",
-            "06_pretraining_configurations.ipynb"),
-    Chapter("07_blurb_and_ift", "BLURB comparison and intermediate fine-tuning (Tables 1, 2 and 7)",
-            "07_blurb_and_ift.ipynb"),
-    Chapter("08_reproducibility", "Reproducibility appendix", "08_reproducibility.ipynb"),
+PARTS: tuple[str, ...] = (
+    "The pretraining corpus",
+    "Pretraining",
+    "A science model on SciERC",
+    "Pretraining configurations",
+    "Intermediate fine-tuning",
+    "The final comparison",
+    "Appendices",
 )
 
+CHAPTERS: tuple[TocEntry, ...] = (
+    TocEntry("intro", "MediBioDeBERTa, reproduced", "intro.ipynb", execute_last=True),
+    TocEntry("figures_2_4_field_correlation", "Field correlation in S2ORC (Figures 2–4)",
+             "figures_2_4_field_correlation.ipynb", PARTS[0], ("Figure 2", "Figure 3", "Figure 4")),
+    TocEntry("table_3_pretraining", "Pretraining (Table 3)", "table_3_pretraining.ipynb", PARTS[1],
+             ("Table 3",)),
+    TocEntry("table_4_scierc", "SciERC (Table 4)", "05_scierc.ipynb", PARTS[2], ("Table 4",)),
+    TocEntry("tables_5_6_pretraining_configurations", "Pretraining configurations on BLURB (Tables 5–6)",
+             "tables_5_6_pretraining_configurations.ipynb", PARTS[3], ("Table 5", "Table 6")),
+    TocEntry("tables_1_2_intermediate_finetuning", "Intermediate fine-tuning (Tables 1–2)",
+             "tables_1_2_intermediate_finetuning.ipynb", PARTS[4], ("Table 1", "Table 2")),
+    TocEntry("table_7_blurb_comparison", "The final comparison on BLURB (Table 7)",
+             "table_7_blurb_comparison.ipynb", PARTS[5], ("Table 7",)),
+    TocEntry("appendix_a_paper_audit", "Appendix A: paper audit", "02_paper_audit.ipynb", PARTS[6]),
+    TocEntry("appendix_b_reproducibility", "Appendix B: reproducibility", "appendix_b_reproducibility.ipynb",
+             PARTS[6]),
+)
 
-def get(slug: str) -> Chapter:
+# Every figure and table of the paper, in the paper's order of appearance, with the chapter reproducing it.
+ARTEFACTS: tuple[str, ...] = ("Table 1", "Table 2", "Figure 2", "Figure 3", "Figure 4", "Table 3", "Table 4",
+                              "Table 5", "Table 6", "Table 7")
+
+
+def get(slug: str) -> TocEntry:
     """A chapter by slug, or by a unique prefix/substring (``--only audit``)."""
     exact = [c for c in CHAPTERS if c.slug == slug]
     if exact:
         return exact[0]
     hits = [c for c in CHAPTERS if slug.lower() in c.slug.lower()]
     if len(hits) != 1:
+        from medibio.errors import MedibioError
+
         known = ", ".join(c.slug for c in CHAPTERS)
         what = "no chapter" if not hits else f"{len(hits)} chapters"
-        raise KeyError(f"{what} match {slug!r}; chapters: {known}")
+        raise MedibioError(f"{what} match {slug!r}; chapters: {known}")
     return hits[0]
 
 
-# Parameters injected per profile on top of the notebook defaults. ``models``/``seeds`` None mean "the
-# fine-tuning profile's own" (medibio.finetune.presets: tiny random DeBERTa for smoke, MiniLM on cpu, ...).
-# ``smoke`` keeps every chapter to seconds; ``cpu`` fits the whole book in about an hour on 2 cores.
-PROFILE_PARAMETERS: dict[str, dict[str, Any]] = {
-    "smoke": {"models": None, "tasks": ["BIOSSES"], "seeds": None, "ift_tasks": ["STS-B", "SICK"],
-              "stilt_tasks": ["BIOSSES", "BioASQ"], "stilt_seeds": [1], "pretrain_config": "smoke",
-              "table5_experiments": False},
-    "cpu": {"models": None, "tasks": ["all"], "seeds": None, "ift_tasks": ["STS-B", "SICK"],
-            "stilt_tasks": ["BIOSSES", "BioASQ"], "stilt_seeds": [1], "pretrain_config": "mini",
-            "table5_experiments": False},
-    "gpu": {"models": None, "tasks": ["all"], "seeds": None, "ift_tasks": ["STS-B", "SICK"],
-            "stilt_tasks": ["BIOSSES", "BioASQ", "PubMedQA", "GAD", "HoC"], "stilt_seeds": [1, 2, 3],
-            "pretrain_config": "gpu-mini", "table5_experiments": True},
-    "paper": {"models": None, "tasks": ["all"], "seeds": None, "ift_tasks": ["STS-B", "SICK"],
-              "stilt_tasks": ["BIOSSES", "BioASQ", "PubMedQA", "GAD", "HoC"], "stilt_seeds": None,
-              "pretrain_config": "medibiodeberta", "table5_experiments": True},
-}
+def chapter_of(artefact: str) -> TocEntry | None:
+    """The chapter that reproduces a figure or table of the paper."""
+    return next((c for c in CHAPTERS if artefact in c.artefacts), None)
 
 
-def parameters_for(profile: str, data_root: str | Path | None, results_root: str | Path | None,
-                   **extra: Any) -> dict[str, Any]:
-    """The papermill parameters of a chapter for ``profile`` (paths as strings; ``""`` = library default)."""
-    if profile not in PROFILE_PARAMETERS:
-        raise ValueError(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
-    params: dict[str, Any] = {"profile": profile, "data_root": str(data_root or ""),
-                              "results_root": str(results_root or "")}
-    params.update(PROFILE_PARAMETERS[profile])
-    params.update(extra)
-    return params
+def execution_order() -> list[TocEntry]:
+    """Chapters in the order they are executed: table-of-contents order, index page last."""
+    return [c for c in CHAPTERS if not c.execute_last] + [c for c in CHAPTERS if c.execute_last]
+
+
+def toc_yaml() -> str:
+    """The ``_toc.yml`` of the book (jupyter-book 1.x): the root page, then one numbered part per entry of
+    :data:`PARTS`."""
+    lines = ["# Table of contents, generated from medibio/book/chapters.py (`python -m medibio.book.chapters`",
+             "# rewrites it; a test checks the two agree). Every entry is a page in book/, written by",
+             "# `medibio book` from the sources in notebooks/.",
+             "format: jb-book", f"root: book/{CHAPTERS[0].slug}", "parts:"]
+    for part in PARTS:
+        entries = [c for c in CHAPTERS if c.part == part]
+        if not entries:
+            continue
+        lines += [f"  - caption: \"{part}\"", "    numbered: true", "    chapters:"]
+        lines += [f"      - file: book/{c.slug}" for c in entries]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    (REPO_ROOT / "_toc.yml").write_text(toc_yaml(), encoding="utf-8")
+    print(f"wrote {REPO_ROOT / '_toc.yml'}")

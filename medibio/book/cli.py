@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from medibio.book.chapters import DEFAULT_PROFILE, PROFILES
+from medibio import profiles
 
 
 def register(app: typer.Typer) -> None:
@@ -15,8 +15,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("book")
     def book(
-        profile: str = typer.Option(DEFAULT_PROFILE, "--profile", "-p",
-                                    help=f"Run profile injected into every notebook: {', '.join(PROFILES)}."),
+        profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p",
+                                    help="The profile every chapter runs with; " + profiles.help_text()),
         only: list[str] = typer.Option([], "--only", help="Execute only this chapter (slug or unique part of "
                                        "it, e.g. 'audit'); repeatable. Other chapters are kept as they are."),
         no_execute: bool = typer.Option(False, "--no-execute",
@@ -37,8 +37,7 @@ def register(app: typer.Typer) -> None:
         """
         from medibio.book.build import build_book
 
-        if profile not in PROFILES:
-            raise typer.BadParameter(f"expected one of {', '.join(PROFILES)}", param_hint="--profile")
+        profiles.get(profile)  # an unknown name is one line listing the known ones
 
         def show(result) -> None:
             if not as_json:

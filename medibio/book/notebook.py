@@ -1,9 +1,12 @@
-"""Glue the chapter notebooks share: set-up from parameters, paper-vs-ours tables, figures, summaries.
+"""Glue the chapter notebooks share: parameters, paper-vs-ours tables, figures, summaries.
 
 Notebooks hold no logic beyond calling the library; what every chapter needs to show its results the
-same way lives here. Each chapter also writes a small ``summary.json`` (tables and their rows, figures,
-key numbers) under ``<results_root>/book/<profile>/<chapter>/``: the tests read it to assert what the
-executed notebook produced, and the appendix indexes it.
+same way lives here. :func:`setup` validates a chapter's parameters in its first cell and fills every value
+left at ``None`` from the profile (:mod:`medibio.profiles`), so a chapter run by papermill, in JupyterLab or by
+``medibio book`` with the same profile runs the same thing. Each chapter also writes a small
+``summary.json`` (tables and their rows, figures, key numbers, which paper artefacts it reproduced from
+which records) under ``<results_root>/book/<profile>/<chapter>/``: the tests read it, the first page builds
+its index from it, and the appendix lists it.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
@@ -30,17 +34,19 @@ QUIET_ENV = {"TQDM_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false",
 
 
 @dataclass
-class Chapter:
-    """Execution context of one chapter: resolved locations and what it has shown so far."""
+class ChapterContext:
+    """Execution context of one chapter: resolved parameters and locations, and what it has shown so far."""
 
     name: str
     profile: str
     data_root: Path | None
     results_root: Path
+    params: SimpleNamespace = field(default_factory=SimpleNamespace)
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
     figures: dict[str, str] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)
+    reproductions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def out_dir(self) -> Path:
@@ -67,6 +73,26 @@ class Chapter:
         self.figures[key] = str(path)
         self.save()
         return fig
+
+    def reproduces(self, artefact: str, records: Iterable[Any] = (), section: str = "",
+                   status: str | None = None) -> None:
+        """Note that this chapter shows our own numbers for a figure/table of the paper, from ``records``
+        (run records: ``status``, and ``recorded`` for reference results committed from a GPU run) or, for
+        what is computed without runs (the field analysis), an explicit ``status``; the first page's index
+        is built from these notes."""
+        recs = list(records)
+        ok = [r for r in recs if getattr(r, "status", "ok") == "ok"]
+        recorded = [r for r in ok if getattr(r, "recorded", False)]
+        if status is not None:
+            pass
+        elif ok and len(recorded) < len(ok):
+            status = f"reproduced on this profile ({len(ok) - len(recorded)} runs)"
+        elif recorded:
+            status = f"recorded GPU result ({len(recorded)} runs)"
+        else:
+            status = "paper numbers only"
+        self.reproductions[artefact] = {"status": status, "section": section, "runs": len(ok)}
+        self.save()
 
     def value(self, key: str, value: Any) -> Any:
         """Record a key number (a score, a count) the tests or the appendix read back."""
@@ -120,21 +146,26 @@ class Chapter:
         payload = {"chapter": self.name, "profile": self.profile,
                    "data_root": str(self.data_root) if self.data_root else None,
                    "results_root": str(self.results_root), "tables": self.tables, "figures": self.figures,
-                   "values": self.values, "pending": self.pending,
+                   "values": self.values, "pending": self.pending, "reproductions": self.reproductions,
                    "updated": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         return write_json(self.out_dir / SUMMARY_FILE, payload)
 
 
 def setup(name: str, profile: str, data_root_param: str | Path | None = "",
-          results_root_param: str | Path | None = "") -> Chapter:
-    """Apply a notebook's parameters: export ``MEDIBIO_*`` for the library, set plotting defaults.
+          results_root_param: str | Path | None = "", **params: Any) -> ChapterContext:
+    """Check a notebook's parameters, export ``MEDIBIO_*`` for the library, set plotting defaults.
 
-    Empty paths mean "the library's default" (``$MEDIBIO_DATA`` or ``../shared/data``; ``results/``), so a
-    notebook opened in JupyterLab runs with its defaults, and papermill can inject other locations.
+    ``params`` are the chapter's own parameters (``tasks``, ``seeds``, ...): validated, and ``None`` taken
+    from the profile (:func:`medibio.book.parameters.resolve`); the result is ``chapter.params``. Empty
+    paths mean "the library's default" (``$MEDIBIO_DATA`` or ``../shared/data``; ``results/``), so a notebook
+    opened in JupyterLab runs with its defaults, and papermill can point it elsewhere.
     """
     import matplotlib
     import seaborn as sns
 
+    from medibio.book.parameters import resolve
+
+    resolved = resolve(profile, **params)
     if data_root_param:
         os.environ[DATA_ENV] = str(Path(data_root_param).expanduser().resolve())
     if results_root_param:
@@ -145,8 +176,8 @@ def setup(name: str, profile: str, data_root_param: str | Path | None = "",
     matplotlib.rcParams.update({"figure.dpi": 100, "savefig.dpi": 110})
     sns.set_theme(style="whitegrid", context="notebook")
     pd.set_option("display.precision", 2)
-    chapter = Chapter(name=name, profile=profile, data_root=root if root.is_dir() else None,
-                      results_root=Path(results_root()).resolve())
+    chapter = ChapterContext(name=name, profile=resolved.profile, data_root=root if root.is_dir() else None,
+                             results_root=Path(results_root()).resolve(), params=resolved)
     chapter.save()
     return chapter
 
@@ -192,6 +223,27 @@ def paper_vs_ours(paper: Mapping[str, float | None], ours: Mapping[str, float | 
         rows.append(row)
     frame = pd.DataFrame(rows, index=pd.Index(keys, name=index_name))
     return frame.astype("float64")
+
+
+def reproduction_index(results_root_dir: str | Path, profile: str) -> pd.DataFrame:
+    """Every figure and table of the paper -> the chapter reproducing it and what that chapter showed on this
+    profile, read from the chapters' summaries (written from the run records each chapter used)."""
+    from medibio.book.chapters import ARTEFACTS, chapter_of
+
+    rows = []
+    for artefact in ARTEFACTS:
+        entry = chapter_of(artefact)
+        status, section = "paper numbers only", ""
+        if entry is not None:
+            try:
+                shown = read_summary(results_root_dir, profile, entry.slug).get("reproductions", {})
+            except FileNotFoundError:
+                shown = {}
+            if artefact in shown:
+                status, section = shown[artefact]["status"], shown[artefact].get("section", "")
+        rows.append({"paper": artefact, "chapter": entry.title if entry else "–", "section": section or "–",
+                     "status": status})
+    return pd.DataFrame(rows).set_index("paper")
 
 
 def read_summary(results_root_dir: str | Path, profile: str, chapter: str) -> dict[str, Any]:

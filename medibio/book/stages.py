@@ -34,16 +34,15 @@ def run_table5_stages(config: str, *, results_root: Path, data_root: Path | None
 
 
 def finetune_stages(manifest: dict[str, Any], tasks: str, *, profile: str, seeds: Sequence[int] | None,
-                    results_root: Path, data_root: Path | None = None) -> list[str]:
-    """Fine-tune every finished ``table5-N`` checkpoint on ``tasks``; records get variant ``pretrain-table5-N``
-    (the checkpoints all live in folders named ``model``, so the variant is what tells them apart)."""
+                    results_root: Path, data_root: Path | None = None) -> list[Any]:
+    """Fine-tune every finished ``table5-N`` checkpoint on ``tasks`` and return the run records; they get
+    variant ``pretrain-table5-N`` (the checkpoints all live in folders named ``model``, so the variant is
+    what tells them apart in tables; their digests differ through the weights)."""
     from medibio.finetune.runner import run_finetune
 
-    variants = []
+    records: list[Any] = []
     for stage_id, stage in manifest["stages"].items():
         if stage_id.startswith("table5-") and stage.get("output"):
-            variant = f"pretrain-{stage_id}"
-            run_finetune(tasks, model=stage["output"], seeds=seeds, profile=profile, variant=variant,
-                         results_root=results_root, data_root=data_root)
-            variants.append(variant)
-    return variants
+            records += run_finetune(tasks, model=stage["output"], seeds=seeds, profile=profile,
+                                    variant=f"pretrain-{stage_id}", results_root=results_root, data_root=data_root)
+    return records

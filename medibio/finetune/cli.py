@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 
+from medibio import profiles
 from medibio.accel import is_main_process
 from medibio.finetune.presets import CLASS_WEIGHTINGS
 
@@ -46,7 +47,7 @@ def register(app: typer.Typer) -> None:
         model: str = typer.Option(None, "--model", "-m", help="model name (minilm, tiny-deberta, hub id) or "
                                   "folder; default: the profile's model"),
         seeds: str = typer.Option(None, "--seeds", help="comma list, e.g. 1,2,3; default: the profile's"),
-        profile: str = typer.Option("cpu", "--profile", "-p", help="smoke | cpu | gpu | paper"),
+        profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text()),
         config: Path = typer.Option(None, "--config", help="YAML file of option overrides (optionally per "
                                     "task under 'tasks:')"),
         lr: float = typer.Option(None, "--lr", "--learning-rate", help="learning rate"),
@@ -104,7 +105,7 @@ def register(app: typer.Typer) -> None:
         task: str = typer.Option(..., "--task", "-t", help=TASK_HELP),
         model: str = typer.Option(None, "--model", "-m", help="model name or folder"),
         seeds: str = typer.Option("1", "--seeds", help="comma list of seeds per grid point"),
-        profile: str = typer.Option("cpu", "--profile", "-p", help="smoke | cpu | gpu | paper"),
+        profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text()),
         lrs: str = typer.Option("1e-5,3e-5,5e-5", "--lrs", help="learning rates (BLURB: 1e-5,3e-5,5e-5)"),
         batch_sizes: str = typer.Option("16,32", "--batch-sizes", help="batch sizes (BLURB: 16,32)"),
         epochs: str = typer.Option(None, "--epochs", help="epoch choices, e.g. 2,3,5; default: the preset's"),
@@ -136,7 +137,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("presets")
     def presets_cmd(
-        profile: str = typer.Option("cpu", "--profile", "-p", help="smoke | cpu | gpu | paper"),
+        profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text()),
         as_json: bool = typer.Option(False, "--json", help="print as JSON"),
     ) -> None:
         """Show the per-task fine-tuning budget and hyperparameters of a profile."""
@@ -146,7 +147,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(rows, indent=2))
             return
-        prof = presets.get_profile(profile)
+        prof = profiles.get(profile)
         typer.echo(f"profile {prof.name}: {prof.description} (model {prof.model})")
         cols = list(rows[0])
         typer.echo("  ".join(f"{c:>12s}" for c in cols))

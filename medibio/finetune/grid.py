@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from medibio import profiles
 from medibio.accel import is_main_process
 from medibio.atomic import write_json
 from medibio.finetune import presets, runner
@@ -24,7 +25,7 @@ def point_variant(lr: float, batch_size: int, epochs: int) -> str:
 
 
 def grid_search(tasks: str | Sequence[str], model: str | None = None, seeds: Sequence[int] = (1,),
-                profile: str = presets.DEFAULT_PROFILE,
+                profile: str = profiles.DEFAULT_PROFILE,
                 learning_rates: Sequence[float] = presets.BLURB_LEARNING_RATES,
                 batch_sizes: Sequence[int] = presets.BLURB_BATCH_SIZES, epochs: Sequence[int] | None = None,
                 config_overrides: Mapping[str, Any] | None = None, results_root: str | Path | None = None,
@@ -37,7 +38,7 @@ def grid_search(tasks: str | Sequence[str], model: str | None = None, seeds: Seq
     from medibio.paths import results_root as default_results_root
     from medibio.runs.records import model_tag
 
-    prof = presets.get_profile(profile)
+    prof = profiles.get(profile)
     model = model or prof.model
     root = default_results_root(results_root)
     out: dict[str, dict[str, Any]] = {}

@@ -1,11 +1,9 @@
-"""Fine-tuning profiles and per-task hyperparameter presets: the one place where these numbers live.
+"""Fine-tuning presets: the :class:`FinetuneConfig` of one task under one profile, and user overrides.
 
-A *profile* says where a run happens and how much of the data it may use (``smoke`` for tests, ``cpu`` for
-this 2-core machine, ``gpu`` for one GPU, ``paper`` for the paper's several-GPU setting). A *preset* is the
-:class:`FinetuneConfig` of one task under one profile. Values come from the BLURB paper's search space
-(learning rate {1e-5, 3e-5, 5e-5}, batch {16, 32}, epochs 2-60; warm-up 10 %, dropout 0.1) and the
-registry's per-task maximum lengths. Command-line flags and ``--config`` files override them; every
-effective field ends up in the run record.
+A *preset* combines the registry's per-task maximum length with what the profile decides
+(:mod:`medibio.profiles`: the base fields and the per-task fields of ``smoke``, ``cpu``, ``gpu``, ``paper``).
+Command-line flags and ``--config`` files override it; every effective field ends up in the run record and
+in the digest that identifies the run (:mod:`medibio.runs.identity`).
 """
 
 from __future__ import annotations
@@ -13,9 +11,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from medibio import profiles
+from medibio.profiles import DEFAULT_PROFILE, INTERMEDIATE_HYPERPARAMETERS, Profile
 
 # The BLURB paper's hyperparameter search space (Gu et al., section 6.2).
 BLURB_LEARNING_RATES = (1e-5, 3e-5, 5e-5)
@@ -103,131 +104,12 @@ def _coerce(name: str, value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class Profile:
-    """Where and how much: model, seeds, per-task budget and precision of one kind of run."""
-
-    name: str
-    model: str
-    description: str
-    seeds: tuple[int, ...]
-    small_task_seeds: tuple[int, ...]  # BIOSSES, PubMedQA, BioASQ vary most between seeds
-    base: Mapping[str, Any] = field(default_factory=dict)  # applied to every task
-    per_task: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # dataset -> changes
-
-    def default_seeds(self, dataset: str) -> tuple[int, ...]:
-        return self.small_task_seeds if dataset in SMALL_TASKS else self.seeds
-
-
-SMALL_TASKS = ("BIOSSES", "PubMedQA", "BioASQ")
-
-# Task-level hyperparameters (GPU/paper profiles), inside the BLURB search space. The BLURB paper does not
-# print one setting per dataset; these follow its ranges with more epochs for the small sets.
-TASK_HYPERPARAMETERS: dict[str, dict[str, Any]] = {
-    "BC5-chem": {"learning_rate": 5e-5, "batch_size": 32, "epochs": 20},
-    "BC5-disease": {"learning_rate": 5e-5, "batch_size": 32, "epochs": 20},
-    "NCBI-disease": {"learning_rate": 5e-5, "batch_size": 32, "epochs": 20},
-    "BC2GM": {"learning_rate": 5e-5, "batch_size": 32, "epochs": 20},
-    "JNLPBA": {"learning_rate": 5e-5, "batch_size": 32, "epochs": 10},
-    "EBM-PICO": {"learning_rate": 5e-5, "batch_size": 32, "epochs": 10},
-    "ChemProt": {"learning_rate": 3e-5, "batch_size": 32, "epochs": 10},
-    "DDI": {"learning_rate": 3e-5, "batch_size": 32, "epochs": 10},
-    "GAD": {"learning_rate": 3e-5, "batch_size": 32, "epochs": 10},
-    "BIOSSES": {"learning_rate": 3e-5, "batch_size": 16, "epochs": 30},
-    "HoC": {"learning_rate": 5e-5, "batch_size": 16, "epochs": 20},
-    "PubMedQA": {"learning_rate": 3e-5, "batch_size": 16, "epochs": 30},
-    "BioASQ": {"learning_rate": 3e-5, "batch_size": 16, "epochs": 30},
-}
-
-# Intermediate tasks (STS-B, SICK, ...): regression/classification on sentence pairs.
-INTERMEDIATE_HYPERPARAMETERS: dict[str, Any] = {"learning_rate": 3e-5, "batch_size": 32, "epochs": 3,
-                                                "max_length": 128}
-
-# CPU budget: MiniLM (6 layers, 384 hidden) on 2 cores, bf16 autocast where the CPU has it. Caps size the
-# training so that all 13 datasets (one seed each, three for the small sets) finish in under 45 minutes on a
-# quiet machine *including* evaluation on the full official test sets (about 50k test examples).
-# Rates behind the caps (python -m medibio.finetune.benchmark, quiet machine): NER ~34 train / ~140 eval
-# examples/s, RE ~27-40 / ~100-115, 128-token HoC/QA ~16 / ~75-80.
-# Token tasks: sentences are short, so dynamic padding makes them cheap; ChemProt/DDI/GAD sentences fit in
-# 128 sub-tokens (few are cut); the QA contexts and HoC abstracts are cut to 128 sub-tokens to stay in budget
-# (256 tokens doubled the cost of BioASQ without changing its test score: 68.6 either way).
-# RE and QA use a class-balanced loss: without it the heads settle on the majority class within this budget
-# (DDI micro-F1 0.0, ChemProt 17.4, PubMedQA/BioASQ at "always yes" on every seed); with it DDI reaches 32.5
-# and ChemProt 41.2 (seed 1, same caps). GAD is nearly balanced and keeps the plain loss.
-CPU_PER_TASK: dict[str, dict[str, Any]] = {
-    "BC5-chem": {"max_train_examples": 800, "epochs": 2, "max_dev_examples": 1000},
-    "BC5-disease": {"max_train_examples": 800, "epochs": 2, "max_dev_examples": 1000},
-    "NCBI-disease": {"max_train_examples": 800, "epochs": 2, "max_dev_examples": 1000},
-    "BC2GM": {"max_train_examples": 800, "epochs": 2, "max_dev_examples": 1000},
-    "JNLPBA": {"max_train_examples": 800, "epochs": 2, "max_dev_examples": 1000},
-    "EBM-PICO": {"max_train_examples": 800, "epochs": 2, "max_dev_examples": 1000},
-    "ChemProt": {"max_train_examples": 2000, "epochs": 2, "max_dev_examples": 1000, "max_length": 128,
-                 "class_weighting": "balanced"},
-    "DDI": {"max_train_examples": 2000, "epochs": 2, "max_dev_examples": 1000, "max_length": 128,
-            "class_weighting": "balanced"},
-    "GAD": {"max_train_examples": 2000, "epochs": 2, "max_length": 128},
-    "BIOSSES": {"epochs": 20},  # 64 pairs: 80 steps are needed to get off the mean (10 epochs: r < 0)
-    # HoC: with this budget MiniLM's sigmoids stay under 0.5 (micro-F1 0 at the default cut-off), so the
-    # trainer picks the multi-label decision threshold on dev (features.MULTILABEL_THRESHOLDS).
-    "HoC": {"max_train_examples": 600, "epochs": 3, "max_length": 128},
-    # QA: the whole training sets (450 / 670 questions); 300 questions x 2 epochs barely moved the loss.
-    "PubMedQA": {"epochs": 3, "max_length": 128, "class_weighting": "balanced"},
-    "BioASQ": {"epochs": 3, "max_length": 128, "class_weighting": "balanced"},
-}
-
-PROFILES: dict[str, Profile] = {
-    "smoke": Profile(
-        name="smoke", model="tiny-deberta",
-        description="tests: tiny random DeBERTa, 32 examples per split, 2 epochs; scores are meaningless",
-        seeds=(1,), small_task_seeds=(1,),
-        base={"max_train_examples": 32, "max_dev_examples": 32, "max_test_examples": 32, "epochs": 2,
-              "batch_size": 8, "eval_batch_size": 16, "max_length": 64, "learning_rate": 5e-4,
-              "intermediate_max_train_examples": 32, "intermediate_epochs": 1},
-    ),
-    "cpu": Profile(
-        name="cpu", model="minilm",
-        description="MiniLM on this CPU: capped training, subsampled dev, full official test sets",
-        seeds=(1,), small_task_seeds=(1, 2, 3),
-        # lr 1e-4 (above the BLURB grid): with a few hundred steps MiniLM needs the larger step; measured on
-        # NCBI-disease, 1000 sentences x 2 epochs (test F1 60.9 vs 48.4 at 5e-5) and BIOSSES, 20 epochs (test r 40;
-        # at 5e-5 and 10 epochs the model still predicted the mean).
-        base={"batch_size": 16, "learning_rate": 1e-4, "eval_batch_size": 64, "mixed_precision": "bf16",
-              "intermediate_max_train_examples": 2000, "intermediate_epochs": 1},
-        per_task=CPU_PER_TASK,
-    ),
-    "gpu": Profile(
-        name="gpu", model="microsoft/deberta-v3-base",
-        description="one GPU: full data, BLURB-style epochs, bf16, 5 seeds",
-        seeds=(1, 2, 3, 4, 5), small_task_seeds=(1, 2, 3, 4, 5),
-        base={"mixed_precision": "bf16", "eval_batch_size": 128},
-        per_task=TASK_HYPERPARAMETERS,
-    ),
-    "paper": Profile(
-        name="paper", model="KISTI-AI/Scideberta-full",
-        description="the paper's setting on several GPUs: full data, BLURB epochs, 5 seeds (10 for the "
-                    "small sets, as in BLURB)",
-        seeds=(1, 2, 3, 4, 5), small_task_seeds=tuple(range(1, 11)),
-        base={"mixed_precision": "bf16", "eval_batch_size": 128},
-        per_task=TASK_HYPERPARAMETERS,
-    ),
-}
-
-DEFAULT_PROFILE = "cpu"
-
-
-def get_profile(name: str) -> Profile:
-    try:
-        return PROFILES[name]
-    except KeyError:
-        raise ValueError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None
-
-
 def preset(dataset: str, profile: str | Profile = DEFAULT_PROFILE, max_length: int | None = None) -> FinetuneConfig:
     """The fine-tuning config of one task under one profile (before any user override).
 
     ``max_length`` defaults to the registry's value for BLURB datasets; a profile may lower it.
     """
-    prof = profile if isinstance(profile, Profile) else get_profile(profile)
+    prof = profiles.get(profile)
     from medibio.blurb import registry
 
     try:
@@ -236,10 +118,10 @@ def preset(dataset: str, profile: str | Profile = DEFAULT_PROFILE, max_length: i
     except KeyError:  # an intermediate task (STS-B, SICK, ...)
         spec_len = max_length or INTERMEDIATE_HYPERPARAMETERS["max_length"]
     cfg = FinetuneConfig(max_length=max_length or spec_len)
-    cfg = cfg.replace(**prof.base)
-    cfg = cfg.replace(**prof.per_task.get(dataset, {}))
+    cfg = cfg.replace(**prof.finetune_base)
+    cfg = cfg.replace(**prof.finetune_per_task.get(dataset, {}))
     if prof.name == "smoke":
-        cfg = cfg.replace(max_length=min(cfg.max_length, prof.base["max_length"]))
+        cfg = cfg.replace(max_length=min(cfg.max_length, prof.finetune_base["max_length"]))
     else:
         cfg = cfg.replace(max_length=min(cfg.max_length, max_length or spec_len))
     return cfg
@@ -247,14 +129,14 @@ def preset(dataset: str, profile: str | Profile = DEFAULT_PROFILE, max_length: i
 
 def intermediate_preset(task: str, profile: str | Profile, max_length: int | None = None) -> FinetuneConfig:
     """Config of an intermediate fine-tuning stage (STS-B, SICK, or a BLURB dataset used as one)."""
-    prof = profile if isinstance(profile, Profile) else get_profile(profile)
+    prof = profiles.get(profile)
     from medibio.blurb import registry
 
     try:
         registry.get(task)
         cfg = preset(task, prof)
     except KeyError:
-        cfg = FinetuneConfig().replace(**{**INTERMEDIATE_HYPERPARAMETERS, **dict(prof.base)})
+        cfg = FinetuneConfig().replace(**{**INTERMEDIATE_HYPERPARAMETERS, **dict(prof.finetune_base)})
         if max_length:
             cfg = cfg.replace(max_length=min(cfg.max_length, max_length))
     changes: dict[str, Any] = {"max_train_examples": cfg.intermediate_max_train_examples}
@@ -313,7 +195,7 @@ def budget_table(profile: str = "cpu") -> list[dict[str, Any]]:
     """One row per BLURB dataset with the effective budget of a profile (for docs and the CLI)."""
     from medibio.blurb import registry
 
-    prof = get_profile(profile)
+    prof = profiles.get(profile)
     rows = []
     for spec in registry.DATASETS:
         cfg = preset(spec.name, prof)
@@ -337,6 +219,5 @@ def budget_frame(profile: str = "cpu") -> Any:
     return frame
 
 
-__all__ = ["BLURB_BATCH_SIZES", "BLURB_LEARNING_RATES", "DEFAULT_PROFILE", "FinetuneConfig",
-           "PROFILES", "Profile", "apply_overrides", "budget_frame", "budget_table", "get_profile", "intermediate_preset",
-           "load_config_file", "preset"]
+__all__ = ["BLURB_BATCH_SIZES", "BLURB_LEARNING_RATES", "DEFAULT_PROFILE", "FinetuneConfig", "apply_overrides",
+           "budget_frame", "budget_table", "intermediate_preset", "load_config_file", "preset"]

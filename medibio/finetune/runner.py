@@ -1,10 +1,16 @@
 """Run fine-tuning jobs (tasks x seeds) and write one run record per job; the API notebooks call.
 
-A job is (dataset, model, seed, profile, overrides, intermediate chain). Its record path is a pure
-function of those (``medibio.runs.records.record_path``), so an existing record means "done": the job is
-skipped unless ``force``. Test predictions are written first and the record last, both atomically, so a
-run killed at any point leaves no record and is simply redone. Datasets without a train split in the data
-root (EBM-PICO) get a ``skipped`` record stating why, and no score.
+A job is planned first (:func:`plan_run`): the profile's preset plus the user's overrides give the effective
+:class:`~medibio.finetune.presets.FinetuneConfig`; together with the model's fingerprint, the data files'
+checksums and the intermediate chain it forms the configuration whose digest is the run's identity
+(:class:`medibio.runs.identity.RunKey`). This is the one place a run's identity is computed: the runner, the
+read-back after ``accelerate launch``, the book and ``medibio results list --stale`` all call it.
+
+A planned run whose record exists is reused (unless ``force``); any other configuration runs into its own
+record, so an old number can never stand in for a new request. Test predictions are written first and the
+record last, both atomically, and a lock file keeps two processes from training the same run: a run killed
+at any point leaves no record and is simply redone. Datasets without a train split in the data root
+(EBM-PICO) get a ``skipped`` record stating why, and no score.
 
 ``run_finetune`` works in a plain Python process and under ``accelerate launch`` (every process runs the
 same jobs; only the main process writes). ``launch`` starts the same thing through ``accelerate launch`` in
@@ -13,30 +19,40 @@ a subprocess, for several processes from a notebook.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from medibio import profiles
 from medibio.atomic import write_jsonl
-from medibio.finetune import features, ift, modeling, presets, trainer
+from medibio.finetune import features, modeling, presets, trainer
+from medibio.profiles import Profile
+from medibio.runs import identity
 
 SUBSET_SEED = 12345  # train/dev caps pick the same subset for every seed and model (comparable runs)
+# Part of every digest: bump it when a code change alters what a given configuration computes, so that
+# records made by the old code are no longer taken for the new code's results.
+PROTOCOL = 1
 
 
 def variant_name(cfg: presets.FinetuneConfig, chain: Sequence[str] = (), base: str | None = None) -> str:
-    """``base``, ``ift-STS-B``, ``llrd0.9``, ``ift-SICK+freeze+reinit2`` ...: what sets a run apart.
+    """``base``, ``ift-STS-B``, ``llrd0.9``, ``ift-SICK+freeze+reinit2`` ...: the human name of a run family.
 
-    Stability options are part of the variant so that they never collide with (or get skipped because of)
-    the plain run's record.
+    The name is for people (folders, tables); what tells runs apart is the configuration digest. Stability
+    options are part of it so that a table's row says what was changed.
     """
+    from medibio.ift.chain import chain_label
+
     parts: list[str] = []
     if base:
         parts.append(base)
     elif chain:
-        parts.append("ift-" + ift.chain_label(chain))
+        parts.append("ift-" + chain_label(chain))
     if cfg.freeze_lower:
         parts.append("freeze")
     if cfg.llrd:
@@ -50,6 +66,24 @@ def variant_name(cfg: presets.FinetuneConfig, chain: Sequence[str] = (), base: s
     return "+".join(parts) or "base"
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """One job, fully resolved: what will run, and the key its record has."""
+
+    spec: Any  # medibio.blurb.registry.DatasetSpec
+    model: str
+    seed: int
+    profile: Profile
+    config: presets.FinetuneConfig
+    chain: tuple[str, ...]
+    stages: tuple[dict[str, Any], ...]  # intermediate stage configurations (medibio.ift.chain.stage_config)
+    variant: str
+    model_hash: str
+    payload: dict[str, Any]  # the effective configuration; its digest is the run's identity
+    request: dict[str, Any]  # what was asked for, to plan the same run again later
+    key: identity.RunKey
+
+
 def _parse_seeds(seeds: int | str | Sequence[int] | None) -> list[int] | None:
     if seeds is None:
         return None
@@ -58,6 +92,67 @@ def _parse_seeds(seeds: int | str | Sequence[int] | None) -> list[int] | None:
     if isinstance(seeds, str):
         return [int(s) for s in seeds.split(",") if s.strip()]
     return [int(s) for s in seeds]
+
+
+def _plain_overrides(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Overrides as stored in a record's request (``None`` values dropped, per-task blocks kept)."""
+    if not overrides:
+        return {}
+    out = {k: v for k, v in overrides.items() if k != "tasks" and v is not None}
+    if overrides.get("tasks"):
+        out["tasks"] = {t: {k: v for k, v in (c or {}).items() if v is not None}
+                        for t, c in overrides["tasks"].items()}
+    return out
+
+
+def plan_run(dataset: str, model: str | None = None, seed: int = 1,
+             profile: str | Profile = profiles.DEFAULT_PROFILE, overrides: Mapping[str, Any] | None = None,
+             intermediate: str | Sequence[str] | None = None, variant: str | None = None,
+             data_root: str | Path | None = None) -> RunPlan:
+    """Resolve one job into its effective configuration and run key (nothing is trained)."""
+    from medibio.blurb import loaders, registry
+    from medibio.ift import chain as ift_chain
+    from medibio.paths import data_root as resolve_data_root
+    from medibio.runs import records as rec
+
+    prof = profiles.get(profile)
+    spec = registry.get(dataset)
+    model = model or prof.model
+    cfg = presets.apply_overrides(presets.preset(spec.name, prof), spec.name, overrides)
+    chain = tuple(ift_chain.parse_chain(intermediate))
+    stages = tuple(ift_chain.stage_config(t, prof, data_root) for t in chain)
+    model_hash = rec.model_fingerprint(model)
+    root = resolve_data_root(data_root, must_exist=False)
+    files = [p for split in loaders.SPLITS for p in loaders.split_files(spec.name, split, data_root)]
+    payload = {"protocol": PROTOCOL, "dataset": spec.name, "model": model_hash,
+               "hyperparameters": cfg.to_dict(), "subset_seed": SUBSET_SEED, "intermediate": list(stages),
+               "data": identity.files_fingerprint(files, root=root)}
+    var = variant_name(cfg, chain, variant)
+    request = {"dataset": spec.name, "model": str(model), "profile": prof.name, "seed": int(seed),
+               "overrides": _plain_overrides(overrides), "intermediate": list(chain), "variant": variant}
+    key = identity.RunKey(rec.KIND, prof.name, rec.model_tag(model), var, spec.name, int(seed),
+                          identity.digest(payload))
+    return RunPlan(spec, str(model), int(seed), prof, cfg, chain, stages, var, model_hash, payload, request, key)
+
+
+def plan_runs(tasks: str | Sequence[str], model: str | None = None,
+              seeds: int | str | Sequence[int] | None = None, profile: str | Profile = profiles.DEFAULT_PROFILE,
+              overrides: Mapping[str, Any] | None = None, intermediate: str | Sequence[str] | None = None,
+              variant: str | None = None, data_root: str | Path | None = None) -> list[RunPlan]:
+    """Every (dataset, seed) job of a request, in registry order (seeds default to the profile's)."""
+    from medibio.blurb import registry
+
+    prof = profiles.get(profile)
+    seed_list = _parse_seeds(seeds)
+    return [plan_run(spec.name, model, seed, prof, overrides, intermediate, variant, data_root)
+            for spec in registry.resolve(tasks) for seed in (seed_list or list(prof.default_seeds(spec.name)))]
+
+
+def replan(record: Any, data_root: str | Path | None = None) -> RunPlan:
+    """The plan the request behind ``record`` gets today (for staleness checks)."""
+    req = record.request
+    return plan_run(req["dataset"], req["model"], req["seed"], req["profile"], req.get("overrides") or None,
+                    req.get("intermediate") or None, req.get("variant"), data_root)
 
 
 def _echo(accelerator: Any):
@@ -71,72 +166,84 @@ def _echo(accelerator: Any):
 
 
 def run_finetune(tasks: str | Sequence[str], model: str | None = None,
-                 seeds: int | str | Sequence[int] | None = None, profile: str = presets.DEFAULT_PROFILE,
+                 seeds: int | str | Sequence[int] | None = None, profile: str = profiles.DEFAULT_PROFILE,
                  config_overrides: Mapping[str, Any] | None = None,
                  intermediate: str | Sequence[str] | None = None, results_root: str | Path | None = None,
                  force: bool = False, data_root: str | Path | None = None, variant: str | None = None,
                  callbacks: Sequence[trainer.Callback] = ()) -> list[Any]:
-    """Fine-tune ``model`` on each task x seed and return the run records (new or existing).
+    """Fine-tune ``model`` on each task x seed and return the run records (new or reused).
 
     ``tasks``: a dataset, a group (``NER``), a comma list or ``"all"``. ``model``: a name for
     ``medibio.modelzoo`` (default: the profile's model). ``seeds``: default the profile's (three for
     BIOSSES/PubMedQA/BioASQ on ``cpu``). ``config_overrides``: fields of :class:`FinetuneConfig`
     (and ``tasks: {dataset: {...}}``), applied over the profile's preset. ``intermediate``: an IFT chain.
     """
-    from medibio.blurb import registry
     from medibio.paths import results_root as default_results_root
 
-    prof = presets.get_profile(profile)
-    model = model or prof.model
-    specs = registry.resolve(tasks)
-    seed_list = _parse_seeds(seeds)
+    plans = plan_runs(tasks, model, seeds, profile, config_overrides, intermediate, variant, data_root)
     root = default_results_root(results_root)
-    chain = ift.parse_chain(intermediate)
-    first_cfg = presets.preset(specs[0].name, prof) if specs else presets.FinetuneConfig()
+    first_cfg = plans[0].config if plans else presets.FinetuneConfig()
     accelerator = trainer.make_accelerator(first_cfg.mixed_precision)
-    records = []
-    for spec in specs:
-        for seed in seed_list or list(prof.default_seeds(spec.name)):
-            records.append(run_one(spec, model, seed, prof, config_overrides, chain, root, force, data_root,
-                                   accelerator, variant=variant, callbacks=callbacks))
-    return records
+    return [run_plan(plan, root, force, data_root, accelerator, callbacks) for plan in plans]
 
 
-def run_one(spec: Any, model: str, seed: int, profile: presets.Profile,
-            config_overrides: Mapping[str, Any] | None, chain: Sequence[str], results_root: Path, force: bool,
-            data_root: str | Path | None, accelerator: Any, variant: str | None = None,
-            callbacks: Sequence[trainer.Callback] = ()) -> Any:
-    """One job: skip when recorded, else train, predict test and write predictions + record."""
-    from medibio.blurb.loaders import available_splits, load_blurb
+def _claim(plan: RunPlan, results_root: Path, force: bool, accelerator: Any, stack: contextlib.ExitStack,
+           log: Any) -> Any:
+    """Take the run's lock (main process) and return its existing record, if any, to every process."""
+    from medibio.runs import records as rec
+
+    found = None
+    if accelerator.is_main_process:
+        stack.enter_context(rec.run_lock(plan.key, results_root, log=log))
+        existing = None if force else rec.find_record(results_root, plan.key)
+        found = existing.to_dict() if existing is not None else None
+    if accelerator.num_processes > 1:
+        from accelerate.utils import broadcast_object_list
+
+        box = [found]
+        broadcast_object_list(box, from_process=0)
+        found = box[0]
+    return rec.RunRecord.from_dict(found) if found is not None else None
+
+
+def run_plan(plan: RunPlan, results_root: Path, force: bool, data_root: str | Path | None, accelerator: Any,
+             callbacks: Sequence[trainer.Callback] = ()) -> Any:
+    """One job: reuse its record, else train, predict test and write predictions + record."""
     from medibio.runs import records as rec
 
     log = _echo(accelerator)
-    cfg = presets.apply_overrides(presets.preset(spec.name, profile), spec.name, config_overrides)
-    var = variant_name(cfg, chain, variant)
-    tag = rec.model_tag(model)
-    path = rec.record_path(results_root, profile.name, tag, var, spec.name, seed)
-    if path.is_file() and not force:
-        existing = rec.read_record(path)
-        changed = _differs(existing.hyperparameters, cfg) if existing.ok else []
-        if changed:
-            log(f"{spec.name} seed {seed}: skipped, but its record ({path}) has other values of "
-                f"{', '.join(changed)}; kept. Use force=True (--force) or another variant to rerun.")
-        else:
-            log(f"{spec.name} seed {seed}: done before ({path}), skipped")
-        return existing
+    with contextlib.ExitStack() as stack:
+        existing = _claim(plan, results_root, force, accelerator, stack, log)
+        if existing is not None:
+            log(f"{plan.key}: done before, reused ({plan.key.path(results_root)})")
+            return existing
+        record, predictions = _train(plan, results_root, data_root, accelerator, callbacks, log)
+        if accelerator.is_main_process:
+            if predictions is not None:
+                write_jsonl(plan.key.predictions_path(results_root), predictions)
+            rec.write_record(record, results_root)
+        accelerator.wait_for_everyone()
+    return record
 
+
+def _train(plan: RunPlan, results_root: Path, data_root: str | Path | None, accelerator: Any,
+           callbacks: Sequence[trainer.Callback], log: Any) -> tuple[Any, list[dict[str, Any]] | None]:
+    """Train and evaluate one planned run; return its record and test predictions (None when skipped)."""
+    from medibio.blurb.loaders import available_splits, load_blurb
+    from medibio.ift import chain as ift_chain
+    from medibio.runs import records as rec
+
+    spec, cfg, seed, model = plan.spec, plan.config, plan.seed, plan.model
+    ident = {"config_digest": plan.key.config_digest, "config": plan.payload, "request": plan.request,
+             "variant": plan.variant, "intermediate": list(plan.chain)}
     splits_here = available_splits(spec.name, data_root)
     if "train" not in splits_here:
-        record = rec.skipped_record(
-            spec.name, rec.model_info(model), profile.name, seed,
+        log(f"{plan.key}: skipped (train split absent)")
+        return rec.skipped_record(
+            spec.name, rec.model_info(model), plan.profile.name, seed,
             reason=f"train split absent in the data root (has {', '.join(splits_here)}); no score is "
                    f"reported. Get it from: {spec.source}",
-            variant=var, intermediate=list(chain), hyperparameters=cfg.to_dict(),
-        )
-        if accelerator.is_main_process:
-            rec.write_record(record, results_root)
-        log(f"{spec.name} seed {seed}: skipped (train split absent)")
-        return record
+            hyperparameters=cfg.to_dict(), **ident), None
 
     data = load_blurb(spec.name, data_root)
     notes: list[str] = []
@@ -150,13 +257,13 @@ def run_one(spec: Any, model: str, seed: int, profile: presets.Profile,
                                                     if split == "dev" else ""))
     if cfg.max_test_examples is not None and len(data["test"]) > cfg.max_test_examples:
         notes.append(f"test: capped to {len(splits['test'])} of {len(data['test'])} examples "
-                     f"({profile.name} profile): NOT an official score")
+                     f"({plan.profile.name} profile): NOT an official score")
 
     source: str | Path = model
     init_from = None
-    if chain:
-        init_from = ift.prepare_encoder(model, chain, seed, profile, results_root, data_root, accelerator,
-                                        force=False, log=log)
+    if plan.chain:
+        init_from = ift_chain.prepare_encoder(model, plan.stages, plan.model_hash, seed, plan.profile,
+                                              results_root, data_root, accelerator, log=log)
         source = init_from
     net = modeling.build_model(spec, model, cfg.dropout, init_from=init_from, seed=seed)
     tokenizer = modeling.load_tokenizer(source, spec.problem)
@@ -167,7 +274,6 @@ def run_one(spec: Any, model: str, seed: int, profile: presets.Profile,
         del net
         accelerator.free_memory()
 
-    pred_path = rec.predictions_path(results_root, profile.name, tag, var, spec.name, seed)
     env = rec.environment_info()
     hyper = cfg.to_dict()
     hyper.update(per_device_batch_size=result.per_device_batch_size, optimizer_steps=result.optimizer_steps,
@@ -176,32 +282,25 @@ def run_one(spec: Any, model: str, seed: int, profile: presets.Profile,
     info = rec.model_info(model)
     info["parameters"] = parameters
     record = rec.RunRecord(
-        dataset=spec.name, model=info, profile=profile.name, seed=seed, variant=var,
-        intermediate=list(chain), hyperparameters=hyper, dev_curve=result.dev_curve,
-        best_epoch=result.best_epoch, dev=result.dev, test=result.test,
-        score_dev=result.dev.get("score"), score_test=result.test.get("score"), predictions=pred_path.name,
+        dataset=spec.name, model=info, profile=plan.profile.name, seed=seed, hyperparameters=hyper,
+        dev_curve=result.dev_curve, best_epoch=result.best_epoch, dev=result.dev,
+        test=result.test,
+        score_dev=result.dev.get("score"), score_test=result.test.get("score"),
+        predictions=plan.key.predictions_path(results_root).name,
         train_examples=result.train_examples, eval_examples=result.test_examples,
         wall_time_s=round(result.wall_time_s, 2), train_examples_per_s=round(result.train_examples_per_s, 2),
         peak_memory_mb=round(result.peak_memory_mb, 1), device=trainer.device_name(accelerator),
         num_processes=accelerator.num_processes, versions=env["versions"], git_commit=env["git_commit"],
-        notes=notes + result.notes + ([f"encoder from intermediate fine-tuning: {init_from}"] if chain else []),
+        notes=notes + result.notes + ([f"encoder from intermediate fine-tuning: {init_from}"] if plan.chain else []),
+        **ident,
     )
-    if accelerator.is_main_process:
-        write_jsonl(pred_path, result.test_predictions)
-        rec.write_record(record, results_root)
-    accelerator.wait_for_everyone()
-    log(f"{spec.name} seed {seed} [{var}]: dev {record.score_dev:.2f} (epoch {record.best_epoch}) "
-        f"test {record.score_test:.2f}  {record.wall_time_s:.0f}s, {record.train_examples_per_s:.1f} ex/s")
-    return record
-
-
-def _differs(recorded: Mapping[str, Any], cfg: presets.FinetuneConfig) -> list[str]:
-    """Config fields whose recorded value differs from the requested one."""
-    return [k for k, v in cfg.to_dict().items() if k in recorded and recorded[k] != v]
+    log(f"{plan.key}: dev {record.score_dev:.2f} (epoch {record.best_epoch}) test {record.score_test:.2f}  "
+        f"{record.wall_time_s:.0f}s, {record.train_examples_per_s:.1f} ex/s")
+    return record, result.test_predictions
 
 
 def command_args(tasks: str | Sequence[str], model: str | None = None,
-                 seeds: int | str | Sequence[int] | None = None, profile: str = presets.DEFAULT_PROFILE,
+                 seeds: int | str | Sequence[int] | None = None, profile: str = profiles.DEFAULT_PROFILE,
                  config_file: str | Path | None = None, intermediate: str | Sequence[str] | None = None,
                  results_root: str | Path | None = None, force: bool = False,
                  data_root: str | Path | None = None, variant: str | None = None,
@@ -238,7 +337,7 @@ def command_args(tasks: str | Sequence[str], model: str | None = None,
 
 
 def launch(tasks: str | Sequence[str], model: str | None = None, seeds: int | str | Sequence[int] | None = None,
-           profile: str = presets.DEFAULT_PROFILE, num_processes: int = 2, multi_gpu: bool = True,
+           profile: str = profiles.DEFAULT_PROFILE, num_processes: int = 2, multi_gpu: bool = True,
            accelerate_args: Sequence[str] = (), check: bool = True, env: Mapping[str, str] | None = None,
            **kwargs: Any) -> list[Any]:
     """Run the same jobs through ``accelerate launch`` in a subprocess (``--multi_gpu`` also works on CPU:
@@ -246,10 +345,10 @@ def launch(tasks: str | Sequence[str], model: str | None = None, seeds: int | st
 
     ``kwargs`` are those of :func:`command_args` plus :class:`FinetuneConfig` fields, passed on as CLI
     flags (``learning_rate=3e-5``, ``max_train_examples=100``, ``llrd=0.9``, ``bias_correction=False``).
+    The records are found by planning the same request here (:func:`plan_runs`), not by rebuilding paths.
     """
     import os
 
-    from medibio.blurb import registry
     from medibio.paths import results_root as default_results_root
     from medibio.runs import records as rec
 
@@ -261,19 +360,14 @@ def launch(tasks: str | Sequence[str], model: str | None = None, seeds: int | st
             "-m", "medibio", *args]
     full_env = {**os.environ, **(env or {})}
     subprocess.run(cmd, check=check, env=full_env)
-    prof = presets.get_profile(profile)
     root = default_results_root(kwargs.get("results_root"))
-    chain = ift.parse_chain(kwargs.get("intermediate"))
     overrides = {k: v for k, v in kwargs.items() if k in presets.field_names()}
-    out = []
-    for spec in registry.resolve(tasks):
-        cfg = presets.apply_overrides(presets.preset(spec.name, prof), spec.name, overrides)
-        var = variant_name(cfg, chain, kwargs.get("variant"))
-        for seed in _parse_seeds(seeds) or list(prof.default_seeds(spec.name)):
-            path = rec.record_path(root, prof.name, rec.model_tag(model or prof.model), var, spec.name, seed)
-            if path.is_file():
-                out.append(rec.read_record(path))
-    return out
+    if kwargs.get("config_file"):
+        overrides = {**presets.load_config_file(kwargs["config_file"]), **overrides}
+    plans = plan_runs(tasks, model, seeds, profile, overrides, kwargs.get("intermediate"), kwargs.get("variant"),
+                      kwargs.get("data_root"))
+    found = [rec.find_record(root, plan.key) for plan in plans]
+    return [r for r in found if r is not None]
 
 
 def shell_command(*args: Any, **kwargs: Any) -> str:

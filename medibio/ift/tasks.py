@@ -273,6 +273,21 @@ _READERS: dict[str, Callable[[IFTTaskSpec, Path], dict[str, list[dict]]]] = {
 }
 
 
+def data_files(name: str, data_root: str | Path | None = None) -> list[Path]:
+    """The files an intermediate task (or a BLURB dataset serving as one) is read from: what a run's
+    configuration digest fingerprints. IFT folders are taken whole (their readers pick files by name)."""
+    try:
+        spec = get_ift(name)
+    except KeyError:
+        from medibio.blurb import loaders as blurb_loaders
+        from medibio.blurb import registry
+
+        canonical = registry.get(name).name
+        return [p for split in SPLITS for p in blurb_loaders.split_files(canonical, split, data_root)]
+    folder = task_dir(spec, data_root)
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "MANIFEST.md") if folder.is_dir() else []
+
+
 def read_task_rows(name: str, data_root: str | Path | None = None) -> dict[str, list[dict]]:
     """Plain rows per split of an intermediate task of this registry (no BLURB fallback)."""
     spec = get_ift(name)

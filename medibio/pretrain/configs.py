@@ -201,12 +201,9 @@ def lr_schedule(config: PretrainConfig | str, points: int = 200):
     return pd.DataFrame({"config": cfg.name, "step": steps, "learning_rate": [lr_at(cfg, s) for s in steps]})
 
 
-# The project's run profiles (smoke / cpu / gpu / paper) mapped to pretraining configs.
-PROFILE_CONFIGS = {"smoke": "smoke", "cpu": "mini", "gpu": "gpu-mini", "paper": "medibiodeberta"}
-
-
 def config_for_profile(profile: str) -> PretrainConfig:
-    """The pretraining config a book/CLI profile uses (``paper`` gives the paper's, not runnable here)."""
-    if profile not in PROFILE_CONFIGS:
-        raise KeyError(f"unknown profile {profile!r}; known: {', '.join(PROFILE_CONFIGS)}")
-    return get_config(PROFILE_CONFIGS[profile])
+    """The pretraining config a run profile uses (:attr:`medibio.profiles.Profile.pretrain_config`;
+    ``paper`` gives the paper's, not runnable here)."""
+    from medibio import profiles
+
+    return get_config(profiles.get(profile).pretrain_config)

@@ -17,7 +17,6 @@ import contextlib
 import json
 import math
 import shutil
-import subprocess
 import time
 import uuid
 from datetime import datetime, timezone
@@ -26,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from medibio import provenance
 from medibio.accel import accelerator as make_accelerator
 from medibio.atomic import write_json
 from medibio.errors import MedibioError
-from medibio.paths import REPO_ROOT, results_root
+from medibio.paths import results_root
 from medibio.pretrain.batching import BatchLayout, plan_batch
 from medibio.pretrain.configs import PretrainConfig, get_config
 
@@ -83,24 +83,6 @@ class DataOrder:
         for j, g in enumerate(range(start, start + layout.per_device)):
             out[j] = self._perm(g // self.n)[g % self.n]
         return out
-
-
-def _git_commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
-                              timeout=10, check=True).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def _versions() -> dict[str, str]:
-    import importlib.metadata as md
-
-    out = {}
-    for pkg in ("torch", "transformers", "accelerate", "datasets", "sentencepiece", "medibio"):
-        with contextlib.suppress(md.PackageNotFoundError):
-            out[pkg] = md.version(pkg)
-    return out
 
 
 def _peak_memory_mb(device_type: str) -> float:
@@ -234,7 +216,8 @@ def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstract
                   "accumulation": layout.accumulation, "effective": layout.effective,
                   "seq_length": cfg.seq_length, "tokens_per_step": layout.effective * cfg.seq_length},
         "device": str(accelerator.device), "num_processes": accelerator.num_processes,
-        "mixed_precision": accelerator.mixed_precision, "versions": _versions(), "git_commit": _git_commit(),
+        "mixed_precision": accelerator.mixed_precision, "versions": provenance.versions(),
+        "git_commit": provenance.git_commit(),
         "notes": list(notes or []),
     }
 

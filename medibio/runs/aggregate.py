@@ -22,7 +22,17 @@ BLURB_SCORE = "BLURB score"
 PAPER_AVG = "BLURB Avg."
 
 COLUMNS = ("profile", "model", "variant", "row", "level", "group", "metric", "n", "mean", "std", "ci95",
-           "seeds", "covers", "note")
+           "seeds", "covers", "note", "digest", "commit")
+
+
+def provenance(records: Iterable[RunRecord]) -> dict[str, str]:
+    """The provenance cells of a table row: the configuration digest(s) and short git commit(s) of the
+    records behind it (``legacy`` for records written before run identities; several values joined)."""
+    recs = list(records)
+    digests = sorted({r.config_digest or "legacy" for r in recs})
+    commits = sorted({(r.git_commit or "unknown")[:8] + ("+dirty" if (r.git_commit or "").endswith("+dirty")
+                                                          else "") for r in recs})
+    return {"digest": ", ".join(digests), "commit": ", ".join(commits)}
 
 
 def seed_stats(values: list[float]) -> tuple[int, float, float, float]:
@@ -65,7 +75,7 @@ def _dataset_rows(key: tuple[str, str, str], recs: list[RunRecord], split: str) 
             "group": spec.group.value if spec else "", "metric": spec.metric if spec else "",
             "n": n, "mean": mean, "std": std, "ci95": half, "seeds": sorted(r.seed for r in ok),
             "covers": f"{n} seed{'s' if n != 1 else ''}",
-            "note": ("skipped: " if n == 0 else "") + "; ".join(notes),
+            "note": ("skipped: " if n == 0 else "") + "; ".join(notes), **provenance(items),
         })
     return rows
 
@@ -81,7 +91,7 @@ def _aggregate_rows(key: tuple[str, str, str], dataset_rows: list[dict]) -> list
     means = {r["row"]: r["mean"] for r in dataset_rows
              if _spec(r["row"]) is not None and r["n"] > 0}
     base = {"profile": key[0], "model": key[1], "variant": key[2], "metric": "", "n": math.nan,
-            "std": math.nan, "ci95": math.nan, "seeds": [], "note": ""}
+            "std": math.nan, "ci95": math.nan, "seeds": [], "note": "", "digest": "", "commit": ""}
     rows = []
     for group, (value, have, total) in scoring.partial_group_averages(means).items():
         missing = [s.name for s in registry.by_group(group) if s.name not in means]
@@ -98,13 +108,33 @@ def _aggregate_rows(key: tuple[str, str, str], dataset_rows: list[dict]) -> list
     return rows
 
 
+def newest_configurations(records: Iterable[RunRecord]) -> tuple[list[RunRecord], dict[tuple, int]]:
+    """Keep, per (profile, model, variant, dataset), the records of the most recently created configuration;
+    return them and the number of other configurations per key."""
+    by_key: dict[tuple, dict[str, list[RunRecord]]] = {}
+    for rec in records:
+        key = (rec.profile, rec.model_tag, rec.variant, rec.dataset)
+        by_key.setdefault(key, {}).setdefault(rec.config_digest or "legacy", []).append(rec)
+    kept: list[RunRecord] = []
+    left_out: dict[tuple, int] = {}
+    for key, configs in by_key.items():
+        newest = max(configs.values(), key=lambda recs: max(r.created for r in recs))
+        kept.extend(newest)
+        if len(configs) > 1:
+            left_out[key] = len(configs) - 1
+    return kept, left_out
+
+
 def results_table(source: Iterable[RunRecord] | str | Path, profile: str | None = None,
                   model: str | None = None, variant: str | None = None, dataset: str | None = None,
                   split: str = "test", aggregates: bool = True) -> pd.DataFrame:
     """Aggregate run records (or every record under a results root) into a tidy table.
 
     ``split`` picks ``score_test`` (default) or ``score_dev``. Filters apply to records passed in as
-    well as to those read from disk. Returns a DataFrame with :data:`COLUMNS`.
+    well as to those read from disk. A dataset row never mixes configurations: where the records of one
+    (profile, model, variant, dataset) carry several configuration digests, only the newest configuration's
+    records are aggregated and the row's note says how many others were left out (``medibio results list``
+    shows them all). Returns a DataFrame with :data:`COLUMNS`.
     """
     if split not in ("test", "dev"):
         raise ValueError(f"split must be 'test' or 'dev', got {split!r}")
@@ -118,6 +148,7 @@ def results_table(source: Iterable[RunRecord] | str | Path, profile: str | None 
         recs = [r for r in source if (profile is None or r.profile == profile)
                 and (tag is None or r.model_tag == tag) and (variant is None or r.variant == variant)
                 and (canon is None or r.dataset == canon)]
+    recs, left_out = newest_configurations(recs)
     order = {n: i for i, n in enumerate(registry.names())}
     groups: dict[tuple[str, str, str], list[RunRecord]] = {}
     for rec in recs:
@@ -126,6 +157,10 @@ def results_table(source: Iterable[RunRecord] | str | Path, profile: str | None 
     for key in sorted(groups):
         ds_rows = sorted(_dataset_rows(key, groups[key], split),
                          key=lambda r: (order.get(r["row"], len(order)), r["row"]))
+        for row in ds_rows:
+            others = left_out.get((*key, row["row"]), 0)
+            if others:
+                row["note"] = "; ".join(filter(None, [row["note"], f"{others} older configuration(s) not shown"]))
         rows.extend(ds_rows)
         if aggregates:
             rows.extend(_aggregate_rows(key, ds_rows))

@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +81,54 @@ def files_fingerprint(paths: Iterable[str | Path], root: str | Path | None = Non
             name = p.name
         out[name] = file_sha256(p)[:16] if p.is_file() else "absent"
     return dict(sorted(out.items()))
+
+
+def _component(value: str | int, what: str) -> str:
+    text = str(value)
+    if not text or "/" in text or "\\" in text or text in (".", ".."):
+        raise ValueError(f"{what} {text!r} cannot be a path component")
+    return text
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """The identity of one run: human-readable parts plus the digest of its effective configuration.
+
+    ``str(key)`` (``finetune/cpu/minilm/base/BIOSSES/seed1@3f2a...``) is the run id printed in logs and
+    tables; :meth:`path` is where its record lives, so two configurations never share a file.
+    """
+
+    kind: str  # "finetune", "scierc", ...
+    profile: str
+    model_tag: str
+    variant: str
+    dataset: str
+    seed: int
+    config_digest: str
+
+    def __post_init__(self) -> None:
+        for name in ("kind", "profile", "model_tag", "variant", "dataset", "config_digest"):
+            _component(getattr(self, name), name.replace("_", " "))
+        object.__setattr__(self, "seed", int(self.seed))
+
+    def __str__(self) -> str:
+        return (f"{self.kind}/{self.profile}/{self.model_tag}/{self.variant}/{self.dataset}/seed{self.seed}"
+                f"@{self.config_digest}")
+
+    def folder(self, results_root: str | Path) -> Path:
+        """``<root>/<kind>/<profile>/<model_tag>/<variant>/<dataset>/<config_digest>/``: all seeds of one
+        configuration."""
+        return (Path(results_root) / self.kind / self.profile / self.model_tag / self.variant / self.dataset
+                / self.config_digest)
+
+    def path(self, results_root: str | Path) -> Path:
+        """The run record: ``<folder>/seed<N>.json``."""
+        return self.folder(results_root) / f"seed{self.seed}.json"
+
+    def predictions_path(self, results_root: str | Path) -> Path:
+        """The run's test predictions, next to its record: ``<folder>/seed<N>.test.jsonl``."""
+        return self.folder(results_root) / f"seed{self.seed}.test.jsonl"
+
+    def lock_path(self, results_root: str | Path) -> Path:
+        """The lock a process holds while it trains this run: ``<folder>/seed<N>.lock``."""
+        return self.folder(results_root) / f"seed{self.seed}.lock"

@@ -1,29 +1,40 @@
-"""Run records: one JSON file per fine-tuning run, the unit every table and figure is built from.
+"""Run records: one JSON file per run, the unit every table and figure is built from.
 
-A record sits at ``<results_root>/finetune/<profile>/<model_tag>/<variant>/<dataset>/seed<seed>.json``
-with the test predictions beside it (``seed<seed>.test.jsonl``, the ``medibio blurb score`` format).
-The path is a pure function of (profile, model, variant, dataset, seed), so a runner can tell whether a
-run is already done (resume after a crash) without reading anything else, and records are written
-atomically so a killed run never leaves a half record that would be mistaken for a finished one.
+A record sits at its key's path (:class:`medibio.runs.identity.RunKey`):
+``<results_root>/<kind>/<profile>/<model_tag>/<variant>/<dataset>/<config_digest>/seed<seed>.json`` with the
+test predictions beside it (``seed<seed>.test.jsonl``, the ``medibio blurb score`` format). The digest
+covers the run's whole effective configuration (``config``, stored in the record), so a request finds its
+own earlier record — and only that one — without reading anything else: a changed preset runs into a new
+record and never reuses or overwrites an old one. Records are written atomically, so a killed run never
+leaves a half record that would be mistaken for a finished one, and a per-run lock file keeps two processes
+from training the same run at once.
+
+Records of schema ``medibio.run/1`` (written before run identities, without a digest) stay readable: they
+are listed as legacy by ``medibio results list`` and never reused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import functools
 import hashlib
 import json
+import os
 import re
-import subprocess
+import socket
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from medibio.atomic import write_json
-from medibio.errors import InputFormatError
+from medibio.errors import InputFormatError, MedibioError
+from medibio.runs.identity import RunKey
 
-SCHEMA = "medibio.run/1"
+SCHEMA = "medibio.run/2"
+LEGACY_SCHEMAS = ("medibio.run/1",)  # readable, listed as legacy, never reused
 KIND = "finetune"
 STATUSES = ("ok", "skipped")
 
@@ -33,8 +44,11 @@ _CHUNK = 1 << 20
 
 @dataclass
 class RunRecord:
-    """Everything about one fine-tuning run (one model x variant x dataset x seed).
+    """Everything about one run (one model x variant x dataset x seed x configuration).
 
+    ``config`` is the effective configuration the run was made with and ``config_digest`` its digest (the
+    run's identity); ``request`` is what was asked for (overrides, chain, variant label), so that
+    ``medibio results list --stale`` can recompute the digest the same request would get today.
     ``status`` is ``"skipped"`` (with ``reason``) for runs that cannot happen with the data at hand, such as
     EBM-PICO without a train split: the tables then say so instead of inventing a score.
     """
@@ -71,6 +85,9 @@ class RunRecord:
     notes: list[str] = field(default_factory=list)
     status: str = "ok"
     reason: str | None = None
+    config_digest: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+    request: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -86,7 +103,8 @@ class RunRecord:
                 self.group = self.group or spec.group.value
                 self.problem = self.problem or spec.problem.value
         if not self.run_id:
-            self.run_id = f"{self.profile}/{self.model_tag}/{self.variant}/{self.dataset}/seed{self.seed}"
+            self.run_id = (str(self.key) if self.config_digest else
+                           f"{self.profile}/{self.model_tag}/{self.variant}/{self.dataset}/seed{self.seed}")
         if not self.created:
             self.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -97,6 +115,19 @@ class RunRecord:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def legacy(self) -> bool:
+        """Written before run identities (no configuration digest): readable, never reused."""
+        return not self.config_digest
+
+    @property
+    def key(self) -> RunKey:
+        if self.legacy:
+            raise ValueError(f"run record {self.run_id} predates run identities (schema {self.schema}): "
+                             "it has no configuration digest")
+        return RunKey(self.kind, self.profile, self.model_tag, self.variant, self.dataset, self.seed,
+                      self.config_digest)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict, keys in contract order (identity first, then results, then provenance)."""
@@ -117,13 +148,18 @@ class RunRecord:
         missing = [k for k in required if k not in data]
         if missing:
             raise ValueError(f"run record lacks required keys {missing}")
-        if data.get("schema", SCHEMA) != SCHEMA:
-            raise ValueError(f"run-record schema {data.get('schema')!r} (this medibio reads {SCHEMA!r})")
+        schema = data.get("schema", SCHEMA)
+        if schema != SCHEMA and schema not in LEGACY_SCHEMAS:
+            raise ValueError(f"run-record schema {schema!r} (this medibio reads {SCHEMA!r} and "
+                             f"{', '.join(LEGACY_SCHEMAS)})")
         return cls(**data)
 
     def path(self, results_root: str | Path) -> Path:
         """Where this record is (or will be) stored."""
-        return record_path(results_root, self.profile, self.model_tag, self.variant, self.dataset, self.seed)
+        if self.legacy:
+            return (Path(results_root) / self.kind / self.profile / self.model_tag / self.variant / self.dataset
+                    / f"seed{self.seed}.json")
+        return self.key.path(results_root)
 
     def predictions_file(self, results_root: str | Path) -> Path | None:
         """Absolute location of the test predictions, if the run wrote any."""
@@ -136,7 +172,7 @@ _ORDER = ("schema", "kind", "run_id", "status", "reason", "dataset", "group", "p
           "seed", "variant", "intermediate", "hyperparameters", "dev_curve", "best_epoch", "dev", "test",
           "score_dev", "score_test", "predictions", "train_examples", "eval_examples", "wall_time_s",
           "train_examples_per_s", "peak_memory_mb", "device", "num_processes", "versions", "git_commit",
-          "created", "notes")
+          "created", "notes", "config_digest", "config", "request")
 assert set(_ORDER) == {f.name for f in dataclasses.fields(RunRecord)}
 
 
@@ -247,42 +283,97 @@ def model_info(name_or_path: str | Path, model: Any = None) -> dict[str, Any]:
             "hash": model_fingerprint(name_or_path), "model_type": model_type, "parameters": parameters}
 
 
-# --- locations ----------------------------------------------------------------------------------------
-
-def _component(value: str | int, what: str) -> str:
-    text = str(value)
-    if not text or "/" in text or "\\" in text or text in (".", ".."):
-        raise ValueError(f"{what} {text!r} cannot be a path component")
-    return text
-
-
-def record_dir(results_root: str | Path, profile: str, model_tag: str, variant: str, dataset: str) -> Path:
-    """Folder holding the records of all seeds of one (profile, model, variant, dataset)."""
-    return (Path(results_root) / KIND / _component(profile, "profile") / _component(model_tag, "model tag")
-            / _component(variant, "variant") / _component(dataset, "dataset"))
-
-
-def record_path(results_root: str | Path, profile: str, model_tag: str, variant: str, dataset: str,
-                seed: int) -> Path:
-    """``<root>/finetune/<profile>/<model_tag>/<variant>/<dataset>/seed<seed>.json``."""
-    return record_dir(results_root, profile, model_tag, variant, dataset) / f"seed{int(seed)}.json"
-
-
-def predictions_path(results_root: str | Path, profile: str, model_tag: str, variant: str, dataset: str,
-                     seed: int) -> Path:
-    """Test predictions of a run: ``seed<seed>.test.jsonl`` next to its record."""
-    return record_dir(results_root, profile, model_tag, variant, dataset) / f"seed{int(seed)}.test.jsonl"
-
+# --- locations, locks ---------------------------------------------------------------------------------
 
 def write_record(record: RunRecord, results_root: str | Path) -> Path:
-    """Write a record atomically to its canonical place and return the path."""
+    """Write a record atomically to its key's path and return the path."""
+    if record.legacy:
+        raise ValueError(f"refusing to write {record.run_id} without a configuration digest")
     return write_json(record.path(results_root), record.to_dict())
 
 
-def record_exists(results_root: str | Path, profile: str, model_tag: str, variant: str, dataset: str,
-                  seed: int) -> bool:
-    """True when the run was completed (or recorded as skipped) earlier: runners skip it unless forced."""
-    return record_path(results_root, profile, model_tag, variant, dataset, seed).is_file()
+def find_record(results_root: str | Path, key: RunKey) -> RunRecord | None:
+    """The record of exactly this run (same configuration digest), or None."""
+    path = key.path(results_root)
+    return read_record(path) if path.is_file() else None
+
+
+class RunLockedError(MedibioError):
+    """Another live process is training this run."""
+
+
+def _lock_holder(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _stale(path: Path, holder: dict[str, Any] | None, grace_s: float = 60.0) -> bool:
+    """A lock is stale when its process is gone (same host), or it is unreadable and older than the grace
+    period (a writer killed between creating and filling it)."""
+    if holder is None:
+        try:
+            return time.time() - path.stat().st_mtime > grace_s
+        except FileNotFoundError:
+            return True
+    if holder.get("host") != socket.gethostname():
+        return False  # another machine's process: cannot be checked from here
+    return not _pid_alive(int(holder.get("pid", -1)))
+
+
+@contextlib.contextmanager
+def run_lock(key: RunKey, results_root: str | Path, wait: bool = True, poll_s: float = 2.0,
+             log: Callable[[str], None] | None = None) -> Iterator[Path]:
+    """Hold ``seed<N>.lock`` beside the run's record while training it.
+
+    A second process asking for the same run waits (``wait=True``; it then finds the finished record) or
+    gets :class:`RunLockedError`. A lock left by a killed process (its pid gone on this host) is removed.
+    """
+    path = key.lock_path(results_root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    told = False
+    while True:
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            holder = _lock_holder(path)
+            if _stale(path, holder):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                if log:
+                    log(f"{key}: removed a stale lock ({path}, pid {holder and holder.get('pid')})")
+                continue
+            who = (f"pid {holder.get('pid')} on {holder.get('host')} since {holder.get('started')}"
+                   if holder else "another process")
+            if not wait:
+                raise RunLockedError(f"{key} is being trained by {who} (lock {path})") from None
+            if log and not told:
+                log(f"{key}: waiting for {who} to finish it (lock {path})")
+                told = True
+            time.sleep(poll_s)
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"pid": os.getpid(), "host": socket.gethostname(),
+                       "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, fh)
+        break
+    try:
+        yield path
+    finally:
+        holder = _lock_holder(path)
+        if holder and holder.get("pid") == os.getpid() and holder.get("host") == socket.gethostname():
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
 
 def read_record(path: str | Path) -> RunRecord:
@@ -300,19 +391,25 @@ def read_record(path: str | Path) -> RunRecord:
 
 
 def load_records(results_root: str | Path, profile: str | None = None, model: str | None = None,
-                 variant: str | None = None, dataset: str | None = None) -> list[RunRecord]:
-    """All records under a results root, optionally filtered; sorted by profile, model, variant,
-    BLURB dataset order, seed. ``model`` may be a tag or anything :func:`model_tag` understands."""
-    root = Path(results_root) / KIND
+                 variant: str | None = None, dataset: str | None = None, kind: str = KIND,
+                 config_digest: str | None = None, legacy: bool = True) -> list[RunRecord]:
+    """All records of one kind under a results root, optionally filtered; sorted by profile, model,
+    variant, BLURB dataset order, seed. ``model`` may be a tag or anything :func:`model_tag` understands.
+    ``legacy=False`` leaves out records written before run identities."""
+    root = Path(results_root) / kind
     if not root.is_dir():
         return []
     tag = None if model is None else model_tag(model)
     if dataset is not None:
         spec = _blurb_spec(dataset)
         dataset = spec.name if spec is not None else dataset
-    pattern = "/".join(x or "*" for x in (profile, tag, variant, dataset)) + "/seed*.json"
-    records = [read_record(p) for p in root.glob(pattern) if not p.name.startswith(".")]
-    return sorted(records, key=_sort_key)
+    prefix = "/".join(x or "*" for x in (profile, tag, variant, dataset))
+    paths = list(root.glob(f"{prefix}/{config_digest or '*'}/seed*.json"))
+    if legacy and config_digest is None:
+        paths += root.glob(f"{prefix}/seed*.json")
+    records = [read_record(p) for p in paths if not p.name.startswith(".") and p.name.endswith(".json")
+               and not p.name.endswith(".test.json")]
+    return sorted((r for r in records if legacy or not r.legacy), key=_sort_key)
 
 
 def _sort_key(rec: RunRecord) -> tuple:
@@ -324,52 +421,8 @@ def _sort_key(rec: RunRecord) -> tuple:
 
 # --- environment --------------------------------------------------------------------------------------
 
-_PACKAGES = ("torch", "transformers", "accelerate", "datasets", "tokenizers", "numpy", "scipy", "seqeval",
-             "medibio")
-
-
-@functools.lru_cache(maxsize=8)
-def git_commit(repo: str | Path | None = None) -> str | None:
-    """``git rev-parse HEAD`` of the checkout (``+dirty`` when tracked files changed), None outside git."""
-    from medibio.paths import REPO_ROOT
-
-    cwd = str(repo or REPO_ROOT)
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
-                              timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
-                               capture_output=True, text=True, timeout=20, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return head + ("+dirty" if dirty else "") if head else None
-
-
 def environment_info() -> dict[str, Any]:
-    """What a record needs to say about where it ran: versions, device, git commit, torch threads.
+    """Versions, device, git commit and torch threads (:func:`medibio.provenance.environment`)."""
+    from medibio.provenance import environment
 
-    Returns ``{"versions": {...}, "device": str, "git_commit": str | None, "torch_threads": int}``;
-    ``versions`` also carries ``python`` and ``torch_num_threads`` so a record keeps it.
-    """
-    import importlib.metadata as md
-    import platform
-
-    versions: dict[str, Any] = {"python": platform.python_version()}
-    for pkg in _PACKAGES:
-        try:
-            versions[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            versions[pkg] = None
-    device = "cpu"
-    threads = 1
-    try:
-        import torch
-
-        threads = torch.get_num_threads()
-        if torch.cuda.is_available():
-            device = f"cuda ({torch.cuda.get_device_name(0)} x{torch.cuda.device_count()})"
-        else:
-            device = f"cpu ({platform.processor() or platform.machine()}, {threads} threads)"
-    except ImportError:
-        pass
-    versions["torch_num_threads"] = threads
-    return {"versions": versions, "device": device, "git_commit": git_commit(), "torch_threads": threads}
+    return environment()

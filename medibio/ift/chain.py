@@ -1,23 +1,28 @@
-"""Intermediate fine-tuning (IFT): train on one or more intermediate tasks, then hand the *encoder* on.
+"""Intermediate fine-tuning (IFT) chains: train on one or more intermediate tasks, then hand the *encoder* on.
 
 A chain ``STS-B,SICK`` fine-tunes the base model on STS-B, carries its encoder into a fresh SICK model,
 fine-tunes that, and carries that encoder into the target task, whose head is always freshly initialised
 (STILTs-style transfer; a head trained for another label space would only leak the intermediate task).
-Each stage's encoder is saved once under ``<results_root>/ift/<profile>/<model_tag>/<chain>/seed<seed>/``
-with a ``stage.json`` written last, so a chain shared by several targets is trained once and a killed
-stage is redone rather than reused half-written. Intermediate tasks are the ones of
-:mod:`medibio.ift.tasks` (STS-B, SICK, ClinicalSTS, SciRepEval) or any BLURB dataset.
+Each stage's encoder is saved once under
+``<results_root>/ift/<profile>/<model_tag>/<chain>/<stage_digest>/seed<seed>/`` with a ``stage.json``
+written last, so a chain shared by several targets is trained once, a killed stage is redone rather than
+reused half-written, and a stage whose configuration changed (hyperparameters, data, base model) is trained
+into a folder of its own. Intermediate tasks are those of :mod:`medibio.ift.tasks` — its IFT-only tasks and
+every BLURB dataset, behind one interface.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from medibio.atomic import write_json
 from medibio.finetune import features, modeling, presets, trainer
+from medibio.ift import tasks
+from medibio.profiles import Profile
+from medibio.runs import identity
 
 
 def parse_chain(intermediate: str | Sequence[str] | None) -> list[str]:
@@ -25,7 +30,7 @@ def parse_chain(intermediate: str | Sequence[str] | None) -> list[str]:
     if not intermediate:
         return []
     items = intermediate.split(",") if isinstance(intermediate, str) else list(intermediate)
-    return [task_spec(i.strip()).name for i in items if i.strip()]
+    return [tasks.get_task(i.strip()).name for i in items if i.strip()]
 
 
 def chain_label(chain: Sequence[str]) -> str:
@@ -33,49 +38,42 @@ def chain_label(chain: Sequence[str]) -> str:
     return "+".join(chain)
 
 
-def task_spec(name: str) -> Any:
-    """Spec of an intermediate task: a BLURB dataset, else one of :mod:`medibio.ift.tasks`."""
-    from medibio.blurb import registry
+def stage_config(task: str, profile: Profile, data_root: str | Path | None) -> dict[str, Any]:
+    """What determines one stage's result besides its input encoder: its hyperparameters and data files."""
+    from medibio.paths import data_root as resolve_data_root
 
-    try:
-        return registry.get(name)
-    except KeyError:
-        from medibio.ift import tasks
-
-        return tasks.get_task(name)
-
-
-def load_task(name: str, data_root: str | Path | None = None) -> Any:
-    """The DatasetDict of an intermediate task (BLURB schema)."""
-    from medibio.blurb import registry
-
-    try:
-        registry.get(name)
-    except KeyError:
-        from medibio.ift import tasks
-
-        return tasks.load_task(name, data_root)
-    from medibio.blurb.loaders import load_blurb
-
-    return load_blurb(name, data_root)
+    spec = tasks.get_task(task)
+    cfg = presets.intermediate_preset(spec.name, profile, getattr(spec, "max_length", None))
+    root = resolve_data_root(data_root, must_exist=False)
+    return {"task": spec.name, "hyperparameters": cfg.to_dict(),
+            "data": identity.files_fingerprint(tasks.data_files(spec.name, data_root), root=root)}
 
 
-def stage_dir(results_root: str | Path, profile: str, model_tag: str, chain: Sequence[str], seed: int) -> Path:
-    return Path(results_root) / "ift" / profile / model_tag / chain_label(chain) / f"seed{int(seed)}"
+def stage_digest(model_hash: str, stages: Sequence[dict[str, Any]]) -> str:
+    """Digest of a chain prefix: the base model and every stage up to this one."""
+    return identity.digest({"model": model_hash, "stages": list(stages)})
 
 
-def prepare_encoder(model_name: str, chain: Sequence[str], seed: int, profile: presets.Profile,
-                    results_root: str | Path, data_root: str | Path | None, accelerator: Any,
-                    force: bool = False, log: Any = print) -> Path:
-    """Run (or reuse) every stage of ``chain``; return the folder with the last stage's encoder."""
+def stage_dir(results_root: str | Path, profile: str, model_tag: str, chain: Sequence[str], digest: str,
+              seed: int) -> Path:
+    return (Path(results_root) / "ift" / profile / model_tag / chain_label(chain) / digest
+            / f"seed{int(seed)}")
+
+
+def prepare_encoder(model_name: str, stages: Sequence[dict[str, Any]], model_hash: str, seed: int,
+                    profile: Profile, results_root: str | Path, data_root: str | Path | None, accelerator: Any,
+                    force: bool = False, log: Callable[[str], None] = print) -> Path:
+    """Run (or reuse) every stage of a chain (``stages`` from :func:`stage_config`); return the folder with
+    the last stage's encoder."""
     from medibio.runs.records import model_tag
 
     tag = model_tag(model_name)
+    chain = [s["task"] for s in stages]
     source: str | Path = model_name
     folder = Path()
-    for k in range(len(chain)):
-        prefix = list(chain[:k + 1])
-        folder = stage_dir(results_root, profile.name, tag, prefix, seed)
+    for k in range(len(stages)):
+        prefix = chain[:k + 1]
+        folder = stage_dir(results_root, profile.name, tag, prefix, stage_digest(model_hash, stages[:k + 1]), seed)
         if (folder / "stage.json").is_file() and not force:
             log(f"IFT stage {chain_label(prefix)} seed {seed}: reusing {folder}")
         else:
@@ -84,12 +82,13 @@ def prepare_encoder(model_name: str, chain: Sequence[str], seed: int, profile: p
     return folder / "encoder"
 
 
-def run_stage(source: str | Path, task: str, folder: Path, seed: int, profile: presets.Profile,
-              data_root: str | Path | None, accelerator: Any, chain: Sequence[str], log: Any = print) -> None:
+def run_stage(source: str | Path, task: str, folder: Path, seed: int, profile: Profile,
+              data_root: str | Path | None, accelerator: Any, chain: Sequence[str],
+              log: Callable[[str], None] = print) -> None:
     """Fine-tune ``source`` on one intermediate task and save its encoder (main process) to ``folder``."""
-    spec = task_spec(task)
+    spec = tasks.get_task(task)
     cfg = presets.intermediate_preset(spec.name, profile, getattr(spec, "max_length", None))
-    data = load_task(spec.name, data_root)
+    data = tasks.load_task(spec.name, data_root)
     if "train" not in data or "dev" not in data:
         raise ValueError(f"intermediate task {spec.name} needs train and dev splits, has {list(data)}")
     splits = {"train": features.subsample(data["train"], cfg.max_train_examples, 0),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import importlib.metadata as md
 import json
 import os
 import platform
@@ -18,21 +17,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from medibio import provenance
 from medibio.errors import InputFormatError
 
-PACKAGES = ("medibio", "torch", "transformers", "tokenizers", "accelerate", "datasets", "evaluate", "seqeval",
-            "sentencepiece", "numpy", "scipy", "pandas", "duckdb", "matplotlib", "seaborn", "papermill",
-            "jupyter-book", "sphinx", "myst-nb")
 CHECKSUM_COLUMNS = ("path", "bytes", "sha256_16", "lines")
 
 
 def environment() -> pd.DataFrame:
     """Interpreter, platform, CPU/GPU and the git commit of the checkout."""
-    from medibio.runs.records import git_commit
-
     rows = {"python": platform.python_version(), "executable": sys.executable,
             "platform": platform.platform(), "machine": platform.machine(), "cpu cores": os.cpu_count(),
-            "git commit": git_commit() or "(not a git checkout)"}
+            "git commit": provenance.git_commit() or "(not a git checkout)"}
     try:
         import torch
 
@@ -45,14 +40,9 @@ def environment() -> pd.DataFrame:
     return pd.DataFrame({"value": [str(v) for v in rows.values()]}, index=pd.Index(list(rows), name="item"))
 
 
-def versions(packages: tuple[str, ...] = PACKAGES) -> pd.DataFrame:
-    """Installed version of each package results depend on."""
-    out = {}
-    for pkg in packages:
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            out[pkg] = "not installed"
+def versions() -> pd.DataFrame:
+    """Installed version of each package results depend on (the list every record carries)."""
+    out = {k: v or "not installed" for k, v in provenance.versions().items()}
     return pd.DataFrame({"version": list(out.values())}, index=pd.Index(list(out), name="package"))
 
 
@@ -117,10 +107,10 @@ def run_index(results_root: Path) -> pd.DataFrame:
     from medibio.runs.records import load_records
 
     rows = [{"profile": r.profile, "model": r.model_tag, "variant": r.variant, "dataset": r.dataset,
-             "seed": r.seed, "status": r.status, "score_test": r.score_test, "wall_time_s": r.wall_time_s,
-             "created": r.created} for r in load_records(results_root)]
-    return pd.DataFrame(rows, columns=["profile", "model", "variant", "dataset", "seed", "status", "score_test",
-                                       "wall_time_s", "created"])
+             "seed": r.seed, "digest": r.config_digest or "legacy", "status": r.status, "score_test": r.score_test,
+             "wall_time_s": r.wall_time_s, "created": r.created} for r in load_records(results_root)]
+    return pd.DataFrame(rows, columns=["profile", "model", "variant", "dataset", "seed", "digest", "status",
+                                       "score_test", "wall_time_s", "created"])
 
 
 def build_history(results_root: Path) -> pd.DataFrame:

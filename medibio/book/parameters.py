@@ -1,0 +1,158 @@
+"""A chapter's parameters: checked in its first cell, and every value left at ``None`` taken from the profile.
+
+Papermill passes whatever a user typed (``-p tasks BIOSSES`` arrives as a string, ``-p seeds 1`` as an int),
+JupyterLab users edit the parameters cell, and ``medibio book`` injects only ``profile``. :func:`resolve`
+turns all of these into the same validated values — a comma-separated string is a list, names are checked
+against their registries, a bad value is one :class:`ParameterError` naming the parameter and what is
+allowed — and fills the rest from :class:`medibio.profiles.Profile`, so the same profile runs the same thing
+however the chapter was started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+from medibio import profiles
+from medibio.errors import MedibioError
+from medibio.profiles import Profile
+
+
+class ParameterError(MedibioError, ValueError):
+    """A chapter parameter with a value the chapter cannot run with."""
+
+
+def _items(name: str, value: Any) -> list[Any]:
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    raise ParameterError(f"parameter {name}: expected a list (or a comma-separated string), got "
+                         f"{type(value).__name__} {value!r}")
+
+
+def _names(lookup: Callable[[str], Any]) -> Callable[[str, Any], list[str]]:
+    def check(name: str, value: Any) -> list[str]:
+        out = []
+        for item in _items(name, value):
+            if not isinstance(item, str):
+                raise ParameterError(f"parameter {name}: expected names, got {item!r}")
+            try:
+                out.extend(lookup(item))
+            except KeyError as exc:
+                raise ParameterError(f"parameter {name}: {exc.args[0] if exc.args else exc}") from None
+        if not out:
+            raise ParameterError(f"parameter {name}: empty; give at least one name or None for the profile's")
+        return out
+    return check
+
+
+def _blurb(item: str) -> list[str]:
+    from medibio.blurb import registry
+
+    return [s.name for s in registry.resolve(item)]
+
+
+def _ift_task(item: str) -> list[str]:
+    from medibio.ift import tasks
+
+    return [tasks.get_task(item).name]
+
+
+def _model(item: str) -> list[str]:
+    return [item]
+
+
+def _seeds(name: str, value: Any) -> list[int]:
+    out = []
+    for item in _items(name, value):
+        try:
+            seed = int(item)
+        except (TypeError, ValueError):
+            raise ParameterError(f"parameter {name}: seeds are whole numbers, got {item!r}") from None
+        if isinstance(item, float) and item != seed or seed < 0:
+            raise ParameterError(f"parameter {name}: seeds are whole numbers >= 0, got {item!r}")
+        out.append(seed)
+    if not out:
+        raise ParameterError(f"parameter {name}: empty; give seeds or None for the profile's")
+    return out
+
+
+def _flag(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no", "1", "0"):
+        return value.strip().lower() in ("true", "yes", "1")
+    raise ParameterError(f"parameter {name}: expected True or False, got {value!r}")
+
+
+def _pretrain_config(name: str, value: Any) -> str:
+    from medibio.pretrain.configs import CONFIGS
+
+    if not isinstance(value, str) or value not in CONFIGS:
+        raise ParameterError(f"parameter {name}: unknown pretraining config {value!r}; known: {', '.join(CONFIGS)}")
+    return value
+
+
+def _finetune_config(name: str, value: Any) -> dict[str, Any]:
+    """A YAML of fine-tuning overrides (``medibio finetune --config``): "" means none."""
+    from pathlib import Path
+
+    from medibio.finetune.presets import load_config_file
+    from medibio.paths import REPO_ROOT
+
+    text = _text(name, value).strip()
+    if not text:
+        return {}
+    path = Path(text).expanduser()
+    if not path.is_absolute() and not path.is_file():
+        path = REPO_ROOT / path
+    if not path.is_file():
+        raise ParameterError(f"parameter {name}: no such file {text!r} (a YAML of fine-tuning options)")
+    return load_config_file(path)
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ParameterError(f"parameter {name}: expected a string, got {type(value).__name__} {value!r}")
+    return value
+
+
+# parameter -> (check of a given value, the profile's value when None)
+_RULES: dict[str, tuple[Callable[[str, Any], Any], Callable[[Profile], Any]]] = {
+    "tasks": (_names(_blurb), lambda p: _names(_blurb)("tasks", list(p.book.tasks))),
+    "models": (_names(_model), lambda p: [p.model]),
+    "seeds": (_seeds, lambda p: None),  # None: each dataset's default seeds of the profile
+    "ift_tasks": (_names(_ift_task), lambda p: _names(_ift_task)("ift_tasks", list(p.book.ift_tasks))),
+    "stilt_tasks": (_names(_blurb), lambda p: list(p.book.stilt_tasks)),
+    "stilt_seeds": (_seeds, lambda p: list(p.book.stilt_seeds) if p.book.stilt_seeds else None),
+    "pretrain_config": (_pretrain_config, lambda p: p.pretrain_config),
+    "table5_experiments": (_flag, lambda p: p.book.table5_experiments),
+    "field_metadata": (_text, lambda p: "s2orc/v2020-07-05_metadata_sample.jsonl"),
+    "finetune_config": (_finetune_config, lambda p: {}),
+}
+
+
+def names() -> list[str]:
+    """Every parameter a chapter may declare besides ``profile``, ``data_root`` and ``results_root``."""
+    return list(_RULES)
+
+
+def resolve(profile: str, **given: Any) -> SimpleNamespace:
+    """Validated values of a chapter's parameters; ``None`` takes the profile's value."""
+    try:
+        prof = profiles.get(profile)
+    except KeyError as exc:
+        raise ParameterError(f"parameter profile: {exc}") from None
+    unknown = sorted(set(given) - set(_RULES))
+    if unknown:
+        raise ParameterError(f"unknown chapter parameter(s) {unknown}; known: profile, data_root, results_root, "
+                             + ", ".join(_RULES))
+    values = {"profile": prof.name}
+    for key, value in given.items():
+        check, default = _RULES[key]
+        values[key] = default(prof) if value is None else check(key, value)
+    return SimpleNamespace(**values)
