@@ -28,7 +28,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -45,6 +45,7 @@ EQUAL, DIFFERS = "equal", "differs"
 COMPARISON_STATUSES = (EQUAL, DIFFERS, UNAVAILABLE, NOT_REPORTED)
 HOLDS, FAILS, PARTIAL, UNCHECKABLE = ("holds", "fails", "holds against the reachable figures",
                                       "not checkable offline")
+STATS = ("mean", "std")  # a score over runs, or its spread (SciERC is printed as mean ± std)
 _HEADER = ("model", "dataset", "stat", "value", "status", "publication", "locator", "url", "note")
 _EPS = 1e-9
 
@@ -98,6 +99,8 @@ def _csv_rows(path: Path) -> tuple[Published, ...]:
             if None in row or any(v is None for v in row.values()):
                 raise InputFormatError(path, line, f"{len(_HEADER)} comma-separated fields", str(row))
             status, text = row["status"], row["value"].strip()
+            if row["stat"] not in STATS:
+                raise InputFormatError(path, line, "stat " + " / ".join(STATS), row["stat"])
             if status not in SOURCE_STATUSES:
                 raise InputFormatError(path, line, "status " + " / ".join(SOURCE_STATUSES), status)
             if (status == TRANSCRIBED) != bool(text):
@@ -126,11 +129,7 @@ def _gu_rows() -> tuple[Published, ...]:
 def published_table(path: Path | None = None) -> pd.DataFrame:
     """Every published figure this audit knows (BLURB Table 6 first, then the CSV), one row each."""
     rows = [*_gu_rows(), *_csv_rows(path or csv_path())]
-    return pd.DataFrame([r.__dict__ for r in rows])
-
-
-def _missing(model: str, item: str, stat: str, status: str, why: str) -> Published:
-    return Published(model, item, stat, None, None, status, "", "", "", why)
+    return pd.DataFrame([asdict(r) for r in rows])
 
 
 def published(model: str, item: str, stat: str = "mean", path: Path | None = None) -> Published:
