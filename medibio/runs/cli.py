@@ -1,4 +1,4 @@
-"""CLI commands of medibio.runs (registered on the main app by medibio.cli): ``medibio results table``."""
+"""CLI commands of medibio.runs (registered on the main app by medibio.cli): ``medibio results table|compare``."""
 
 from __future__ import annotations
 
@@ -20,6 +20,15 @@ class Split(str, Enum):
     dev = "dev"
 
 
+class Method(str, Enum):
+    bootstrap = "bootstrap"
+    randomization = "randomization"
+
+
+_RESULTS_ROOT_HELP = "Results root (default: $MEDIBIO_RESULTS or results/)."
+_DATA_ROOT_HELP = "Data root holding blurb/, for the gold labels (default: $MEDIBIO_DATA or ../shared/data)."
+
+
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the main medibio app."""
     results = typer.Typer(help="Aggregate fine-tuning run records into result tables.", no_args_is_help=True)
@@ -35,17 +44,31 @@ def register(app: typer.Typer) -> None:
         split: Split = typer.Option(Split.test, "--split", help="Which score to aggregate."),
         fmt: Format = typer.Option(Format.text, "--format", help="Output format."),
         as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
+        bootstrap: bool = typer.Option(False, "--bootstrap", help="Add a 95% percentile-bootstrap interval "
+                                       "over test units (boot_low, boot_high, units) to each dataset row, "
+                                       "from the saved test predictions (test split only)."),
+        resamples: int = typer.Option(1000, "--resamples", min=1, help="Bootstrap resamples (--bootstrap)."),
+        seed: int = typer.Option(0, "--seed", help="Random seed of the resampling (--bootstrap)."),
+        data_root: Path = typer.Option(None, "--data-root", help=_DATA_ROOT_HELP),
     ) -> None:
         """Mean ± std and 95% interval over seeds per dataset, group averages and both BLURB aggregates.
 
-        Aggregates say which groups/datasets they cover (e.g. "5/6 groups; missing PICO").
+        Aggregates say which groups/datasets they cover (e.g. "5/6 groups; missing PICO"). With
+        --bootstrap, dataset rows also get an interval over test examples (see `medibio results compare`).
         """
+        import pandas as pd
+
         from medibio.paths import results_root as default_root
         from medibio.runs.aggregate import format_text, results_table, to_json_records
+        from medibio.runs.significance import SelectionError, add_bootstrap_interval
 
+        if bootstrap and split is not Split.test:
+            raise SelectionError("--bootstrap resamples the test predictions: use it with --split test")
         root = default_root(results_root)
         df = results_table(root, profile=profile, model=model, variant=variant, dataset=dataset,
                            split=split.value)
+        if bootstrap and not df.empty:
+            df = add_bootstrap_interval(df, root, resamples=resamples, seed=seed, data_root=data_root)
         chosen = Format.json if as_json else fmt
         if chosen is Format.json:
             typer.echo(json.dumps(to_json_records(df), indent=2, ensure_ascii=False))
@@ -57,6 +80,46 @@ def register(app: typer.Typer) -> None:
             if df.empty:
                 typer.echo(f"no run records under {root / 'finetune'}")
                 return
+            if "units" in df.columns:
+                df["units"] = ["" if pd.isna(u) else str(u) for u in df["units"]]
             typer.echo(format_text(df))
+
+    @results.command("compare")
+    def compare(
+        system_a: str = typer.Argument(..., metavar="A", help="System A as PROFILE/MODEL/VARIANT, e.g. "
+                                       "cpu/minilm/ift-STS-B (all its seeds)."),
+        system_b: str = typer.Argument(..., metavar="B", help="System B, e.g. cpu/minilm/base."),
+        task: list[str] = typer.Option(None, "--task", help="Dataset, group or comma list (repeatable; "
+                                       "default: every dataset both systems have)."),
+        resamples: int = typer.Option(1000, "--resamples", min=1, help="Resamples of the test units."),
+        seed: int = typer.Option(0, "--seed", help="Random seed of the resampling."),
+        method: Method = typer.Option(Method.bootstrap, "--method", help="p-value: paired bootstrap with "
+                                      "the shift method (Koehn 2004; Berg-Kirkpatrick et al. 2012) or "
+                                      "approximate randomisation (Noreen 1989; Riezler & Maxwell 2005)."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON: {\"comparisons\": [one object per "
+                                     "dataset], \"left_out\": [...]}."),
+        results_root: Path = typer.Option(None, "--results-root", help=_RESULTS_ROOT_HELP),
+        data_root: Path = typer.Option(None, "--data-root", help=_DATA_ROOT_HELP),
+    ) -> None:
+        """Paired significance test of A minus B on the same test examples, seeds pooled.
+
+        A system is PROFILE/MODEL/VARIANT as in the record paths (results/finetune/PROFILE/MODEL/VARIANT/),
+        MODEL a tag (minilm, tiny-deberta) or any model name medibio resolves. Each system's score is the
+        mean over its seeds; both are scored on the same resamples of the test units (sentences or
+        documents for NER/PICO, abstracts for HoC, pairs or questions otherwise). One row per dataset:
+        the difference, its 95% percentile-bootstrap interval, a two-sided p-value and whether p < 0.05.
+        """
+        from medibio.paths import results_root as default_root
+        from medibio.runs.significance import compare_systems, format_comparisons
+
+        root = default_root(results_root)
+        datasets = [t for item in task for t in item.split(",")] if task else None
+        found, left_out = compare_systems(root, system_a, system_b, datasets=datasets, resamples=resamples,
+                                          seed=seed, method=method.value, data_root=data_root)
+        if as_json:
+            typer.echo(json.dumps({"comparisons": [c.to_dict() for c in found], "left_out": left_out},
+                                  indent=2, ensure_ascii=False))
+        else:
+            typer.echo(format_comparisons(found, left_out))
 
     app.add_typer(results, name="results")

@@ -1,0 +1,294 @@
+"""Bootstrap intervals and paired tests: hand-enumerated distributions, scipy's bootstrap and the exact sign
+test as known results, and the ``medibio results compare`` command on records written in tmp_path."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from typer.testing import CliRunner
+
+from medibio.blurb.units import UnitStats
+from medibio.cli import app, main
+from medibio.runs import records as R
+from medibio.runs import significance as S
+
+MODEL = {"name": "minilm", "path": "/m", "tag": "minilm", "hash": "sha256:0", "model_type": "bert",
+         "parameters": 1}
+
+
+def _accuracy(correct) -> UnitStats:
+    c = np.asarray(correct, dtype=float)
+    return UnitStats("BioASQ", "accuracy", "question", tuple(str(i) for i in range(len(c))), ("correct", "n"),
+                     np.stack([c, np.ones_like(c)], axis=1))
+
+
+def _f1(counts) -> UnitStats:
+    c = np.asarray(counts, dtype=float)
+    return UnitStats("BC2GM", "ner_entity_f1", "sentence", tuple(str(i) for i in range(len(c))),
+                     ("tp", "fp", "fn"), c)
+
+
+def _mc_close(estimate: float, exact: float, resamples: int) -> bool:
+    """Within 4 Monte-Carlo standard errors of a proportion (plus the +1 of the p-value)."""
+    return abs(estimate - exact) <= 4 * math.sqrt(exact * (1 - exact) / resamples) + 2 / resamples
+
+
+# --------------------------------------------------------------------------- resampling weights
+
+
+def test_bootstrap_weights_are_multinomial_counts():
+    w = S.bootstrap_weights(7, 5000, np.random.default_rng(0))
+    assert w.shape == (5000, 7) and (w.sum(axis=1) == 7).all()
+    # each unit is drawn Binomial(7, 1/7) times: mean 1, variance 6/7
+    assert w.mean() == pytest.approx(1.0, abs=0.02) and w.var() == pytest.approx(6 / 7, abs=0.03)
+    assert (S.bootstrap_weights(7, 3, np.random.default_rng(1)) ==
+            S.bootstrap_weights(7, 3, np.random.default_rng(1))).all()
+
+
+# --------------------------------------------------------------------------- hand cases
+
+
+def test_bootstrap_distribution_of_four_questions_by_hand():
+    # 3 of 4 answers right: a resample draws 4 questions, so the number right is Binomial(4, 3/4):
+    # P(0..4 right) = 1, 12, 54, 108, 81 (/256) -> accuracy 0, 25, 50, 75, 100
+    resamples = 40000
+    dist = S.bootstrap_distribution([_accuracy([1, 1, 0, 1])], resamples, seed=2)[:, 0]
+    for k, count in enumerate((1, 12, 54, 108, 81)):
+        assert _mc_close(float(np.mean(dist == 25.0 * k)), count / 256, resamples), k
+
+
+def test_randomization_p_by_enumeration_on_accuracy():
+    # A right on questions 1-4, B on 3 and 5: discordant units 1, 2, 4 (A only) and 5 (B only).
+    # Observed difference (4 - 2) / 5 = 40 points. Swapping a discordant unit flips its sign; of the 16
+    # sign patterns, |sum| >= 2 for sums +-4 (2 patterns) and +-2 (8 patterns): p = 10/16 = 0.625.
+    a, b = _accuracy([1, 1, 1, 1, 0]), _accuracy([0, 0, 1, 0, 1])
+    cmp = S.paired_test(a, b, resamples=20000, seed=3, method="randomization")
+    assert cmp.diff == pytest.approx(40.0) and (cmp.mean_a, cmp.mean_b) == (80.0, 40.0)
+    assert _mc_close(cmp.p_value, 0.625, 20000)
+    assert cmp.p_value == pytest.approx(stats.binomtest(3, 4).pvalue, abs=0.03)
+
+
+def _plain_f1(tp: float, fp: float, fn: float) -> float:
+    return 100 * 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def test_randomization_p_by_enumeration_on_entity_f1():
+    # (tp, fp, fn) per sentence for two systems; the exact p enumerates all 2**5 swaps of the sentences.
+    ca = [[2, 0, 0], [1, 1, 0], [3, 0, 1], [0, 0, 1], [2, 1, 0]]
+    cb = [[1, 1, 1], [1, 0, 0], [2, 1, 2], [0, 1, 1], [2, 0, 0]]
+
+    def diff(swap) -> float:
+        sa = np.sum([cb[u] if s else ca[u] for u, s in enumerate(swap)], axis=0)
+        sb = np.sum([ca[u] if s else cb[u] for u, s in enumerate(swap)], axis=0)
+        return _plain_f1(*sa) - _plain_f1(*sb)
+
+    observed = diff((0,) * 5)
+    exact = np.mean([abs(diff(s)) >= abs(observed) - 1e-9 for s in itertools.product((0, 1), repeat=5)])
+    cmp = S.paired_test(_f1(ca), _f1(cb), resamples=20000, seed=4, method="randomization")
+    assert cmp.diff == pytest.approx(observed, abs=1e-12)
+    assert 0 < exact < 1 and _mc_close(cmp.p_value, float(exact), 20000)
+
+
+def test_paired_bootstrap_p_by_enumeration():
+    # Three units, all 3**3 = 27 ordered resamples equally likely; shift-method p = P(|d* - d| >= |d|).
+    ca, cb = [[2, 0, 1], [1, 1, 0], [0, 0, 2]], [[1, 1, 1], [1, 0, 0], [0, 1, 2]]
+    a, b = np.array(ca, float), np.array(cb, float)
+    observed = _plain_f1(*a.sum(0)) - _plain_f1(*b.sum(0))
+    shifted = []
+    for draw in itertools.product(range(3), repeat=3):
+        shifted.append(_plain_f1(*a[list(draw)].sum(0)) - _plain_f1(*b[list(draw)].sum(0)) - observed)
+    exact = float(np.mean(np.abs(shifted) >= abs(observed) - 1e-9))
+    cmp = S.paired_test(_f1(ca), _f1(cb), resamples=20000, seed=5)
+    assert _mc_close(cmp.p_value, exact, 20000)
+
+
+# --------------------------------------------------------------------------- known results
+
+
+def test_randomization_approaches_the_exact_sign_test():
+    rng = np.random.default_rng(7)
+    a = (rng.random(300) < 0.7).astype(int)
+    b = np.where(rng.random(300) < 0.85, a, 1 - a)
+    only_a, only_b = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
+    exact = stats.binomtest(only_a, only_a + only_b).pvalue  # McNemar's exact test
+    assert 0.01 < exact < 0.9
+    cmp = S.paired_test(_accuracy(a), _accuracy(b), resamples=20000, seed=8, method="randomization")
+    assert _mc_close(cmp.p_value, exact, 20000)
+
+
+def test_bootstrap_interval_matches_scipy_percentile_bootstrap():
+    rng = np.random.default_rng(11)
+    a = (rng.random(200) < 0.7).astype(float)
+    b = (rng.random(200) < 0.6).astype(float)
+    iv = S.bootstrap_interval(_accuracy(a), resamples=20000, seed=12)
+    score, low, high, n_units = iv
+    assert (score, low, high, n_units) == (iv.score, iv.low, iv.high, iv.n_units)
+    ref = stats.bootstrap((100 * a,), np.mean, method="percentile", n_resamples=20000, random_state=13)
+    assert iv.score == pytest.approx(100 * a.mean()) and iv.n_units == 200
+    # Monte-Carlo error of a 2.5% quantile here is ~0.1 point; accuracy moves in steps of 0.5 point
+    assert iv.low == pytest.approx(ref.confidence_interval.low, abs=0.75)
+    assert iv.high == pytest.approx(ref.confidence_interval.high, abs=0.75)
+    # two seeds of one system: the mean of two accuracies is the accuracy of the per-question average
+    two = S.bootstrap_interval([_accuracy(a), _accuracy(b)], resamples=20000, seed=12)
+    ref2 = stats.bootstrap((50 * (a + b),), np.mean, method="percentile", n_resamples=20000, random_state=14)
+    assert two.n_runs == 2 and two.score == pytest.approx(50 * (a.mean() + b.mean()))
+    assert two.low == pytest.approx(ref2.confidence_interval.low, abs=0.75)
+    assert two.high == pytest.approx(ref2.confidence_interval.high, abs=0.75)
+    # the paired difference: scipy's paired bootstrap of mean(a) - mean(b)
+    cmp = S.paired_test(_accuracy(a), _accuracy(b), resamples=20000, seed=15)
+    ref3 = stats.bootstrap((100 * a, 100 * b), lambda x, y, axis=-1: x.mean(axis) - y.mean(axis), paired=True,
+                           method="percentile", n_resamples=20000, random_state=16)
+    assert cmp.low == pytest.approx(ref3.confidence_interval.low, abs=0.75)
+    assert cmp.high == pytest.approx(ref3.confidence_interval.high, abs=0.75)
+
+
+@pytest.mark.parametrize("method", list(S.METHODS))
+def test_identical_systems_differ_by_nothing(method: str):
+    a = _f1([[2, 0, 1], [1, 1, 0], [0, 2, 2], [3, 0, 0]])
+    cmp = S.paired_test([a, a], a, resamples=500, seed=0, method=method)
+    assert (cmp.diff, cmp.low, cmp.high, cmp.p_value) == (0.0, 0.0, 0.0, 1.0)
+    assert not cmp.significant
+
+
+@pytest.mark.parametrize("method", list(S.METHODS))
+def test_clearly_better_system_is_significant_with_unequal_seeds(method: str):
+    rng = np.random.default_rng(3)
+    good = [_accuracy(rng.random(150) < 0.85) for _ in range(3)]
+    poor = [_accuracy(rng.random(150) < 0.55) for _ in range(2)]
+    cmp = S.paired_test(good, poor, resamples=2000, seed=1, method=method)
+    assert cmp.diff > 20 and cmp.low > 0 and cmp.p_value < 0.05 and cmp.significant
+    assert cmp.seeds_a == (1, 2, 3) and cmp.seeds_b == (1, 2)
+    reverse = S.paired_test(poor, good, resamples=2000, seed=1, method=method)
+    assert reverse.diff == pytest.approx(-cmp.diff) and reverse.high < 0
+
+
+def test_runs_on_different_units_are_refused():
+    with pytest.raises(ValueError, match="different units"):
+        S.paired_test(_accuracy([1, 0, 1]), _accuracy([1, 0]))
+    with pytest.raises(ValueError, match="unknown method"):
+        S.paired_test(_accuracy([1, 0]), _accuracy([1, 0]), method="t-test")
+
+
+def test_system_selection_syntax():
+    assert S.System.parse("cpu/minilm/ift-STS-B") == S.System("cpu", "minilm", "ift-STS-B")
+    with pytest.raises(S.SelectionError, match="PROFILE/MODEL/VARIANT"):
+        S.System.parse("cpu/minilm")
+
+
+# --------------------------------------------------------------------------- records and the CLI
+
+
+def _gold(n: int = 40) -> list[str]:
+    return ["yes" if i % 2 == 0 else "no" for i in range(n)]
+
+
+def _data_root(tmp_path: Path, n: int = 40) -> tuple[Path, list[str]]:
+    """A data root holding only a BioASQ test split: questions q0..q{n-1}, gold yes/no alternating."""
+    folder = tmp_path / "data" / "blurb" / "BioASQ"
+    folder.mkdir(parents=True)
+    gold = _gold(n)
+    folder.joinpath("test.tsv").write_text("".join(f"q{i}\tIs it?\tSome context.\t{g}\n"
+                                                   for i, g in enumerate(gold)))
+    return tmp_path / "data", gold
+
+
+def _write_run(root: Path, variant: str, seed: int, answers: list[str], ids: list[str] | None = None) -> None:
+    ids = ids if ids is not None else [f"q{i}" for i in range(len(answers))]
+    path = R.predictions_path(root, "cpu", "minilm", variant, "BioASQ", seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"id": i, "prediction": a}) + "\n" for i, a in zip(ids, answers,
+                                                                                          strict=True)))
+    gold = _gold(len(answers))
+    score = 100 * sum(a == gold[int(i[1:])] for a, i in zip(answers, ids, strict=True)) / len(answers)
+    R.write_record(R.RunRecord(dataset="BioASQ", model=MODEL, profile="cpu", seed=seed, variant=variant,
+                               predictions=path.name, score_test=score), root)
+
+
+def _flip(gold: list[str], wrong: set[int]) -> list[str]:
+    return [("no" if g == "yes" else "yes") if i in wrong else g for i, g in enumerate(gold)]
+
+
+@pytest.fixture()
+def two_systems(tmp_path: Path) -> tuple[Path, Path]:
+    data, gold = _data_root(tmp_path)
+    root = tmp_path / "results"
+    _write_run(root, "ift-STS-B", 1, _flip(gold, {0, 7}))  # 95% right
+    _write_run(root, "ift-STS-B", 2, _flip(gold, {3, 11, 20}))  # 92.5%
+    _write_run(root, "base", 1, _flip(gold, set(range(0, 40, 3))))  # 14 wrong: 65%
+    return root, data
+
+
+def test_compare_systems_on_records(two_systems: tuple[Path, Path]):
+    root, data = two_systems
+    found, left_out = S.compare_systems(root, "cpu/minilm/ift-STS-B", "cpu/minilm/base", resamples=500,
+                                        data_root=data)
+    assert left_out == [] and len(found) == 1
+    cmp = found[0]
+    assert (cmp.dataset, cmp.unit, cmp.n_units, cmp.seeds_a, cmp.seeds_b) == ("BioASQ", "question", 40, (1, 2),
+                                                                             (1,))
+    assert cmp.mean_a == pytest.approx(93.75) and cmp.mean_b == pytest.approx(65.0)
+    assert cmp.significant and cmp.a == "cpu/minilm/ift-STS-B"
+    frame = S.comparison_table(root, [("cpu/minilm/ift-STS-B", "cpu/minilm/base")], resamples=200,
+                               data_root=data)
+    assert list(frame.columns) == list(S.COMPARISON_COLUMNS) and frame.loc[0, "diff"] == pytest.approx(28.75)
+
+
+def test_results_table_gets_a_bootstrap_column(two_systems: tuple[Path, Path]):
+    from medibio.runs.aggregate import results_table
+
+    root, data = two_systems
+    df = S.add_bootstrap_interval(results_table(root), root, resamples=300, data_root=data)
+    row = df[(df["row"] == "BioASQ") & (df["variant"] == "base")].iloc[0]
+    assert row["mean"] == 65.0 and row["units"] == 40
+    assert row["boot_low"] < 65.0 < row["boot_high"]  # one seed, yet an interval
+    assert df[df["level"] != "dataset"]["boot_low"].isna().all()
+
+
+def test_cli_compare_text_and_json(two_systems: tuple[Path, Path]):
+    root, data = two_systems
+    args = ["results", "compare", "cpu/minilm/ift-STS-B", "cpu/minilm/base", "--results-root", str(root),
+            "--data-root", str(data), "--resamples", "300", "--task", "BioASQ"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "BioASQ" in result.output and "+28.75" in result.output and "Koehn 2004" in result.output
+    result = CliRunner().invoke(app, [*args, "--json", "--method", "randomization"])
+    assert result.exit_code == 0, result.output
+    data_out = json.loads(result.output)
+    row = data_out["comparisons"][0]
+    assert row["dataset"] == "BioASQ" and row["significant"] is True and row["seeds_a"] == [1, 2]
+    assert "Noreen 1989" in row["citation"] and row["n_units"] == 40
+    table = CliRunner().invoke(app, ["results", "table", "--results-root", str(root), "--data-root", str(data),
+                                     "--bootstrap", "--resamples", "200", "--json"])
+    assert table.exit_code == 0, table.output
+    rows = {(r["variant"], r["row"]): r for r in json.loads(table.output)}
+    assert rows[("base", "BioASQ")]["units"] == 40 and rows[("base", "BioASQ")]["boot_low"] is not None
+
+
+def test_cli_selection_matching_nothing_exits_2_with_one_line(two_systems: tuple[Path, Path],
+                                                             capsys: pytest.CaptureFixture[str]):
+    root, data = two_systems
+    with pytest.raises(SystemExit) as exc:
+        main(["results", "compare", "cpu/minilm/ift-MedNLI", "cpu/minilm/base", "--results-root", str(root),
+              "--data-root", str(data)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no run records match cpu/minilm/ift-MedNLI" in err
+    assert "cpu/minilm/base" in err  # names the systems that exist
+
+
+def test_cli_different_test_ids_exit_2_naming_the_files(two_systems: tuple[Path, Path],
+                                                        capsys: pytest.CaptureFixture[str]):
+    root, data = two_systems
+    _write_run(root, "capped", 1, ["yes"] * 30, ids=[f"q{i}" for i in range(30)])
+    with pytest.raises(SystemExit) as exc:
+        main(["results", "compare", "cpu/minilm/capped", "cpu/minilm/base", "--results-root", str(root),
+              "--data-root", str(data)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "capped" in err and "seed1.test.jsonl" in err and "same test ids" in err
