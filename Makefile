@@ -7,7 +7,7 @@ PROFILE ?= cpu
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.medibio-installed
 
-.PHONY: install book test lint clean-book
+.PHONY: install book test lint lab clean-book
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -20,7 +20,13 @@ $(STAMP): requirements.txt pyproject.toml
 install: $(STAMP)
 
 book: install
-	$(PY) -m medibio book --profile $(PROFILE)
+	$(PY) -m medibio book --profile $(PROFILE) --keep-going
+
+# JupyterLab on the chapter notebooks, with this project's environment as the kernel; results and data
+# locations are the same as `make book`'s, so a notebook run there writes the same run records.
+LAB_ARGS ?=
+lab: install
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -17,7 +17,7 @@ from medibio.book.assets import MATHJAX_ENTRY
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 
-PAGES_WITH_MATH = ("intro", "03_field_correlation", "04_pretraining")
+PAGES_WITH_MATH = ("intro", "figures_2_4_field_correlation", "table_3_pretraining")
 
 
 @pytest.fixture(scope="module")

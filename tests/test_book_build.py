@@ -12,7 +12,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from medibio.book import assets, build, chapters, notebook, provenance
+from medibio.book import appendix, assets, build, chapters, notebook, parameters
 from medibio.errors import InputFormatError
 from medibio.paths import REPO_ROOT
 
@@ -34,9 +34,21 @@ def _nb(cells: list[str], with_parameters: bool = True) -> nbformat.NotebookNode
 
 def test_toc_lists_the_chapters_in_order() -> None:
     toc = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    assert (REPO_ROOT / "_toc.yml").read_text(encoding="utf-8") == chapters.toc_yaml()
     assert toc["format"] == "jb-book"
-    listed = [toc["root"], *(entry["file"] for entry in toc["chapters"])]
+    listed = [toc["root"], *(entry["file"] for part in toc["parts"] for entry in part["chapters"])]
     assert listed == [f"book/{c.slug}" for c in chapters.CHAPTERS]
+    assert [part["caption"] for part in toc["parts"]] == list(chapters.PARTS)
+    assert all(part["numbered"] for part in toc["parts"])
+
+
+def test_every_figure_and_table_of_the_paper_has_a_chapter() -> None:
+    for artefact in chapters.ARTEFACTS:
+        entry = chapters.chapter_of(artefact)
+        assert entry is not None and artefact.split()[0] in entry.title, artefact
+        assert sum(artefact in c.artefacts for c in chapters.CHAPTERS) == 1
+    # the paper's order: corpus, pretraining, SciERC, configurations, IFT, final comparison; index page last
+    assert [c.slug for c in chapters.execution_order()][-1] == "intro"
 
 
 def test_config_renders_executed_notebooks_with_local_mathjax() -> None:
@@ -56,7 +68,7 @@ def test_config_renders_executed_notebooks_with_local_mathjax() -> None:
 
 
 @pytest.mark.parametrize("chapter", chapters.CHAPTERS, ids=lambda c: c.slug)
-def test_sources_exist_and_start_with_the_chapter_title(chapter: chapters.Chapter) -> None:
+def test_sources_exist_and_start_with_the_chapter_title(chapter: chapters.TocEntry) -> None:
     assert chapter.source_path.is_file(), chapter.source_path
     if chapter.is_notebook:
         first = nbformat.read(str(chapter.source_path), as_version=4).cells[0]
@@ -68,7 +80,7 @@ def test_sources_exist_and_start_with_the_chapter_title(chapter: chapters.Chapte
 
 
 @pytest.mark.parametrize("chapter", NOTEBOOK_CHAPTERS, ids=lambda c: c.slug)
-def test_notebooks_are_committed_without_outputs(chapter: chapters.Chapter) -> None:
+def test_notebooks_are_committed_without_outputs(chapter: chapters.TocEntry) -> None:
     raw = json.loads(chapter.source_path.read_text(encoding="utf-8"))
     assert all("id" in cell for cell in raw["cells"]), "every cell needs an id (nbformat 4.5)"
     nb = nbformat.read(str(chapter.source_path), as_version=4)
@@ -79,7 +91,7 @@ def test_notebooks_are_committed_without_outputs(chapter: chapters.Chapter) -> N
 
 
 @pytest.mark.parametrize("chapter", NOTEBOOK_CHAPTERS, ids=lambda c: c.slug)
-def test_notebooks_open_with_a_parameters_cell(chapter: chapters.Chapter, caplog) -> None:
+def test_notebooks_open_with_a_parameters_cell(chapter: chapters.TocEntry, caplog) -> None:
     import papermill
 
     nb = nbformat.read(str(chapter.source_path), as_version=4)
@@ -92,23 +104,55 @@ def test_notebooks_open_with_a_parameters_cell(chapter: chapters.Chapter, caplog
     assert "Unable to parse" not in caplog.text  # papermill could read every parameter line
 
 
-def test_parameters_per_profile() -> None:
-    smoke = chapters.parameters_for("smoke", "/data", "/results")
-    assert smoke["profile"] == "smoke" and smoke["data_root"] == "/data" and smoke["results_root"] == "/results"
-    assert smoke["models"] is None and smoke["seeds"] is None  # the fine-tuning profile's own
-    assert smoke["pretrain_config"] == "smoke" and smoke["tasks"] == ["BIOSSES"]
-    assert chapters.parameters_for("cpu", None, None)["data_root"] == ""
-    assert set(chapters.PROFILE_PARAMETERS) == set(chapters.PROFILES)
-    with pytest.raises(ValueError, match="unknown profile 'fast'"):
-        chapters.parameters_for("fast", None, None)
+def test_parameters_left_at_none_come_from_the_profile() -> None:
+    names = ("tasks", "models", "seeds", "pretrain_config", "table5_experiments", "ift_tasks", "stilt_tasks")
+    smoke = parameters.resolve("smoke", **dict.fromkeys(names))
+    assert smoke.profile == "smoke" and smoke.tasks == ["BIOSSES"] and smoke.models == ["tiny-deberta"]
+    assert smoke.seeds is None and smoke.pretrain_config == "smoke" and smoke.table5_experiments is False
+    assert smoke.ift_tasks == ["STS-B", "SICK-R"] and smoke.stilt_tasks == ["BIOSSES", "BioASQ"]
+    cpu = parameters.resolve("cpu", **dict.fromkeys(names))
+    assert len(cpu.tasks) == 13 and cpu.models == ["minilm"] and cpu.pretrain_config == "mini"
+    assert parameters.resolve("gpu", table5_experiments=None).table5_experiments is True
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ({"tasks": "BIOSSES"}, ["BIOSSES"]),  # papermill -p tasks BIOSSES: a string, not characters
+    ({"tasks": "BIOSSES, hoc"}, ["BIOSSES", "HoC"]),
+    ({"tasks": ["QA"]}, ["PubMedQA", "BioASQ"]),
+    ({"seeds": 2}, [2]),
+    ({"seeds": "1,2"}, [1, 2]),
+    ({"table5_experiments": "true"}, True),
+])
+def test_parameters_accept_what_papermill_and_users_pass(given, expected) -> None:
+    [(name, _)] = given.items()
+    assert getattr(parameters.resolve("smoke", **given), name) == expected
+
+
+@pytest.mark.parametrize(("profile", "given", "message"), [
+    ("bogus", {}, "parameter profile: unknown profile 'bogus'; known: smoke, cpu, gpu, paper"),
+    ("smoke", {"tasks": "B"}, "parameter tasks: unknown"),
+    ("smoke", {"tasks": [1, 2]}, "parameter tasks: expected names"),
+    ("smoke", {"seeds": "a,b"}, "parameter seeds: seeds are whole numbers, got 'a'"),
+    ("smoke", {"ift_tasks": "MNLI-not-here"}, "parameter ift_tasks:"),
+    ("smoke", {"pretrain_config": "huge"}, "parameter pretrain_config: unknown pretraining config 'huge'"),
+    ("smoke", {"table5_experiments": "maybe"}, "parameter table5_experiments: expected True or False"),
+    ("smoke", {"finetune_config": "/no/such.yaml"}, "parameter finetune_config: no such file"),
+    ("smoke", {"taks": ["BIOSSES"]}, "unknown chapter parameter(s) ['taks']"),
+])
+def test_bad_parameters_are_one_clear_error(profile, given, message) -> None:
+    with pytest.raises(parameters.ParameterError) as info:
+        parameters.resolve(profile, **given)
+    assert message in str(info.value)
 
 
 def test_chapter_lookup_by_slug_or_unique_part() -> None:
-    assert chapters.get("audit").slug == "02_paper_audit"
-    assert chapters.get("08_reproducibility").title == "Reproducibility appendix"
-    with pytest.raises(KeyError, match="chapters match"):
-        chapters.get("pretraining")  # 04_pretraining and 06_pretraining_configurations
-    with pytest.raises(KeyError, match="no chapter"):
+    from medibio.errors import MedibioError
+
+    assert chapters.get("audit").slug == "appendix_a_paper_audit"
+    assert chapters.get("appendix_b_reproducibility").title == "Appendix B: reproducibility"
+    with pytest.raises(MedibioError, match="chapters match"):
+        chapters.get("pretraining")  # table_3_pretraining and tables_5_6_pretraining_configurations
+    with pytest.raises(MedibioError, match="no chapter"):
         chapters.get("nonesuch")
 
 
@@ -120,9 +164,9 @@ def test_a_failing_notebook_is_reported_with_its_cell_and_the_others_still_run(t
     nbformat.write(_nb(["x = 1", "raise ValueError('broken on purpose')", "y = 2"]), str(src / "bad.ipynb"))
     nbformat.write(_nb(["print(profile, results_root)"]), str(src / "good.ipynb"))
     (src / "page.md").write_text("# Page\n", encoding="utf-8")
-    fake = (chapters.Chapter("page", "Page", str(src / "page.md")),
-            chapters.Chapter("bad", "Bad", str(src / "bad.ipynb")),
-            chapters.Chapter("good", "Good", str(src / "good.ipynb")))
+    fake = (chapters.TocEntry("page", "Page", str(src / "page.md")),
+            chapters.TocEntry("bad", "Bad", str(src / "bad.ipynb")),
+            chapters.TocEntry("good", "Good", str(src / "good.ipynb")))
     monkeypatch.setattr(build, "CHAPTERS", fake)
     results = build.execute_all("smoke", book_dir=tmp_path / "book", results_root_dir=tmp_path / "results")
     by_slug = {r.slug: r for r in results}
@@ -139,14 +183,14 @@ def test_a_failing_notebook_is_reported_with_its_cell_and_the_others_still_run(t
     executed = nbformat.read(str(tmp_path / "book" / "good.ipynb"), as_version=4)
     injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and 'profile = "smoke"' in injected[0].source
-    # only parameters the notebook declares are injected (no papermill warnings about unknown ones)
-    assert "models" not in injected[0].source
+    # only the profile is injected: no machine path on the page, the results folder travels in the environment
+    assert "results_root =" not in injected[0].source and "data_root =" not in injected[0].source
     printed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs)
-    assert printed.strip() == f"smoke {(tmp_path / 'results').resolve()}"
+    assert printed.strip() == "smoke"
 
 
 def test_missing_source_is_a_failure_not_a_crash(tmp_path) -> None:
-    chapter = chapters.Chapter("ghost", "Ghost", str(tmp_path / "ghost.ipynb"))
+    chapter = chapters.TocEntry("ghost", "Ghost", str(tmp_path / "ghost.ipynb"))
     result = build.execute_chapter(chapter, tmp_path, {"profile": "smoke"})
     assert result.failed and "missing source" in (result.error or "")
 
@@ -154,7 +198,7 @@ def test_missing_source_is_a_failure_not_a_crash(tmp_path) -> None:
 def test_unexecuted_copies_keep_the_toc_resolvable(tmp_path, monkeypatch) -> None:
     src = tmp_path / "one.ipynb"
     nbformat.write(_nb(["1 + 1"]), str(src))
-    monkeypatch.setattr(build, "CHAPTERS", (chapters.Chapter("one", "One", str(src)),))
+    monkeypatch.setattr(build, "CHAPTERS", (chapters.TocEntry("one", "One", str(src)),))
     results = build.execute_all("smoke", book_dir=tmp_path / "book", execute=False,
                                 results_root_dir=tmp_path / "results")
     assert [r.status for r in results] == ["copied"]
@@ -166,7 +210,7 @@ def test_unexecuted_copies_keep_the_toc_resolvable(tmp_path, monkeypatch) -> Non
 def test_markdown_pages_are_refreshed_even_without_execution(tmp_path, monkeypatch) -> None:
     page = tmp_path / "page.md"
     page.write_text("# Old\n")
-    monkeypatch.setattr(build, "CHAPTERS", (chapters.Chapter("page", "Page", str(page)),))
+    monkeypatch.setattr(build, "CHAPTERS", (chapters.TocEntry("page", "Page", str(page)),))
     build.execute_all("smoke", book_dir=tmp_path / "book", execute=False, results_root_dir=tmp_path / "r")
     page.write_text("# New\n")
     results = build.execute_all("smoke", book_dir=tmp_path / "book", execute=False, results_root_dir=tmp_path / "r")
@@ -263,7 +307,7 @@ def test_verify_checksums_flags_changed_and_missing_files(tmp_path) -> None:
         f"ok.tsv\t4\t{ok_hash}\t1\n"
         "changed.tsv\t2\t0000000000000000\t1\n"
         "gone.tsv\t10\t0000000000000000\t1\n")
-    table = provenance.verify_checksums(tmp_path).set_index("file")
+    table = appendix.verify_checksums(tmp_path).set_index("file")
     assert table.loc["ok.tsv", "status"] == "ok"
     assert table.loc["changed.tsv", "status"] == "sha256 differs"
     assert table.loc["gone.tsv", "status"] == "missing"
@@ -274,15 +318,19 @@ def test_malformed_checksum_listing_names_file_and_line(tmp_path) -> None:
     listing = tmp_path / "CHECKSUMS.tsv"
     listing.write_text("path\tbytes\tsha256_16\tlines\nok.tsv\t4\tabc\t1\nbad.tsv\tmany\n")
     with pytest.raises(InputFormatError) as info:
-        provenance.read_checksums(listing)
+        appendix.read_checksums(listing)
     assert info.value.line == 3 and info.value.path == listing
 
 
-def test_versions_and_environment_tables() -> None:
-    versions = provenance.versions(("pandas", "surely-not-installed-pkg"))
+def test_versions_and_environment_tables(monkeypatch) -> None:
+    from medibio import provenance
+
+    monkeypatch.setattr(provenance, "PACKAGES", ("pandas", "surely-not-installed-pkg"))
+    monkeypatch.setattr(provenance.versions, "__defaults__", (provenance.PACKAGES,))
+    versions = appendix.versions()
     assert versions.loc["pandas", "version"] == pd.__version__
     assert versions.loc["surely-not-installed-pkg", "version"] == "not installed"
-    env = provenance.environment()
+    env = appendix.environment()
     assert env.loc["executable", "value"] == sys.executable
 
 
@@ -298,25 +346,27 @@ def test_cli_help_and_profile_validation() -> None:
         assert option in result.output
     bad = runner.invoke(app, ["book", "--profile", "huge"])
     assert bad.exit_code != 0
-    assert "smoke, cpu, gpu, paper" in bad.output
+    assert "unknown profile 'huge'; known: smoke, cpu, gpu, paper" in bad.output + str(bad.exception)
 
 
 @pytest.mark.parametrize("chapter", NOTEBOOK_CHAPTERS, ids=lambda c: c.slug)
-def test_notebook_defaults_are_the_cpu_book(chapter: chapters.Chapter) -> None:
-    """Run top to bottom in JupyterLab, a notebook does what `make book` (cpu profile) does."""
+def test_notebook_defaults_are_the_cpu_book(chapter: chapters.TocEntry) -> None:
+    """Run top to bottom in JupyterLab, a notebook does what `make book` (cpu profile) does: its profile is
+    cpu and every other parameter defaults to "the profile's" (None) or an empty path."""
     import ast
 
     import papermill
 
     declared = papermill.inspect_notebook(str(chapter.source_path))
-    cpu = chapters.PROFILE_PARAMETERS["cpu"]
+    assert ast.literal_eval(declared["profile"]["default"]) == "cpu"
     for name, spec in declared.items():
-        if name in cpu:
-            assert ast.literal_eval(spec["default"]) == cpu[name], name
+        if name != "profile":
+            assert ast.literal_eval(spec["default"]) in (None, ""), name
+            assert name in ("data_root", "results_root", *parameters.names()), name
 
 
 def test_transfer_gain_subtracts_each_targets_baseline() -> None:
-    from medibio.book import transfer
+    from medibio.ift import experiments as transfer
 
     matrix = pd.DataFrame({transfer.BASELINE: [50.0, 80.0], "A": [None, 82.5], "B": [55.0, None]},
                           index=pd.Index(["A", "B"], name="target"))

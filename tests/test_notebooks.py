@@ -56,7 +56,7 @@ def test_executed_notebook_has_outputs_and_no_errors(smoke, chapter) -> None:
 
 
 def test_audit_chapter(smoke) -> None:
-    s = _summary(smoke, "02_paper_audit")
+    s = _summary(smoke, "appendix_a_paper_audit")
     assert s["values"]["checks"] >= 50
     assert 0 < s["values"]["inconsistent"] < s["values"]["checks"]
     assert {"claim", "table average", "table vs table"} <= set(s["tables"]["overview"]["rows"])
@@ -68,7 +68,7 @@ def test_audit_chapter(smoke) -> None:
 
 
 def test_reproducibility_appendix(smoke, data_root) -> None:
-    s = _summary(smoke, "08_reproducibility")
+    s = _summary(smoke, "appendix_b_reproducibility")
     listed = 0
     for listing in data_root.rglob("CHECKSUMS.tsv"):
         with open(listing, encoding="utf-8") as fh:
@@ -83,7 +83,7 @@ def test_reproducibility_appendix(smoke, data_root) -> None:
 
 
 def test_field_correlation_chapter(smoke) -> None:
-    s = _summary(smoke, "03_field_correlation")
+    s = _summary(smoke, "figures_2_4_field_correlation")
     assert s["values"]["papers_with_field"] > 0 and s["values"]["multi_field"] > 0
     # the official 1,000-paper S2ORC sample already yields the paper's medicine group
     assert s["values"]["medicine_group"][0] == "Medicine"
@@ -95,7 +95,7 @@ def test_field_correlation_chapter(smoke) -> None:
 
 
 def test_pretraining_chapter(smoke) -> None:
-    s = _summary(smoke, "04_pretraining")
+    s = _summary(smoke, "table_3_pretraining")
     assert s["tables"]["table3"]["columns"] == ["scideberta-v2", "medibiodeberta"]
     assert "batch size" in s["tables"]["table3"]["rows"]
     assert s["values"]["pretrain_status"] == "complete"
@@ -105,13 +105,13 @@ def test_pretraining_chapter(smoke) -> None:
 
 
 def test_scierc_chapter(smoke) -> None:
-    s = _summary(smoke, "05_scierc")
+    s = _summary(smoke, "table_4_scierc")
     assert s["tables"]["table4"]["rows"] == ["NER", "JRE", "Coref"]
     _figure_ok(s, "table4_bars")
 
 
 def test_pretraining_configurations_chapter(smoke) -> None:
-    s = _summary(smoke, "06_pretraining_configurations")
+    s = _summary(smoke, "tables_5_6_pretraining_configurations")
     assert s["tables"]["table5"]["rows"] == ["#1", "#2", "#3", "#4", "#5"]
     assert s["tables"]["table6"]["n_rows"] == 14  # 13 datasets + BLURB Avg.
     assert s["values"]["run_rows"] >= 1  # smoke: BIOSSES with the tiny model
@@ -122,12 +122,70 @@ def test_pretraining_configurations_chapter(smoke) -> None:
     _figure_ok(s, "ours_vs_paper")
 
 
-def test_blurb_and_ift_chapter(smoke) -> None:
-    s = _summary(smoke, "07_blurb_and_ift")
-    assert s["tables"]["table7"]["columns"] == ["BioLinkBERT (base)", "SciDeBERTa v2 (full-FS)", "MediBioDeBERTa",
-                                                "MediBioDeBERTa-IFT"]
-    assert s["tables"]["ift_biosses"]["rows"] == ["none (baseline)", "STS-B", "SICK"]
+def test_intermediate_finetuning_chapter(smoke) -> None:
+    s = _summary(smoke, "tables_1_2_intermediate_finetuning")
+    assert s["tables"]["ift_biosses"]["rows"] == ["none (baseline)", "STS-B", "SICK-R"]
     assert s["values"]["stilt_targets"] == 2
     assert s["tables"]["stilt_scores"]["rows"] == ["BIOSSES", "BioASQ"]
     _figure_ok(s, "ift_biosses")
     _figure_ok(s, "stilt_gain")
+
+
+def test_final_comparison_chapter(smoke) -> None:
+    s = _summary(smoke, "table_7_blurb_comparison")
+    assert s["tables"]["table7"]["columns"] == ["BioLinkBERT (base)", "SciDeBERTa v2 (full-FS)", "MediBioDeBERTa",
+                                                "MediBioDeBERTa-IFT"]
+    assert s["tables"]["ours_vs_table7"]["rows"] == ["BIOSSES"]  # smoke: the profile's one task
+    assert s["values"]["best_ift_chain"] in ("STS-B", "SICK-R")
+    assert s["reproductions"]["Table 7"]["status"].startswith("reproduced on this profile")
+    _figure_ok(s, "ours_vs_table7")
+
+
+def test_first_page_indexes_every_artefact_from_the_chapters_records(smoke) -> None:
+    s = _summary(smoke, "intro")
+    assert s["values"]["indexed_artefacts"] == len(chapters.ARTEFACTS)
+    assert s["tables"]["index"]["rows"] == list(chapters.ARTEFACTS)
+    # statuses come from what the chapters recorded: Table 6 from the Tables 5-6 chapter's run records
+    t56 = _summary(smoke, "tables_5_6_pretraining_configurations")
+    assert t56["reproductions"]["Table 6"]["runs"] >= 1
+    # on smoke the scaled-down Table 5 stages are off: that artefact shows the paper's numbers only
+    assert "Table 5" not in t56["reproductions"]
+    assert s["tables"]["profiles"]["rows"] == ["smoke", "cpu", "gpu", "paper"]
+
+
+def test_rendered_parameters_cell_shows_no_machine_path(smoke) -> None:
+    for chapter in [c for c in chapters.CHAPTERS if c.is_notebook]:
+        nb = nbformat.read(str(Path(smoke["root"]) / "book" / chapter.output_name()), as_version=4)
+        injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+        assert injected[0].source.strip().splitlines()[-1] == 'profile = "smoke"', chapter.slug
+        assert "/" not in injected[0].source.split("\n", 1)[1], chapter.slug
+
+
+def test_a_changed_preset_reaches_the_page(tmp_path, data_root) -> None:
+    """Change a fine-tuning value, re-execute the chapter: the page shows the new run's number and digest,
+    and the old record is neither reused nor overwritten."""
+    from medibio.book import build
+    from medibio.runs import records
+
+    entry = chapters.get("tables_5_6_pretraining_configurations")
+    results = tmp_path / "results"
+    shown = []
+    for epochs in (1, 2):
+        config = tmp_path / f"epochs{epochs}.yaml"
+        config.write_text(f"epochs: {epochs}\n", encoding="utf-8")
+        import os
+
+        os.environ["MEDIBIO_RESULTS"] = str(results)
+        try:
+            done = build.execute_chapter(entry, tmp_path, {"profile": "smoke", "finetune_config": str(config)})
+        finally:
+            os.environ.pop("MEDIBIO_RESULTS")
+        assert done.status == "executed", done.describe()
+        summary = notebook.read_summary(results, "smoke", entry.slug)
+        shown.append((summary["values"]["scores"]["BIOSSES"], summary["values"]["digests"]))
+    stored = records.load_records(results, dataset="BIOSSES")
+    assert len(stored) == 2 and {r.hyperparameters["epochs"] for r in stored} == {1, 2}
+    by_digest = {r.config_digest: r for r in stored}
+    for (score, [digest]), epochs in zip(shown, (1, 2), strict=True):
+        assert by_digest[digest].hyperparameters["epochs"] == epochs and by_digest[digest].score_test == score
+    assert shown[0][1] != shown[1][1]

@@ -200,14 +200,16 @@ def _data_root(tmp_path: Path, n: int = 40) -> tuple[Path, list[str]]:
 
 def _write_run(root: Path, variant: str, seed: int, answers: list[str], ids: list[str] | None = None) -> None:
     ids = ids if ids is not None else [f"q{i}" for i in range(len(answers))]
-    path = R.predictions_path(root, "cpu", "minilm", variant, "BioASQ", seed)
+    from medibio.runs.identity import RunKey
+
+    path = RunKey("finetune", "cpu", "minilm", variant, "BioASQ", seed, "5eed5eed5eed").predictions_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps({"id": i, "prediction": a}) + "\n" for i, a in zip(ids, answers,
                                                                                           strict=True)))
     gold = _gold(len(answers))
     score = 100 * sum(a == gold[int(i[1:])] for a, i in zip(answers, ids, strict=True)) / len(answers)
     R.write_record(R.RunRecord(dataset="BioASQ", model=MODEL, profile="cpu", seed=seed, variant=variant,
-                               predictions=path.name, score_test=score), root)
+                               predictions=path.name, score_test=score, config_digest="5eed5eed5eed"), root)
 
 
 def _flip(gold: list[str], wrong: set[int]) -> list[str]:

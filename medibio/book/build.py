@@ -85,6 +85,21 @@ class BuildReport:
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok}
 
+    def timing_table(self) -> str:
+        """What the end of ``medibio book`` prints: each chapter's status and time, then the totals."""
+        def clock(seconds: float) -> str:
+            s = int(round(seconds))
+            return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+        width = max([len(c.slug) for c in self.chapters] + [7])
+        lines = [f"{'chapter':<{width}}  {'status':<9} {'time':>8}"]
+        for c in self.chapters:
+            where = f"  cell {c.cell_index}: {c.error}" if c.failed else ""
+            lines.append(f"{c.slug:<{width}}  {c.status:<9} {clock(c.seconds):>8}{where}")
+        lines.append(f"{'notebooks':<{width}}  {'':<9} {clock(self.execute_seconds):>8}")
+        lines.append(f"{'html':<{width}}  {'':<9} {clock(self.html_seconds):>8}")
+        return "\n".join(lines)
+
 
 def select(only: Sequence[str] | None = None) -> list[TocEntry]:
     """Chapters to execute: all, or those named by ``only`` (slugs or unique substrings)."""
@@ -177,8 +192,12 @@ def _copy_unexecuted(chapter: TocEntry, book_dir: Path) -> ChapterResult:
 def execute_all(profile: str, *, book_dir: Path = BOOK_DIR, only: Sequence[str] | None = None,
                 execute: bool = True, data_root_dir: str | Path | None = None,
                 results_root_dir: str | Path | None = None, extra: dict[str, Any] | None = None,
-                on_result: Callable[[ChapterResult], None] | None = None) -> list[ChapterResult]:
-    """Execute the selected chapters into ``book_dir``; the others are kept or copied unexecuted."""
+                on_result: Callable[[ChapterResult], None] | None = None,
+                on_start: Callable[[TocEntry], None] | None = None) -> list[ChapterResult]:
+    """Execute the selected chapters into ``book_dir``; the others are kept or copied unexecuted.
+
+    ``on_start``/``on_result`` are called around each executed chapter (the CLI prints them; the work inside a
+    chapter reports its own progress to the same terminal, see :mod:`medibio.progress`)."""
     book_dir = Path(book_dir)
     book_dir.mkdir(parents=True, exist_ok=True)
     root = data_root(data_root_dir, must_exist=False)
@@ -195,8 +214,10 @@ def execute_all(profile: str, *, book_dir: Path = BOOK_DIR, only: Sequence[str] 
         os.environ.setdefault(key, value)  # inherited by the kernels
     chosen = {c.slug for c in select(only)}
     out: list[ChapterResult] = []
-    for chapter in execution_order():
+    for chapter in execution_order(CHAPTERS):
         if not chapter.is_notebook or (execute and chapter.slug in chosen):
+            if on_start is not None and chapter.is_notebook:
+                on_start(chapter)
             result = execute_chapter(chapter, book_dir, params)  # markdown pages are always refreshed
         else:
             result = _copy_unexecuted(chapter, book_dir)
@@ -250,7 +271,8 @@ def build_book(profile: str, *, root: Path = REPO_ROOT, only: Sequence[str] | No
                execute: bool = True, keep_going: bool = False, html: bool = True,
                data_root_dir: str | Path | None = None, results_root_dir: str | Path | None = None,
                extra: dict[str, Any] | None = None,
-               on_result: Callable[[ChapterResult], None] | None = None) -> BuildReport:
+               on_result: Callable[[ChapterResult], None] | None = None,
+               on_start: Callable[[TocEntry], None] | None = None) -> BuildReport:
     """Execute the chapters into ``root/book`` and render ``root/_build/html``; save a JSON report.
 
     The report goes to ``<results_root>/book/<profile>/build.json`` (the appendix shows the last one)
@@ -260,7 +282,7 @@ def build_book(profile: str, *, root: Path = REPO_ROOT, only: Sequence[str] | No
     start = time.perf_counter()
     report.chapters = execute_all(profile, book_dir=root / "book", only=only, execute=execute,
                                   data_root_dir=data_root_dir, results_root_dir=results_root_dir, extra=extra,
-                                  on_result=on_result)
+                                  on_result=on_result, on_start=on_start)
     report.execute_seconds = time.perf_counter() - start
     report_path = Path(results_root(results_root_dir)) / "book" / profile / "build.json"
     if html and (keep_going or not report.failures):

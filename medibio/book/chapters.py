@@ -66,7 +66,7 @@ CHAPTERS: tuple[TocEntry, ...] = (
              "tables_1_2_intermediate_finetuning.ipynb", PARTS[4], ("Table 1", "Table 2")),
     TocEntry("table_7_blurb_comparison", "The final comparison on BLURB (Table 7)",
              "table_7_blurb_comparison.ipynb", PARTS[5], ("Table 7",)),
-    TocEntry("appendix_a_paper_audit", "Appendix A: paper audit", "02_paper_audit.ipynb", PARTS[6]),
+    TocEntry("appendix_a_paper_audit", "Appendix A: paper audit", "appendix_a_paper_audit.ipynb", PARTS[6]),
     TocEntry("appendix_b_reproducibility", "Appendix B: reproducibility", "appendix_b_reproducibility.ipynb",
              PARTS[6]),
 )
@@ -96,9 +96,9 @@ def chapter_of(artefact: str) -> TocEntry | None:
     return next((c for c in CHAPTERS if artefact in c.artefacts), None)
 
 
-def execution_order() -> list[TocEntry]:
+def execution_order(entries: tuple[TocEntry, ...] = CHAPTERS) -> list[TocEntry]:
     """Chapters in the order they are executed: table-of-contents order, index page last."""
-    return [c for c in CHAPTERS if not c.execute_last] + [c for c in CHAPTERS if c.execute_last]
+    return [c for c in entries if not c.execute_last] + [c for c in entries if c.execute_last]
 
 
 def toc_yaml() -> str:

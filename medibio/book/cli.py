@@ -39,20 +39,32 @@ def register(app: typer.Typer) -> None:
 
         profiles.get(profile)  # an unknown name is one line listing the known ones
 
-        def show(result) -> None:
+        from medibio import progress
+        from medibio.book.chapters import CHAPTERS
+
+        started: list[str] = []
+
+        def start(entry) -> None:
+            started.append(entry.slug)
             if not as_json:
-                colour = typer.colors.RED if result.failed else None
-                typer.secho("  " + result.describe(), fg=colour)
+                n = sum(c.is_notebook for c in CHAPTERS)
+                progress.say(typer.style(f"▶ [{len(started)}/{n}] {entry.title}", bold=True) + f"  ({entry.slug})")
+
+        def show(result) -> None:
+            if not as_json and result.slug in started:
+                colour = typer.colors.RED if result.failed else typer.colors.GREEN
+                progress.say(typer.style(("✗ " if result.failed else "✓ ") + result.describe(), fg=colour))
 
         if not as_json:
-            typer.echo(f"executing chapters (profile {profile}) ...")
+            typer.echo(f"medibio book: profile {profile} ({profiles.get(profile).hardware}); live progress of "
+                       "every chapter follows")
         report = build_book(profile, only=only or None, execute=not no_execute, keep_going=keep_going,
                             html=not no_html, data_root_dir=data_root, results_root_dir=results_root,
-                            on_result=show)
+                            on_result=show, on_start=start)
         if as_json:
             typer.echo(json.dumps(report.to_dict(), indent=2))
         else:
-            typer.echo(f"notebooks: {report.execute_seconds:.0f} s; html: {report.html_seconds:.0f} s")
+            typer.echo("\n" + report.timing_table())
             if report.html_dir:
                 typer.echo(f"book: {report.html_dir}/index.html")
         if report.failures:

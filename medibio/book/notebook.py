@@ -122,16 +122,22 @@ class ChapterContext:
 
     @contextlib.contextmanager
     def quiet(self, name: str = "training") -> Iterator[None]:
-        """Keep progress bars and library chatter (stderr) out of the rendered page.
+        """Long work with its progress where the reader is, and without library chatter on the page.
 
-        Training loops draw tqdm bars on stderr; in an executed notebook they become pages of text. The
-        captured stream is kept in ``<out_dir>/<name>.stderr.log`` rather than thrown away.
+        Progress bars and run lines go to the terminal that started the kernel (``medibio book``,
+        ``papermill``; see :mod:`medibio.progress`) and, live, into this cell, which keeps one summary line
+        ("19 runs — 13 trained now (34:10), 6 reused from their records"). Whatever else the libraries print
+        on stderr is kept in ``<out_dir>/<name>.stderr.log`` rather than on the page.
         """
+        from medibio import progress
+
+        status = progress.CellStatus(name)
         buffer = io.StringIO()
         try:
-            with contextlib.redirect_stderr(buffer):
+            with contextlib.redirect_stderr(buffer), progress.sink(status):
                 yield
         finally:
+            status.finish()
             write_text(self.out_dir / f"{name}.stderr.log", buffer.getvalue())
 
     def figure_file(self, key: str, path: str | Path) -> Any:
@@ -165,7 +171,10 @@ def setup(name: str, profile: str, data_root_param: str | Path | None = "",
 
     from medibio.book.parameters import resolve
 
+    from medibio import progress
+
     resolved = resolve(profile, **params)
+    progress.terminal()  # pin the launcher's terminal before any cell redirects stderr
     if data_root_param:
         os.environ[DATA_ENV] = str(Path(data_root_param).expanduser().resolve())
     if results_root_param:

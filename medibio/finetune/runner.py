@@ -156,13 +156,18 @@ def replan(record: Any, data_root: str | Path | None = None) -> RunPlan:
 
 
 def _echo(accelerator: Any):
-    from tqdm.auto import tqdm
+    from medibio import progress
 
     def log(message: str) -> None:
         if accelerator.is_main_process:
-            tqdm.write(message, file=sys.stderr)  # stdout stays clean for --json
+            progress.say(message)  # stderr / the launcher's terminal: stdout stays clean for --json
 
     return log
+
+
+def _label(plan: RunPlan) -> str:
+    """How a run is named in progress lines: ``BIOSSES seed 2 [ift-STS-B] minilm``."""
+    return f"{plan.spec.name} seed {plan.seed} [{plan.variant}] {plan.key.model_tag}"
 
 
 def run_finetune(tasks: str | Sequence[str], model: str | None = None,
@@ -209,21 +214,34 @@ def _claim(plan: RunPlan, results_root: Path, force: bool, accelerator: Any, sta
 def run_plan(plan: RunPlan, results_root: Path, force: bool, data_root: str | Path | None, accelerator: Any,
              callbacks: Sequence[trainer.Callback] = ()) -> Any:
     """One job: reuse its record, else train, predict test and write predictions + record."""
+    from medibio import progress
     from medibio.runs import records as rec
 
     log = _echo(accelerator)
     with contextlib.ExitStack() as stack:
         existing = _claim(plan, results_root, force, accelerator, stack, log)
         if existing is not None:
-            log(f"{plan.key}: done before, reused ({plan.key.path(results_root)})")
+            if accelerator.is_main_process:
+                progress.say(f"= {_label(plan)}: reused its record ({_score_text(existing)}; "
+                             f"{plan.key.path(results_root)})", kind="run", reused=True)
             return existing
+        if accelerator.is_main_process:
+            progress.say(f"▶ {_label(plan)}: training (config {plan.key.config_digest})")
         record, predictions = _train(plan, results_root, data_root, accelerator, callbacks, log)
         if accelerator.is_main_process:
             if predictions is not None:
                 write_jsonl(plan.key.predictions_path(results_root), predictions)
             rec.write_record(record, results_root)
+            progress.say(f"✓ {_label(plan)}: {_score_text(record)} ({record.wall_time_s or 0:.0f} s)", kind="run",
+                         reused=False, seconds=record.wall_time_s)
         accelerator.wait_for_everyone()
     return record
+
+
+def _score_text(record: Any) -> str:
+    if not record.ok:
+        return f"skipped: {record.reason}"
+    return f"dev {record.score_dev:.2f} (epoch {record.best_epoch}), test {record.score_test:.2f}"
 
 
 def _train(plan: RunPlan, results_root: Path, data_root: str | Path | None, accelerator: Any,
@@ -238,7 +256,6 @@ def _train(plan: RunPlan, results_root: Path, data_root: str | Path | None, acce
              "variant": plan.variant, "intermediate": list(plan.chain)}
     splits_here = available_splits(spec.name, data_root)
     if "train" not in splits_here:
-        log(f"{plan.key}: skipped (train split absent)")
         return rec.skipped_record(
             spec.name, rec.model_info(model), plan.profile.name, seed,
             reason=f"train split absent in the data root (has {', '.join(splits_here)}); no score is "
@@ -294,8 +311,6 @@ def _train(plan: RunPlan, results_root: Path, data_root: str | Path | None, acce
         notes=notes + result.notes + ([f"encoder from intermediate fine-tuning: {init_from}"] if plan.chain else []),
         **ident,
     )
-    log(f"{plan.key}: dev {record.score_dev:.2f} (epoch {record.best_epoch}) test {record.score_test:.2f}  "
-        f"{record.wall_time_s:.0f}s, {record.train_examples_per_s:.1f} ex/s")
     return record, result.test_predictions
 
 

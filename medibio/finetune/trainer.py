@@ -163,15 +163,17 @@ class Evaluator:
     def _outputs(self, model: Any) -> list[Any]:
         """Raw per-example outputs (token label ids, or logits) in split order."""
         import torch
-        from tqdm.auto import tqdm
+
+        from medibio import progress
 
         acc = self.accelerator
         model.eval()
         outputs: dict[int, Any] = {}
-        bar = tqdm(self.loader, desc=f"{self.spec.name} {self.split}", leave=False,
-                   disable=not acc.is_local_main_process)
-        with torch.no_grad():
-            for batch in bar:
+        bar = progress.bar(f"{self.spec.name} {self.split}", len(self.loader), unit="batch",
+                           disable=not acc.is_local_main_process)
+        with torch.no_grad(), bar:
+            for batch in self.loader:
+                bar.update(1)
                 index = batch.pop("index")
                 batch.pop("labels", None)
                 logits = model(**batch).logits
@@ -262,8 +264,9 @@ def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig,
     import torch
     from accelerate.utils import set_seed
     from torch.utils.data import DataLoader
-    from tqdm.auto import tqdm
     from transformers import get_linear_schedule_with_warmup
+
+    from medibio import progress
 
     started = time.perf_counter()
     if accelerator.device.type == "cuda":
@@ -296,7 +299,8 @@ def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig,
     curve: list[dict[str, Any]] = []
     best_score, best_epoch, best_state, best_dev, best_threshold = -math.inf, 0, None, {}, 0.5
     step, train_time, seen = 0, 0.0, 0
-    bar = tqdm(total=len(train_loader) * epochs, desc=f"{spec.name} train", disable=not accelerator.is_local_main_process)
+    bar = progress.bar(f"{spec.name} seed {seed} train", len(train_loader) * epochs,
+                       disable=not accelerator.is_local_main_process)
     for epoch in range(1, epochs + 1):
         sampler.set_epoch(epoch)
         model.train()
@@ -322,8 +326,8 @@ def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig,
             loss_sum += loss.detach().float().item()
             loss_n += 1
             seen += batch["input_ids"].shape[0] * nproc
+            bar.set_postfix_str(f"epoch {epoch}/{epochs}, loss {loss_sum / loss_n:.4f}", refresh=False)
             bar.update(1)
-            bar.set_postfix(epoch=epoch, loss=f"{loss_sum / loss_n:.4f}")
         train_time += time.perf_counter() - t0
         dev_metrics, threshold = dev_eval.evaluate_tuned(model)
         entry = {"epoch": epoch, "step": step, "train_loss": loss_sum / max(1, loss_n), "dev": dev_metrics}

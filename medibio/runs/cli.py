@@ -84,6 +84,37 @@ def register(app: typer.Typer) -> None:
                 df["units"] = ["" if pd.isna(u) else str(u) for u in df["units"]]
             typer.echo(format_text(df))
 
+    @results.command("list")
+    def list_cmd(
+        results_root: Path = typer.Option(None, "--results-root", help=_RESULTS_ROOT_HELP),
+        stale: bool = typer.Option(False, "--stale", help="Only records the current presets, model or data no "
+                                   "longer give (and legacy records without a configuration digest)."),
+        profile: str = typer.Option(None, "--profile", help="Only records of this profile."),
+        dataset: str = typer.Option(None, "--dataset", help="Only this dataset."),
+        data_root: Path = typer.Option(None, "--data-root", help=_DATA_ROOT_HELP),
+        as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
+    ) -> None:
+        """Every run record with its configuration digest and whether its request would still get it.
+
+        "stale" records name what changed (e.g. `hyperparameters.epochs: 2 → 3`); they are never reused or
+        overwritten: the changed request runs into a record of its own.
+        """
+        from medibio.paths import results_root as default_root
+        from medibio.runs.listing import list_records
+
+        root = default_root(results_root)
+        frame = list_records(root, data_root=data_root, stale_only=stale, profile=profile, dataset=dataset)
+        if as_json:
+            typer.echo(json.dumps(frame.to_dict(orient="records"), indent=2, ensure_ascii=False, default=str))
+            return
+        if frame.empty:
+            typer.echo(f"no {'stale ' if stale else ''}run records under {root}")
+            return
+        shown = frame.drop(columns=["path", "created"])
+        typer.echo(shown.to_string(index=False, max_colwidth=70))
+        counts = frame["freshness"].value_counts().to_dict()
+        typer.echo("\n" + ", ".join(f"{n} {state}" for state, n in sorted(counts.items())))
+
     @results.command("compare")
     def compare(
         system_a: str = typer.Argument(..., metavar="A", help="System A as PROFILE/MODEL/VARIANT, e.g. "

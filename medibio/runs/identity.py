@@ -132,3 +132,16 @@ class RunKey:
     def lock_path(self, results_root: str | Path) -> Path:
         """The lock a process holds while it trains this run: ``<folder>/seed<N>.lock``."""
         return self.folder(results_root) / f"seed{self.seed}.lock"
+
+
+def config_differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """What changed between two configurations, as ``path: old → new`` lines (nested keys dotted)."""
+    out: list[str] = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key, "(absent)"), new.get(key, "(absent)")
+        where = f"{prefix}{key}"
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            out.extend(config_differences(a, b, where + "."))
+        elif canonical_json(a) != canonical_json(b):
+            out.append(f"{where}: {canonical_json(a)} → {canonical_json(b)}")
+    return out

@@ -89,9 +89,15 @@ class System:
     def __str__(self) -> str:
         return f"{self.profile}/{self.model}/{self.variant}"
 
-    def records(self, results_root: str | Path, dataset: str | None = None) -> list[RunRecord]:
-        return load_records(results_root, profile=self.profile, model=self.model, variant=self.variant,
-                            dataset=dataset)
+    def records(self, results_root: str | Path, dataset: str | None = None,
+                config_digest: str | None = None) -> list[RunRecord]:
+        """The system's records; where a dataset has runs of several configurations, only the newest
+        configuration's (a system never pools runs made with different settings)."""
+        from medibio.runs.aggregate import newest_configurations
+
+        found = load_records(results_root, profile=self.profile, model=self.model, variant=self.variant,
+                             dataset=dataset, config_digest=config_digest)
+        return newest_configurations(found)[0]
 
 
 @dataclass(frozen=True)
@@ -162,17 +168,26 @@ def _check_same_ids(a: tuple[Path, frozenset[str]], b: tuple[Path, frozenset[str
 
 
 def system_runs(results_root: str | Path, system: str | System, dataset: str,
-                data_root: str | Path | None = None) -> Runs | None:
+                data_root: str | Path | None = None, config_digest: str | None = None) -> Runs | None:
     """Every scored seed of ``system`` on ``dataset`` (None when there is none: skipped or never run).
 
     Records without a predictions entry are left out; a predictions entry whose file is missing is an
     error. All seeds must cover the same test ids (the smoke profile's capped test sets do).
     """
     system = System.parse(system)
-    recs = [r for r in system.records(results_root, dataset) if r.ok and r.predictions]
+    return runs_of(system.records(results_root, dataset, config_digest), results_root, str(system), dataset,
+                   data_root)
+
+
+def runs_of(records: Iterable[RunRecord], results_root: str | Path, label: str, dataset: str,
+            data_root: str | Path | None = None) -> Runs | None:
+    """The scored seeds among ``records`` (e.g. what a run function returned) on ``dataset``, as
+    :class:`Runs` named ``label``; None when none has test predictions."""
+    name = registry.get(dataset).name
+    recs = [r for r in records if r.dataset == name and r.ok and r.predictions]
     if not recs:
         return None
-    name = registry.get(dataset).name
+    system = label
     seeds, files, stats, first = [], [], [], None
     for rec in recs:
         path = rec.predictions_file(results_root)
@@ -444,6 +459,20 @@ def compare_systems(results_root: str | Path, a: str | System, b: str | System,
     return out, left_out
 
 
+def compare_records(a: Iterable[RunRecord], b: Iterable[RunRecord], results_root: str | Path, dataset: str,
+                    label_a: str = "A", label_b: str = "B", resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                    method: str = "bootstrap", confidence: float = CONFIDENCE,
+                    data_root: str | Path | None = None) -> Comparison | None:
+    """Paired test of two sets of run records (what the book's run functions return) on one dataset;
+    None when either side has no scored run with predictions."""
+    ra = runs_of(a, results_root, label_a, dataset, data_root)
+    rb = runs_of(b, results_root, label_b, dataset, data_root)
+    if ra is None or rb is None:
+        return None
+    _check_same_ids((ra.files[0], ra.ids), (rb.files[0], rb.ids), f"{label_b} vs {label_a} on {dataset}")
+    return paired_test(ra, rb, resamples, seed, method, confidence)
+
+
 COMPARISON_COLUMNS = ("a", "b", "dataset", "unit", "n_units", "seeds_a", "seeds_b", "mean_a", "mean_b",
                       "diff", "low", "high", "p", "significant", "method")
 
@@ -480,8 +509,9 @@ def add_bootstrap_interval(df: pd.DataFrame, results_root: str | Path, resamples
     for _, row in out.iterrows():
         runs = None
         if row.get("level") == "dataset" and row["row"] in _BLURB and not pd.isna(row["n"]) and row["n"] > 0:
+            digest = row.get("digest")
             runs = system_runs(results_root, System(row["profile"], row["model"], row["variant"]), row["row"],
-                               data_root)
+                               data_root, config_digest=digest if digest and digest != "legacy" else None)
         if runs is not None and set(runs.seeds) != set(row["seeds"]):
             runs = None  # predictions do not cover the seeds the row averages
         if runs is None:

@@ -1,0 +1,177 @@
+"""Live progress of long work (training, evaluation, embedding), shown where the person waiting is looking.
+
+Three places, one API (:func:`bar` for a step counter with an estimate of the time left, :func:`say` for a
+line that stays):
+
+* a terminal: ``medibio finetune`` and the other commands write to stderr;
+* the terminal that started a Jupyter kernel: a chapter executed by ``medibio book`` or ``papermill`` runs in
+  a kernel whose cell outputs become the rendered page, so progress goes to the *launcher's* terminal (the
+  kernel's original stderr), never into the page;
+* a notebook cell, for people in JupyterLab: :class:`CellStatus` (used by ``chapter.quiet()``) shows the
+  current bar and the finished runs in the cell while it runs, and leaves one summary line behind.
+
+``MEDIBIO_PROGRESS=0`` turns the terminal output off (tests, logs that must stay small).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+from tqdm import tqdm
+
+ENV = "MEDIBIO_PROGRESS"
+Sink = Callable[[str, dict[str, Any]], None]  # sink(kind, info); kinds: "bar", "line", "run"
+_SINKS: list[Sink] = []
+_TERMINAL: IO[str] | None = None
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1") not in ("0", "false", "no", "off")
+
+
+def terminal() -> IO[str]:
+    """The stream of whoever started this process: stderr, or in a Jupyter kernel the launcher's terminal.
+
+    ipykernel forwards the process's stderr into cell outputs (and echoes it to the original descriptor,
+    which it keeps as ``_original_stdstream_copy``); writing to that copy reaches the terminal only. In a
+    kernel the answer is pinned the first time (``medibio.book.notebook.setup`` asks early), so that a
+    later ``redirect_stderr`` around long work does not swallow the progress.
+    """
+    global _TERMINAL
+    if _TERMINAL is not None:
+        return _TERMINAL
+    err = sys.stderr
+    copy = getattr(err, "_original_stdstream_copy", None)
+    if copy is not None:
+        _TERMINAL = io.TextIOWrapper(os.fdopen(os.dup(copy), "wb", buffering=0), encoding="utf-8",
+                                     line_buffering=True, write_through=True)
+    elif "ipykernel" in sys.modules:
+        _TERMINAL = sys.__stderr__  # kernel without fd capture: fd 2 is the launcher's terminal
+    else:
+        return err  # a plain process: follow redirections of sys.stderr
+    return _TERMINAL
+
+
+def _is_tty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _emit(kind: str, info: dict[str, Any]) -> None:
+    for sink in list(_SINKS):
+        sink(kind, info)
+
+
+class _Bar(tqdm):
+    """tqdm on the launcher's terminal that also tells the cell sinks how far it got (every 2 s at most)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._last_emit = 0.0
+        super().__init__(*args, **kwargs)
+
+    def update(self, n: float | None = 1) -> bool | None:
+        out = super().update(n)
+        now = time.monotonic()
+        if _SINKS and (now - self._last_emit >= 2.0 or self.n >= (self.total or 0)):
+            self._last_emit = now
+            rate = self.format_dict.get("rate")
+            left = (self.total - self.n) / rate if rate and self.total else None
+            _emit("bar", {"desc": self.desc, "n": self.n, "total": self.total, "postfix": self.postfix,
+                          "left_s": left})
+        return out
+
+
+def bar(desc: str, total: int, unit: str = "step", leave: bool = False, disable: bool = False) -> tqdm:
+    """A progress bar with rate and time left, on the terminal (see :func:`terminal`) and in cell sinks
+    (``disable``: on processes other than the main one)."""
+    stream = terminal()
+    tty = _is_tty(stream)
+    return _Bar(total=total, desc=desc, unit=unit, leave=leave, file=stream, disable=disable or not enabled(),
+                mininterval=0.5 if tty else 20.0, ascii=not tty, dynamic_ncols=tty)
+
+
+def say(line: str, kind: str = "line", **info: Any) -> None:
+    """A line that stays (a finished run with its score, a chapter starting): terminal and cell sinks."""
+    if enabled():
+        tqdm.write(line, file=terminal())
+    _emit(kind, {"text": line, **info})
+
+
+@contextlib.contextmanager
+def sink(fn: Sink) -> Iterator[None]:
+    """Send progress events to ``fn`` while the block runs."""
+    _SINKS.append(fn)
+    try:
+        yield
+    finally:
+        _SINKS.remove(fn)
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else \
+        f"{seconds // 60}:{seconds % 60:02d}"
+
+
+class CellStatus:
+    """A status line in the running notebook cell: the current bar and the last finished runs while work
+    goes on, one summary line ("19 runs: 13 trained now in 34 min, 6 reused") when it is done."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self.lines: list[str] = []
+        self.current = ""
+        self.trained = 0
+        self.reused = 0
+        self.train_seconds = 0.0
+        self.handle: Any = None
+        self.started = time.monotonic()
+
+    def __call__(self, kind: str, info: dict[str, Any]) -> None:
+        if kind == "bar":
+            postfix = f" ({info['postfix']})" if info.get("postfix") else ""
+            self.current = (f"{info['desc']}{postfix}: {int(info['n'])}/{info['total']}, "
+                            f"{_clock(info.get('left_s'))} left")
+        elif kind == "run":
+            self.lines.append(info["text"])
+            if info.get("reused"):
+                self.reused += 1
+            else:
+                self.trained += 1
+                self.train_seconds += info.get("seconds") or 0.0
+        else:
+            self.lines.append(info["text"])
+        self._show("\n".join([*self.lines[-8:], self.current]))
+
+    def _show(self, text: str) -> None:
+        try:
+            from IPython.display import display
+        except ImportError:
+            return
+        payload = {"text/plain": f"[{self.title}] {text}"}
+        if self.handle is None:
+            self.handle = display(payload, raw=True, display_id=True)
+        else:
+            self.handle.update(payload, raw=True)
+
+    def summary(self) -> str:
+        runs = self.trained + self.reused
+        if not runs:
+            return f"{self.title}: done in {_clock(time.monotonic() - self.started)}"
+        return (f"{self.title}: {runs} run{'s' if runs != 1 else ''} — {self.trained} trained now "
+                f"({_clock(self.train_seconds)}), {self.reused} reused from their records")
+
+    def finish(self) -> None:
+        if self.handle is not None or self.trained or self.reused:
+            self.lines, self.current = [], ""
+            self._show(self.summary().removeprefix(f"{self.title}: "))

@@ -1,0 +1,75 @@
+"""Every run record under a results root, and whether the request behind it would still get it today.
+
+A record is *current* when planning its request again (same dataset, model, profile, seed, overrides, chain)
+gives the same configuration digest; *stale* when a preset, the model's weights or tokenizer, or the data
+changed since (the record then names what changed); *legacy* when it was written before run identities.
+Stale records are never reused and never overwritten — a new request runs into its own record — and
+``medibio results list --stale`` shows them so that a user can delete or keep them knowingly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from medibio.runs.identity import config_differences
+from medibio.runs.records import KIND, RunRecord, load_records
+
+
+def _replan_finetune(record: RunRecord, data_root: str | Path | None) -> Any:
+    from medibio.finetune.runner import replan
+
+    return replan(record, data_root)
+
+
+# kind of record -> how its request is planned again (each kind's runner owns its identity)
+REPLANNERS: dict[str, Callable[[RunRecord, str | Path | None], Any]] = {KIND: _replan_finetune}
+
+
+def register_kind(kind: str, replan: Callable[[RunRecord, str | Path | None], Any]) -> None:
+    """Let another kind of run (SciERC, ...) take part in staleness checks."""
+    REPLANNERS[kind] = replan
+
+
+def freshness(record: RunRecord, data_root: str | Path | None = None) -> tuple[str, str]:
+    """``("current" | "stale" | "legacy" | "unknown", what changed or why unknown)``."""
+    if record.legacy:
+        return "legacy", "written before run identities (no configuration digest): never reused"
+    replan = REPLANNERS.get(record.kind)
+    if replan is None:
+        return "unknown", f"no planner for records of kind {record.kind!r}"
+    try:
+        plan = replan(record, data_root)
+    except Exception as exc:  # a model or dataset that cannot be resolved here
+        return "unknown", f"cannot plan its request here: {type(exc).__name__}: {exc}"
+    if plan.key.config_digest == record.config_digest:
+        return "current", ""
+    changes = config_differences(record.config, plan.payload)
+    return "stale", "; ".join(changes) or f"digest {record.config_digest} → {plan.key.config_digest}"
+
+
+COLUMNS = ("kind", "profile", "model", "variant", "dataset", "seed", "digest", "status", "score_test", "freshness",
+           "changed", "commit", "created", "path")
+
+
+def list_records(results_root: str | Path, data_root: str | Path | None = None, stale_only: bool = False,
+                 kinds: tuple[str, ...] | None = None, **filters: Any) -> pd.DataFrame:
+    """One row per record (every kind by default), with its freshness; ``stale_only`` keeps stale and
+    legacy records. ``filters`` are those of :func:`medibio.runs.records.load_records`."""
+    root = Path(results_root)
+    kinds = kinds or tuple(sorted(REPLANNERS))
+    rows = []
+    for kind in kinds:
+        for rec in load_records(root, kind=kind, **filters):
+            state, changed = freshness(rec, data_root)
+            if stale_only and state not in ("stale", "legacy"):
+                continue
+            rows.append({"kind": rec.kind, "profile": rec.profile, "model": rec.model_tag, "variant": rec.variant,
+                         "dataset": rec.dataset, "seed": rec.seed, "digest": rec.config_digest or "legacy",
+                         "status": rec.status, "score_test": rec.score_test, "freshness": state,
+                         "changed": changed, "commit": (rec.git_commit or "")[:8], "created": rec.created,
+                         "path": str(rec.path(root))})
+    return pd.DataFrame(rows, columns=list(COLUMNS))
