@@ -8,13 +8,30 @@ from typing import Annotated
 
 import typer
 
+from medibio import cli_values as check
+
 blurb_app = typer.Typer(
     name="blurb",
     help="Score BLURB predictions (per dataset, per group, BLURB score and the paper's average).",
     no_args_is_help=True,
 )
 
-SplitOpt = Annotated[str, typer.Option("--split", help="Gold split to score against: test, dev or train.")]
+
+
+def _splits() -> tuple[str, ...]:
+    from medibio.blurb.loaders import SPLITS
+
+    return SPLITS
+
+
+def _datasets(selection: str) -> object:
+    from medibio.blurb import registry
+
+    return registry.resolve(selection)
+
+
+SplitOpt = Annotated[str, typer.Option("--split", help="Gold split to score against: test, dev or train.",
+                                       callback=check.choice(_splits))]
 DataRootOpt = Annotated[
     Path | None,
     typer.Option("--data-root", help="Data root holding blurb/ (default: $MEDIBIO_DATA or ../shared/data)."),
@@ -82,7 +99,8 @@ def gold(
     out_dir: Annotated[Path, typer.Argument(help="Folder to write <dataset>.jsonl gold files into.")],
     split: SplitOpt = "test",
     data_root: DataRootOpt = None,
-    datasets: Annotated[str, typer.Option("--datasets", help="all, a group (NER) or a comma list.")] = "all",
+    datasets: Annotated[str, typer.Option("--datasets", help="all, a group (NER) or a comma list.",
+                                          callback=check.lookup(_datasets))] = "all",
 ) -> None:
     """Write the gold labels in the prediction format (scoring them must give 100 everywhere)."""
     from medibio.blurb.predictions import write_gold

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import typer
 
+from medibio import cli_values as check
+from medibio.book import chapters
 from medibio.book.chapters import DEFAULT_PROFILE, PROFILES
+
+
+def _chapters(names: list[str]) -> None:
+    for name in names:
+        chapters.get(name)
 
 
 def register(app: typer.Typer) -> None:
@@ -16,9 +23,11 @@ def register(app: typer.Typer) -> None:
     @app.command("book")
     def book(
         profile: str = typer.Option(DEFAULT_PROFILE, "--profile", "-p",
-                                    help=f"Run profile injected into every notebook: {', '.join(PROFILES)}."),
+                                    help=f"Run profile injected into every notebook: {', '.join(PROFILES)}.",
+                                    callback=check.choice(PROFILES)),
         only: list[str] = typer.Option([], "--only", help="Execute only this chapter (slug or unique part of "
-                                       "it, e.g. 'audit'); repeatable. Other chapters are kept as they are."),
+                                       "it, e.g. 'audit'); repeatable. Other chapters are kept as they are.",
+                                       callback=check.lookup(_chapters)),
         no_execute: bool = typer.Option(False, "--no-execute",
                                         help="Do not run notebooks: render what is already in book/."),
         keep_going: bool = typer.Option(False, "--keep-going",
@@ -36,9 +45,6 @@ def register(app: typer.Typer) -> None:
         report is saved to <results_root>/book/<profile>/build.json.
         """
         from medibio.book.build import build_book
-
-        if profile not in PROFILES:
-            raise typer.BadParameter(f"expected one of {', '.join(PROFILES)}", param_hint="--profile")
 
         def show(result) -> None:
             if not as_json:

@@ -219,7 +219,9 @@ def get_profile(name: str) -> Profile:
     try:
         return PROFILES[name]
     except KeyError:
-        raise ValueError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None
+        from medibio.errors import UnknownNameError
+
+        raise UnknownNameError("profile", name, PROFILES) from None
 
 
 def preset(dataset: str, profile: str | Profile = DEFAULT_PROFILE, max_length: int | None = None) -> FinetuneConfig:
