@@ -51,14 +51,16 @@ def _extras(metrics: dict[str, float]) -> str:
 
 @blurb_app.command("score")
 def score(
-    pred_dir: Annotated[Path, typer.Argument(help="Folder with <dataset>.jsonl files of {id, prediction} lines.")],
+    pred_dir: Annotated[Path, typer.Argument(help="Folder with <dataset>.jsonl files of {id, prediction} lines.",
+                                             exists=True, file_okay=False)],
     split: SplitOpt = "test",
     data_root: DataRootOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Score a folder of prediction files: per-dataset metrics, group averages, both aggregates.
 
-    Datasets without a file are listed as missing; aggregates say what they cover.
+    Datasets without a file are listed as missing; aggregates say what they cover. A folder without a
+    file for any dataset is an error (exit code 2).
     """
     from rich.table import Table
 

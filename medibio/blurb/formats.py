@@ -36,26 +36,28 @@ _NOT_TEXT: tuple[tuple[bytes, str], ...] = (
 )
 
 
-def _decode(path: Path, number: int, raw: bytes) -> str:
-    if raw.endswith(b"\n"):
-        raw = raw[:-1]
-    if raw.endswith(b"\r"):
-        raw = raw[:-1]
+def _decode(path: Path, data: bytes) -> str:
+    """The file's bytes as text; the first byte that is not UTF-8 (or a NUL byte) is reported with its line."""
+    for magic, what in _NOT_TEXT:
+        if data.startswith(magic):
+            raise InputFormatError(path, 1, UTF8_TEXT, what)
     try:
-        line = raw.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        column = len(raw[: exc.start].decode("utf-8", errors="replace")) + 1
-        raise InputFormatError(path, number, "UTF-8 text",
-                               f"the byte 0x{raw[exc.start]:02x} at column {column}, which is not UTF-8 "
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        column = len(data[start: exc.start].decode("utf-8", errors="replace")) + 1
+        raise InputFormatError(path, data.count(b"\n", 0, exc.start) + 1, "UTF-8 text",
+                               f"the byte 0x{data[exc.start]:02x} at column {column}, which is not UTF-8 "
                                "(re-save the file as UTF-8)") from None
-    if "\x00" in line:
-        raise InputFormatError(path, number, "text without NUL bytes",
-                               f"a NUL byte at column {line.index(chr(0)) + 1} (a binary file?)")
-    return line
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise InputFormatError(path, text.count("\n", 0, nul) + 1, "text without NUL bytes",
+                               f"a NUL byte at column {nul - text.rfind(chr(10), 0, nul)} (a binary file?)")
+    return text.removeprefix(BOM)
 
 
 def text_lines(path: str | Path, how_to_get: str = "") -> Iterator[tuple[int, str]]:
-    """Yield (1-based line number, line without its line ending) of a UTF-8 text file, checked as read.
+    """Yield (1-based line number, line without its line ending) of a UTF-8 text file.
 
     The shared policy of the module docstring: BOM dropped, CRLF accepted, trailing blank lines dropped
     (inner blank lines are yielded for the format to judge), non-UTF-8 bytes / NUL bytes / gzip, zip or
@@ -64,23 +66,11 @@ def text_lines(path: str | Path, how_to_get: str = "") -> Iterator[tuple[int, st
     path = Path(path)
     if not path.is_file():
         raise DataMissingError(path, how_to_get)
-    with path.open("rb") as fh:
-        head = fh.read(4)
-        for magic, what in _NOT_TEXT:
-            if head.startswith(magic):
-                raise InputFormatError(path, 1, UTF8_TEXT, what)
-        fh.seek(0)
-        blanks: list[tuple[int, str]] = []
-        for number, raw in enumerate(fh, start=1):
-            line = _decode(path, number, raw)
-            if number == 1:
-                line = line.removeprefix(BOM)
-            if not line.strip():
-                blanks.append((number, line))
-                continue
-            yield from blanks
-            blanks.clear()
-            yield number, line
+    lines = _decode(path, path.read_bytes()).split("\n")
+    while lines and not lines[-1].strip():  # the final newline, and blank lines at the end of the file
+        lines.pop()
+    for number, line in enumerate(lines, start=1):
+        yield number, line.removesuffix("\r")
 
 
 def read_text(path: str | Path, how_to_get: str = "") -> str:

@@ -194,10 +194,11 @@ class SplitOverlap:
 
 def split_overlaps(spec: DatasetSpec, rows: Mapping[str, Sequence[dict]],
                    data_root: str | Path | None = None) -> list[SplitOverlap]:
-    """Every pair of the given splits that shares a unit of ``spec.split_unit`` (known overlaps included).
+    """Every pair of the given splits that shares a unit of ``spec.split_unit``.
 
-    ``rows`` are :func:`read_rows` results (they carry ``line``). Datasets whose ids are positions
-    (``split_unit`` None) have nothing to compare.
+    ``rows`` are :func:`read_rows` results (they carry ``line``). A pair's units documented in
+    :data:`KNOWN_SPLIT_OVERLAPS` form one overlap with ``known`` set, the others a separate one without.
+    Datasets whose ids are positions (``split_unit`` None) have nothing to compare.
     """
     unit = spec.split_unit
     if unit is None:
@@ -217,8 +218,12 @@ def split_overlaps(spec: DatasetSpec, rows: Mapping[str, Sequence[dict]],
             continue
         files = (split_files(spec.name, first, data_root)[-1], split_files(spec.name, second, data_root)[-1])
         allowed, why = KNOWN_SPLIT_OVERLAPS.get((spec.name, first, second), (frozenset(), ""))
-        known = why if set(shared) <= allowed else ""
-        out.append(SplitOverlap(spec.name, unit.what, (first, second), files, shared, known))
+        documented = {k: v for k, v in shared.items() if k in allowed}
+        undocumented = {k: v for k, v in shared.items() if k not in allowed}
+        if documented:
+            out.append(SplitOverlap(spec.name, unit.what, (first, second), files, documented, why))
+        if undocumented:
+            out.append(SplitOverlap(spec.name, unit.what, (first, second), files, undocumented))
     return out
 
 

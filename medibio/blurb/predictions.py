@@ -154,8 +154,8 @@ def read_predictions(path: str | Path, dataset: str) -> dict[str, Prediction]:
                                    f"{json.dumps(value, ensure_ascii=False)} (JSON {_json_kind(value)})")
         out[sid] = Prediction(number, obj["prediction"])
     if not out:
-        raise InputFormatError(path, last + 1, f"one line per {spec.name} example",
-                               "an empty file" if path.stat().st_size == 0 else "only blank lines")
+        raise InputFormatError(path, last + 1, f"at least one line, one per {spec.name} example",
+                               "an empty file" if path.stat().st_size == 0 else "a file of blank lines only")
     return out
 
 

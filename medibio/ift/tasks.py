@@ -179,8 +179,8 @@ def get_task(name: str) -> Any:
     try:
         return registry.get(name)
     except KeyError:
-        raise UnknownNameError("task", name, names(), " (intermediate tasks), or a BLURB dataset: "
-                               + ", ".join(registry.names())) from None
+        raise UnknownNameError("task", name, names(), " (intermediate tasks); it is neither an intermediate "
+                               f"task nor a BLURB dataset ({', '.join(registry.names())})") from None
 
 
 def task_dir(spec: IFTTaskSpec, data_root: str | Path | None = None) -> Path:
