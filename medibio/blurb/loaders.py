@@ -156,7 +156,10 @@ def features_for(spec: DatasetSpec) -> datasets.Features:
 
 
 def read_rows(spec: DatasetSpec, split: str, data_root: str | Path | None = None) -> list[dict]:
-    """Parse one split into plain rows (the loaders' and the count check's common ground)."""
+    """Parse one split into plain rows (the loaders' and the count check's common ground).
+
+    Rows have the contract's columns plus ``line``, where the example starts in the split's last file.
+    """
     files = split_files(spec.name, split, data_root)
     how = OPTIONAL_SPLITS.get((spec.name, split), spec.source)
     for path in files:
