@@ -2,12 +2,19 @@
 
 Everything medibio writes that a later run reads back (run records, predictions, checkpoints' metadata,
 tables) goes through these helpers: write to a temporary file in the same folder, fsync, then rename.
+
+A writer killed mid-way (SIGKILL, power loss) leaves its temporary file behind. Temporary names carry the
+writer's host and pid (``.{name}.{host}.{pid}.XXXXXXXX.tmp``), so the first write into a folder by a later
+process removes the leftovers of writers on this host that are no longer alive; a live writer's file, or
+one written from another host sharing the folder, is never touched.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -17,13 +24,59 @@ from typing import IO, Any
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
+_HOST = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname()) or "host"
+_TEMP = re.compile(r"\.(?P<name>.+)\.(?P<host>[A-Za-z0-9_-]+)\.(?P<pid>\d+)\.[A-Za-z0-9_]+\.tmp")
+_SWEPT: set[Path] = set()  # folders this process has already cleaned
+
+
+def temp_prefix(path: Path) -> str:
+    """Prefix of the temporary sibling of ``path`` written by this process."""
+    return f".{path.name}.{_HOST}.{os.getpid()}."
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. PermissionError: the process exists but belongs to someone else
+        return True
+    return True
+
+
+def remove_stale_temps(folder: str | Path) -> list[Path]:
+    """Delete temporary files in ``folder`` left by dead writers on this host; return what was removed."""
+    removed: list[Path] = []
+    folder = Path(folder)
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return removed
+    for entry in entries:
+        match = _TEMP.fullmatch(entry.name)
+        if not match or match["host"] != _HOST or not entry.is_file(follow_symlinks=False):
+            continue
+        if int(match["pid"]) != os.getpid() and not _alive(int(match["pid"])):
+            with suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
+
+
+def _sweep_once(folder: Path) -> None:
+    key = folder.resolve()
+    if key not in _SWEPT:
+        _SWEPT.add(key)
+        remove_stale_temps(folder)
+
 
 @contextmanager
 def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
     """Open a temporary sibling of ``path``; on success it replaces ``path`` in one rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    _sweep_once(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=path.parent)
     binary = "b" in mode
     try:
         with os.fdopen(fd, mode, encoding=None if binary else encoding) as fh:

@@ -65,9 +65,28 @@ _register()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the app, turning medibio's own errors into a clear message and exit code 2."""
+    """Entry point: every mistake ends in one line on stderr instead of a traceback.
+
+    medibio's own errors (unknown names, invalid values, malformed input files) exit with 2; so do
+    command-line usage errors found by the parser (a missing option, ``--epochs abc``), which Typer would
+    otherwise draw as a multi-line box. ``typer.Exit`` codes pass through unchanged.
+    """
     try:
-        app(args=argv)
+        code = app(args=argv, standalone_mode=False)
     except MedibioError as exc:
-        typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
-        sys.exit(2)
+        _fail(str(exc), 2)
+    except typer.Abort:
+        _fail("aborted", 1)
+    except typer.TyperException as exc:  # the parser's usage errors (click exceptions)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help has been printed already
+            sys.exit(2)
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        _fail(" ".join(message.split()) + hint, getattr(exc, "exit_code", 2))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int) -> None:
+    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+    sys.exit(code)

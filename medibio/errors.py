@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -39,3 +40,21 @@ class InputFormatError(MedibioError, ValueError):
 
 class ModelUnavailableError(MedibioError, OSError):
     """A model name could not be resolved locally and the Hugging Face hub is unreachable."""
+
+
+class UnknownNameError(MedibioError, KeyError, ValueError):
+    """A name no registry knows (dataset, profile, task, config, experiment); the message lists the known ones.
+
+    It is a ``KeyError`` (a failed lookup) and a ``ValueError`` (a bad argument) so that code written against
+    either of the lookups' former exception types keeps working.
+    """
+
+    def __init__(self, kind: str, name: object, known: Iterable[str], extra: str = "") -> None:
+        self.kind = kind
+        self.name = name
+        self.known = tuple(known)
+        super().__init__(f"unknown {kind} {name!r}; known: {', '.join(self.known)}{extra}")
+
+    def __str__(self) -> str:  # KeyError would print the message in quotes
+        return str(self.args[0])
+

@@ -17,14 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from medibio.errors import MedibioError
-
-
-class UnknownProfileError(MedibioError, KeyError, ValueError):
-    """A profile name that does not exist (the message lists the known ones)."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0])
+from medibio.errors import UnknownNameError
 
 
 @dataclass(frozen=True)
@@ -171,7 +164,7 @@ def get(profile: str | Profile) -> Profile:
     try:
         return PROFILES[str(profile)]
     except KeyError:
-        raise UnknownProfileError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}") from None
+        raise UnknownNameError("profile", profile, PROFILES) from None
 
 
 def help_text() -> str:

@@ -109,7 +109,7 @@ def test_re_tsv_unknown_label_and_wrong_header(tmp_path: Path) -> None:
 
 def test_biosses_score_must_be_numeric(tmp_path: Path) -> None:
     path = _write(tmp_path, "biosses.tsv", "pair_id\tsent1\tsent2\tscore\n1\ta\tb\thigh\n")
-    with pytest.raises(InputFormatError, match=r"biosses.tsv:2: expected a numeric score"):
+    with pytest.raises(InputFormatError, match=r"biosses.tsv:2: expected a finite numeric score"):
         formats.read_biosses_tsv(path)
 
 

@@ -8,13 +8,30 @@ from typing import Annotated
 
 import typer
 
+from medibio import cli_values as check
+
 blurb_app = typer.Typer(
     name="blurb",
     help="Score BLURB predictions (per dataset, per group, BLURB score and the paper's average).",
     no_args_is_help=True,
 )
 
-SplitOpt = Annotated[str, typer.Option("--split", help="Gold split to score against: test, dev or train.")]
+
+
+def _splits() -> tuple[str, ...]:
+    from medibio.blurb.loaders import SPLITS
+
+    return SPLITS
+
+
+def _datasets(selection: str) -> object:
+    from medibio.blurb import registry
+
+    return registry.resolve(selection)
+
+
+SplitOpt = Annotated[str, typer.Option("--split", help="Gold split to score against: test, dev or train.",
+                                       callback=check.choice(_splits))]
 DataRootOpt = Annotated[
     Path | None,
     typer.Option("--data-root", help="Data root holding blurb/ (default: $MEDIBIO_DATA or ../shared/data)."),
@@ -34,14 +51,16 @@ def _extras(metrics: dict[str, float]) -> str:
 
 @blurb_app.command("score")
 def score(
-    pred_dir: Annotated[Path, typer.Argument(help="Folder with <dataset>.jsonl files of {id, prediction} lines.")],
+    pred_dir: Annotated[Path, typer.Argument(help="Folder with <dataset>.jsonl files of {id, prediction} lines.",
+                                             exists=True, file_okay=False)],
     split: SplitOpt = "test",
     data_root: DataRootOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Score a folder of prediction files: per-dataset metrics, group averages, both aggregates.
 
-    Datasets without a file are listed as missing; aggregates say what they cover.
+    Datasets without a file are listed as missing; aggregates say what they cover. A folder without a
+    file for any dataset is an error (exit code 2).
     """
     from rich.table import Table
 
@@ -82,7 +101,8 @@ def gold(
     out_dir: Annotated[Path, typer.Argument(help="Folder to write <dataset>.jsonl gold files into.")],
     split: SplitOpt = "test",
     data_root: DataRootOpt = None,
-    datasets: Annotated[str, typer.Option("--datasets", help="all, a group (NER) or a comma list.")] = "all",
+    datasets: Annotated[str, typer.Option("--datasets", help="all, a group (NER) or a comma list.",
+                                          callback=check.lookup(_datasets))] = "all",
 ) -> None:
     """Write the gold labels in the prediction format (scoring them must give 100 everywhere)."""
     from medibio.blurb.predictions import write_gold

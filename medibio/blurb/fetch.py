@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from medibio import atomic
-from medibio.errors import DataMissingError, InputFormatError, MedibioError
+from medibio.errors import DataMissingError, InputFormatError, MedibioError, UnknownNameError
 
 # A downloader writes the body of ``url`` to ``dest`` (appending when resuming is possible) and reports
 # progress through ``progress(n_bytes)``; injectable so tests can run without a network.
@@ -108,7 +108,7 @@ def get_source(name: str) -> Source:
     for source in SOURCES:
         if source.name.lower() == name.lower():
             return source
-    raise KeyError(f"unknown source {name!r}; known: {', '.join(s.name for s in SOURCES)}")
+    raise UnknownNameError("source", name, [s.name for s in SOURCES])
 
 
 def resolve_sources(only: str | list[str] | None) -> list[Source]:

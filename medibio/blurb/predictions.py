@@ -8,7 +8,9 @@ gold split: a missing or extra id is an error that names them, because a score o
 examples is not comparable with anyone else's.
 
 :func:`score_directory` scores every dataset that has a file and aggregates with
-:mod:`medibio.blurb.scoring`; datasets without a file are listed as missing, not treated as errors.
+:mod:`medibio.blurb.scoring`; datasets without a file are listed as missing, not treated as errors (but a
+folder with no file for any dataset is an error). Files follow the text policy of
+:func:`medibio.blurb.formats.text_lines`: UTF-8, a leading byte-order mark dropped, blank lines only at the end.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from medibio.atomic import write_jsonl
-from medibio.blurb import metrics, registry, scoring
+from medibio.blurb import formats, metrics, registry, scoring
 from medibio.blurb.registry import DatasetSpec, Problem
 from medibio.errors import DataMissingError, InputFormatError
 
@@ -126,29 +128,34 @@ def read_predictions(path: str | Path, dataset: str) -> dict[str, Prediction]:
         raise DataMissingError(path, f"write one JSON line per example: {{\"id\": ..., \"prediction\": ...}} "
                                f"for {spec.name}")
     out: dict[str, Prediction] = {}
-    with path.open(encoding="utf-8") as fh:
-        for number, raw in enumerate(fh, start=1):
-            line = raw.strip()
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputFormatError(path, number, 'a JSON object {"id": ..., "prediction": ...}',
-                                       f"invalid JSON ({exc.msg}): {line}") from None
-            if not isinstance(obj, dict) or "id" not in obj or "prediction" not in obj:
-                raise InputFormatError(path, number, 'a JSON object with keys "id" and "prediction"', line)
-            sid = obj["id"]
-            if not isinstance(sid, str) or not sid:
-                raise InputFormatError(path, number, "an id that is a non-empty string", repr(sid))
-            if sid in out:
-                raise InputFormatError(path, number, f"each id once; {sid!r} already on line {out[sid].line}",
-                                       line)
-            if not _valid(obj["prediction"], spec):
-                value = obj["prediction"]
-                raise InputFormatError(path, number, f"prediction {expected_type(spec)}",
-                                       f"{json.dumps(value, ensure_ascii=False)} (JSON {_json_kind(value)})")
-            out[sid] = Prediction(number, obj["prediction"])
+    last = 0
+    for number, raw in formats.text_lines(path):
+        last = number
+        line = raw.strip()
+        if not line:
+            raise InputFormatError(path, number, 'a JSON object {"id": ..., "prediction": ...}, not a blank '
+                                   "line (blank lines may only end the file)", "")
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputFormatError(path, number, 'a JSON object {"id": ..., "prediction": ...}',
+                                   f"invalid JSON ({exc.msg}): {line}") from None
+        if not isinstance(obj, dict) or "id" not in obj or "prediction" not in obj:
+            raise InputFormatError(path, number, 'a JSON object with keys "id" and "prediction"', line)
+        sid = obj["id"]
+        if not isinstance(sid, str) or not sid:
+            raise InputFormatError(path, number, "an id that is a non-empty string", repr(sid))
+        if sid in out:
+            raise InputFormatError(path, number, f"each id once; {sid!r} already on line {out[sid].line}",
+                                   line)
+        if not _valid(obj["prediction"], spec):
+            value = obj["prediction"]
+            raise InputFormatError(path, number, f"prediction {expected_type(spec)}",
+                                   f"{json.dumps(value, ensure_ascii=False)} (JSON {_json_kind(value)})")
+        out[sid] = Prediction(number, obj["prediction"])
     if not out:
-        raise InputFormatError(path, None, f"one line per {spec.name} example", "an empty file")
+        raise InputFormatError(path, last + 1, f"at least one line, one per {spec.name} example",
+                               "an empty file" if path.stat().st_size == 0 else "a file of blank lines only")
     return out
 
 
@@ -275,8 +282,17 @@ class ScoreReport:
 def score_directory(
     pred_dir: str | Path, data_root: str | Path | None = None, split: str = "test"
 ) -> ScoreReport:
-    """Score every ``<dataset>.jsonl`` in ``pred_dir`` against the gold ``split``; aggregate the scores."""
+    """Score every ``<dataset>.jsonl`` in ``pred_dir`` against the gold ``split``; aggregate the scores.
+
+    A folder without a prediction file for any dataset is an :class:`InputFormatError`: an empty
+    report would read as a successful scoring of nothing.
+    """
     files, unknown = find_files(pred_dir)
+    if not files:
+        got = (f"only {', '.join(p.name for p in unknown)}, which name no dataset" if unknown
+               else f"no *{SUFFIX} file")
+        raise InputFormatError(pred_dir, None, f"a prediction file <dataset>{SUFFIX} for at least one BLURB "
+                               f"dataset (e.g. BIOSSES{SUFFIX}, lines {{\"id\": ..., \"prediction\": ...}})", got)
     results = {name: score_file(files[name], name, split, data_root)
                for name in registry.names() if name in files}
     missing = [name for name in registry.names() if name not in files]

@@ -8,8 +8,11 @@ the released files hold 535/534): we keep what the official data generation prod
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
+
+from medibio.errors import UnknownNameError
 
 
 class Group(str, Enum):
@@ -52,6 +55,26 @@ HOC_HALLMARKS = (
 
 
 @dataclass(frozen=True)
+class SplitUnit:
+    """What must not occur in two splits of a dataset, read off an example id.
+
+    ``pattern``'s first group is the unit (a document, an abstract, a question) of an id; ids it does not
+    match are positions rather than names (CoNLL files without document markers) and take no part.
+    """
+
+    what: str  # e.g. "document", "PMID"
+    pattern: str = r"(.+)"
+
+    def key(self, example_id: str) -> str | None:
+        match = re.fullmatch(self.pattern, example_id)
+        return match.group(1) if match else None
+
+
+_WHOLE_ID = r"(.+)"
+_DOC_SENTENCE = r"(.+)-\d+"  # CoNLL ids with document markers: <document>-<sentence k>
+
+
+@dataclass(frozen=True)
 class DatasetSpec:
     """Everything task-specific about one BLURB dataset."""
 
@@ -69,6 +92,10 @@ class DatasetSpec:
     text_pair: bool = False  # True when examples are (text, text_pair)
     source: str = ""  # where users get the data
     aliases: tuple[str, ...] = ()
+    value_range: tuple[float, float] | None = None  # regression: the gold scale (BIOSSES 0-4)
+    # What no two splits may share (test leakage), read off the ids; None where ids are only positions
+    # (BC5CDR, NCBI-disease and BC2GM number sentences per file, GAD numbers rows per file).
+    split_unit: SplitUnit | None = None
 
     @property
     def is_token_task(self) -> bool:
@@ -90,36 +117,41 @@ DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec("BC2GM", "BC2GM", Group.NER, Problem.TOKEN, "conll", BIO_TAGS, "ner_entity_f1",
                 (15197, 3061, 6325), "entity mentions", 512, source=_BLURB_SRC),
     DatasetSpec("JNLPBA", "JNLPBA", Group.NER, Problem.TOKEN, "conll", BIO_TAGS, "ner_entity_f1",
-                (46750, 4551, 8662), "entity mentions", 512, source=_BLURB_SRC),
+                (46750, 4551, 8662), "entity mentions", 512, source=_BLURB_SRC,
+                split_unit=SplitUnit("document", _DOC_SENTENCE)),
     DatasetSpec("EBM-PICO", "ebmnlp", Group.PICO, Problem.TOKEN, "conll", PICO_TAGS, "pico_token_macro_f1",
                 (339167, 85321, 16364), "PICO words", 512,
                 source="EBM-NLP (https://github.com/bepnye/EBM-NLP) processed by BLURB data generation",
-                aliases=("EBM PICO", "ebmnlp")),
+                aliases=("EBM PICO", "ebmnlp"), split_unit=SplitUnit("document", _DOC_SENTENCE)),
     DatasetSpec("ChemProt", "chemprot", Group.RE, Problem.CLASSIFY, "re_tsv",
                 ("CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9", "false"), "re_micro_f1",
                 (18035, 11268, 15745), "relation instances", 256, negative_label="false",
-                source="BioCreative VI ChemProt via BLURB data generation", aliases=("chemprot", "Chem Prot")),
+                source="BioCreative VI ChemProt via BLURB data generation", aliases=("chemprot", "Chem Prot"),
+                split_unit=SplitUnit("abstract (PMID)", r"([^.]+)\..*")),
     DatasetSpec("DDI", "DDI", Group.RE, Problem.CLASSIFY, "re_tsv",
                 ("DDI-advise", "DDI-effect", "DDI-int", "DDI-mechanism", "DDI-false"), "re_micro_f1",
                 (25296, 2496, 5716), "relation instances", 256, negative_label="DDI-false",
-                source="DDI-2013 corpus via BLURB data generation"),
+                source="DDI-2013 corpus via BLURB data generation",
+                split_unit=SplitUnit("document", r"(.+)\.s\d+\.p\d+")),
     DatasetSpec("GAD", "GAD", Group.RE, Problem.CLASSIFY, "gad_tsv", ("0", "1"), "re_binary_f1",
                 (4261, 535, 534), "relation instances", 128, negative_label="0",
                 source="GAD (BioBERT's preprocessed release) via BLURB data generation"),
     DatasetSpec("BIOSSES", "BIOSSES", Group.SS, Problem.REGRESSION, "biosses_tsv", (), "pearson",
                 (64, 16, 20), "sentence pairs", 512, text_pair=True,
-                source="BIOSSES (https://tabilab.cmpe.boun.edu.tr/BIOSSES/) via BLURB data generation"),
+                source="BIOSSES (https://tabilab.cmpe.boun.edu.tr/BIOSSES/) via BLURB data generation",
+                value_range=(0.0, 4.0), split_unit=SplitUnit("sentence pair id", _WHOLE_ID)),
     DatasetSpec("HoC", "HoC", Group.DC, Problem.MULTILABEL, "hoc_tsv", HOC_HALLMARKS, "hoc_micro_f1",
                 (1295, 186, 371), "abstracts", 512,
                 source="Hallmarks of Cancer (https://github.com/sb895/Hallmarks-of-Cancer) via BLURB data generation",
-                aliases=("HOC",)),
+                aliases=("HOC",), split_unit=SplitUnit("abstract (PMID)", _WHOLE_ID)),
     DatasetSpec("PubMedQA", "pubmedqa", Group.QA, Problem.CLASSIFY, "pubmedqa_json", ("yes", "no", "maybe"),
                 "accuracy", (450, 50, 500), "questions", 512, text_pair=True,
                 source="PubMedQA (https://github.com/pubmedqa/pubmedqa) ori_pqal.json + BLURB split ids",
-                aliases=("pubmedqa", "PubmedQA")),
+                aliases=("pubmedqa", "PubmedQA"), split_unit=SplitUnit("PMID", _WHOLE_ID)),
     DatasetSpec("BioASQ", "BioASQ", Group.QA, Problem.CLASSIFY, "bioasq_tsv", ("yes", "no"), "accuracy",
                 (670, 75, 140), "questions", 512, text_pair=True,
-                source="BioASQ 7b yes/no (registration at http://bioasq.org) via BLURB data generation"),
+                source="BioASQ 7b yes/no (registration at http://bioasq.org) via BLURB data generation",
+                split_unit=SplitUnit("question id", _WHOLE_ID)),
 )
 
 GROUP_ORDER: tuple[Group, ...] = (Group.NER, Group.PICO, Group.RE, Group.SS, Group.DC, Group.QA)
@@ -135,8 +167,7 @@ def get(name: str) -> DatasetSpec:
     try:
         return _BY_KEY[name.lower()]
     except KeyError:
-        known = ", ".join(s.name for s in DATASETS)
-        raise KeyError(f"unknown BLURB dataset {name!r}; known: {known}") from None
+        raise UnknownNameError("BLURB dataset", name, names()) from None
 
 
 def names() -> list[str]:
@@ -151,7 +182,11 @@ def by_group(group: Group | str) -> list[DatasetSpec]:
 
 
 def resolve(selection: str | list[str] | None) -> list[DatasetSpec]:
-    """Turn ``"all"``, a group name, a comma list or a list of names into specs (CLI helper)."""
+    """Turn ``"all"``, a group name, a comma list or a list of names into specs (CLI helper).
+
+    An unknown name raises :class:`UnknownNameError` listing datasets, groups and ``all``; a selection that
+    names nothing (``""``, ``","``) is an error too, not an empty run.
+    """
     if selection is None or selection == "all" or selection == ["all"]:
         return list(DATASETS)
     items = selection.split(",") if isinstance(selection, str) else list(selection)
@@ -159,6 +194,13 @@ def resolve(selection: str | list[str] | None) -> list[DatasetSpec]:
     for item in (i.strip() for i in items if i.strip()):
         if item.upper() in Group.__members__:
             out.extend(by_group(item.upper()))
+        elif item.lower() == "all":
+            out.extend(DATASETS)
+        elif item.lower() in _BY_KEY:
+            out.append(_BY_KEY[item.lower()])
         else:
-            out.append(get(item))
+            raise UnknownNameError("dataset", item, names(), f"; or a group {', '.join(Group.__members__)}; or all")
+    if not out:
+        raise UnknownNameError("dataset selection", selection if isinstance(selection, str) else ",".join(items),
+                               names(), f"; or a group {', '.join(Group.__members__)}; or all")
     return list(dict.fromkeys(out))

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import typer
 
+from medibio import cli_values as check
 from medibio import profiles
+from medibio.book import chapters
+
+
+def _chapters(names: list[str]) -> None:
+    for name in names:
+        chapters.get(name)
 
 
 def register(app: typer.Typer) -> None:
@@ -16,9 +23,11 @@ def register(app: typer.Typer) -> None:
     @app.command("book")
     def book(
         profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p",
-                                    help="The profile every chapter runs with; " + profiles.help_text()),
+                                    help="The profile every chapter runs with; " + profiles.help_text(),
+                                    callback=check.lookup(profiles.get)),
         only: list[str] = typer.Option([], "--only", help="Execute only this chapter (slug or unique part of "
-                                       "it, e.g. 'audit'); repeatable. Other chapters are kept as they are."),
+                                       "it, e.g. 'audit'); repeatable. Other chapters are kept as they are.",
+                                       callback=check.lookup(_chapters)),
         no_execute: bool = typer.Option(False, "--no-execute",
                                         help="Do not run notebooks: render what is already in book/."),
         keep_going: bool = typer.Option(False, "--keep-going",
@@ -36,8 +45,6 @@ def register(app: typer.Typer) -> None:
         report is saved to <results_root>/book/<profile>/build.json.
         """
         from medibio.book.build import build_book
-
-        profiles.get(profile)  # an unknown name is one line listing the known ones
 
         from medibio import progress
         from medibio.book.chapters import CHAPTERS

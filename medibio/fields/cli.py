@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from medibio import cli_values as check
+
 fields_app = typer.Typer(
     help="S2ORC fields of study: co-occurrence matrix C (paper Figs. 2-4) and the medicine-related subset.",
     no_args_is_help=True,
@@ -19,9 +21,36 @@ def _split(value: str | None) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
 
 
+def _field_list(value: str) -> list[str]:
+    from medibio.fields.fos import resolve
+
+    names = _split(value)
+    if not names:
+        raise ValueError(f"expected a comma list of fields of study, got {value!r}")
+    return [resolve(name) for name in names]
+
+
+def _orders() -> tuple[str, ...]:
+    from medibio.fields.analysis import ORDERS
+
+    return ORDERS
+
+
+def _texts() -> tuple[str, ...]:
+    from medibio.fields.subset import TEXT_CHOICES
+
+    return TEXT_CHOICES
+
+
+FIELDS = check.lookup(_field_list)
+INPUT = {"exists": True}  # metadata files or folders must exist
+MEMORY = check.memory_size()
+THREADS = check.at_least(1)
+
+
 @fields_app.command("cooccurrence")
 def cooccurrence(
-    inputs: list[Path] = typer.Argument(..., help=INPUTS_HELP),
+    inputs: list[Path] = typer.Argument(..., help=INPUTS_HELP, **INPUT),
     column: str | None = typer.Option(None, "--column", help="Field-list column (default: auto-detect "
                                       "mag_field_of_study / mag_fos / s2fieldsofstudy)."),
     id_column: str | None = typer.Option(None, "--id-column", help="Paper id column (default: auto-detect)."),
@@ -29,15 +58,22 @@ def cooccurrence(
     plot: Path | None = typer.Option(None, "--plot", help="Write Figures 2-4 (PNG + SVG) into this folder."),
     strict: bool = typer.Option(False, "--strict", help="Fail on the first bad record (file:line)."),
     dedup: bool = typer.Option(True, "--dedup/--no-dedup", help="Count each paper id once."),
-    seeds: str = typer.Option("Medicine,Mathematics", "--seeds", help="Seed fields of the groups, in order."),
-    k: int = typer.Option(3, "--k", help="Related fields per group (top-k of C[seed, j])."),
-    min_share: float = typer.Option(0.0, "--min-share", help="Keep related fields with C[seed, j] above this."),
-    order: str = typer.Option("group", "--order", help="Field order of tables/figures: group|count|canonical."),
-    examples: int = typer.Option(5, "--examples", help="Bad-record examples kept per issue category."),
+    seeds: str = typer.Option("Medicine,Mathematics", "--seeds", help="Seed fields of the groups, in order.",
+                              callback=FIELDS),
+    k: int = typer.Option(3, "--k", help="Related fields per group (top-k of C[seed, j]).",
+                          callback=check.at_least(1)),
+    min_share: float = typer.Option(0.0, "--min-share", help="Keep related fields with C[seed, j] above this.",
+                                    callback=check.interval(0, 1, high_open=True)),
+    order: str = typer.Option("group", "--order", help="Field order of tables/figures: group|count|canonical.",
+                              callback=check.choice(_orders)),
+    examples: int = typer.Option(5, "--examples", help="Bad-record examples kept per issue category.",
+                                 callback=check.at_least(0)),
     all_sources: bool = typer.Option(False, "--all-sources",
                                      help="S2AG lists: keep s2-fos-model categories too (default: MAG only)."),
-    memory_limit: str = typer.Option("1GB", "--memory-limit", help="DuckDB memory limit (spills beyond)."),
-    threads: int | None = typer.Option(None, "--threads", help="DuckDB threads (default: all cores)."),
+    memory_limit: str = typer.Option("1GB", "--memory-limit", help="DuckDB memory limit (spills beyond).",
+                                     callback=MEMORY),
+    threads: int | None = typer.Option(None, "--threads", help="DuckDB threads (default: all cores).",
+                                       callback=THREADS),
     out: Path | None = typer.Option(None, "--out", help="Also write the analysis JSON to this file."),
 ) -> None:
     """Count N_i, N_ij and single-field papers; print C, medicine's closest fields and the groups."""
@@ -96,20 +132,23 @@ def _print_text(analysis: object, data: dict, order: str) -> None:
 
 @fields_app.command("subset")
 def subset(
-    inputs: list[Path] = typer.Argument(..., help=INPUTS_HELP),
+    inputs: list[Path] = typer.Argument(..., help=INPUTS_HELP, **INPUT),
     out: Path = typer.Option(..., "--out", help="Folder for part-NNNNN.jsonl.gz shards and manifest.json."),
     group: str = typer.Option("medicine", "--group", help="Seed field of the group (its related fields come "
-                              "from C on the same inputs)."),
+                              "from C on the same inputs).", callback=FIELDS),
     fields: str | None = typer.Option(None, "--fields", help="Explicit comma-separated fields instead of "
-                                      "deriving the group."),
-    text: str = typer.Option("abstract", "--text", help="Text to keep: abstract|body|both."),
+                                      "deriving the group.", callback=FIELDS),
+    text: str = typer.Option("abstract", "--text", help="Text to keep: abstract|body|both.",
+                             callback=check.choice(_texts)),
     text_source: list[Path] | None = typer.Option(None, "--text-source", help="Separate text files "
-                                                  "(pdf_parses / S2AG s2orc) joined on the paper id."),
+                                                  "(pdf_parses / S2AG s2orc) joined on the paper id.", **INPUT),
     column: str | None = typer.Option(None, "--column", help="Field-list column (default: auto-detect)."),
     id_column: str | None = typer.Option(None, "--id-column", help="Paper id column (default: auto-detect)."),
-    shard_size: int = typer.Option(100_000, "--shard-size", help="Records per shard."),
-    memory_limit: str = typer.Option("1GB", "--memory-limit", help="DuckDB memory limit (spills beyond)."),
-    threads: int | None = typer.Option(None, "--threads", help="DuckDB threads (default: all cores)."),
+    shard_size: int = typer.Option(100_000, "--shard-size", help="Records per shard.", callback=check.at_least(1)),
+    memory_limit: str = typer.Option("1GB", "--memory-limit", help="DuckDB memory limit (spills beyond).",
+                                     callback=MEMORY),
+    threads: int | None = typer.Option(None, "--threads", help="DuckDB threads (default: all cores).",
+                                       callback=THREADS),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Write the papers of a field group (ids + text) as deduplicated, resumable pretraining shards."""

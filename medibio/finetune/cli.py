@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 
+from medibio import cli_values as check
 from medibio import profiles
 from medibio.accel import is_main_process
 from medibio.finetune.presets import CLASS_WEIGHTINGS
@@ -38,36 +39,65 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
+def _datasets(selection: str) -> object:
+    from medibio.blurb import registry
+
+    return registry.resolve(selection)
+
+
+def _chain(text: str) -> object:
+    from medibio.ift import chain
+
+    return chain.parse_chain(text)
+
+
+TASK = check.lookup(_datasets)
+PROFILE = check.lookup(profiles.get)
+SEEDS = check.int_list(0)
+CONFIG = {"exists": True, "dir_okay": False, "readable": True}  # --config: an existing YAML file
+
+
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the main medibio app."""
 
     @app.command("finetune")
     def finetune_cmd(
-        task: str = typer.Option(..., "--task", "-t", help=TASK_HELP),
+        task: str = typer.Option(..., "--task", "-t", help=TASK_HELP, callback=TASK),
         model: str = typer.Option(None, "--model", "-m", help="model name (minilm, tiny-deberta, hub id) or "
                                   "folder; default: the profile's model"),
-        seeds: str = typer.Option(None, "--seeds", help="comma list, e.g. 1,2,3; default: the profile's"),
-        profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text()),
+        seeds: str = typer.Option(None, "--seeds", help="comma list, e.g. 1,2,3; default: the profile's",
+                                  callback=SEEDS),
+        profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text(),
+                                    callback=PROFILE),
         config: Path = typer.Option(None, "--config", help="YAML file of option overrides (optionally per "
-                                    "task under 'tasks:')"),
-        lr: float = typer.Option(None, "--lr", "--learning-rate", help="learning rate"),
-        batch_size: int = typer.Option(None, "--batch-size", help="global batch size"),
-        epochs: int = typer.Option(None, "--epochs", help="training epochs"),
-        max_length: int = typer.Option(None, "--max-length", help="maximum sub-tokens per example"),
-        grad_accum: int = typer.Option(None, "--grad-accum", help="gradient accumulation steps"),
-        max_train_examples: int = typer.Option(None, "--max-train-examples", help="cap on training examples"),
-        max_dev_examples: int = typer.Option(None, "--max-dev-examples", help="dev subsample for selection"),
+                                    "task under 'tasks:')", **CONFIG),
+        lr: float = typer.Option(None, "--lr", "--learning-rate", help="learning rate", callback=check.positive()),
+        batch_size: int = typer.Option(None, "--batch-size", help="global batch size", callback=check.at_least(1)),
+        epochs: int = typer.Option(None, "--epochs", help="training epochs", callback=check.at_least(1)),
+        max_length: int = typer.Option(None, "--max-length", help="maximum sub-tokens per example",
+                                       callback=check.at_least(2)),
+        grad_accum: int = typer.Option(None, "--grad-accum", help="gradient accumulation steps",
+                                       callback=check.at_least(1)),
+        max_train_examples: int = typer.Option(None, "--max-train-examples", help="cap on training examples",
+                                               callback=check.at_least(1)),
+        max_dev_examples: int = typer.Option(None, "--max-dev-examples", help="dev subsample for selection",
+                                             callback=check.at_least(1)),
         intermediate: str = typer.Option(None, "--intermediate", help="intermediate task chain, e.g. "
-                                         "STS-B or STS-B,SICK (the encoder is carried over, the head is new)"),
+                                         "STS-B or STS-B,SICK (the encoder is carried over, the head is new)",
+                                         callback=check.lookup(_chain)),
         freeze_lower: bool = typer.Option(False, "--freeze-lower", help="freeze embeddings + lower half"),
-        llrd: float = typer.Option(None, "--llrd", help="layer-wise learning-rate decay, e.g. 0.9"),
-        reinit_top: int = typer.Option(None, "--reinit-top", help="re-initialise the top k encoder layers"),
+        llrd: float = typer.Option(None, "--llrd", help="layer-wise learning-rate decay, e.g. 0.9",
+                                   callback=check.interval(0, 1, low_open=True)),
+        reinit_top: int = typer.Option(None, "--reinit-top", help="re-initialise the top k encoder layers",
+                                       callback=check.at_least(0)),
         no_bias_correction: bool = typer.Option(False, "--no-bias-correction",
                                                 help="Adam without bias correction (original BERT)"),
-        longer_training: float = typer.Option(None, "--longer-training", help="multiply the epochs"),
+        longer_training: float = typer.Option(None, "--longer-training", help="multiply the epochs",
+                                              callback=check.positive()),
         class_weighting: Weighting = typer.Option(None, "--class-weighting", case_sensitive=False,
                                                   help="class-weighted loss for RE/QA (1/count, 1/sqrt(count))"),
-        variant: str = typer.Option(None, "--variant", help="name of this variant in the results tree"),
+        variant: str = typer.Option(None, "--variant", help="name of this variant in the results tree",
+                                    callback=check.path_component("variant name")),
         results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
         data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
         force: bool = typer.Option(False, "--force", help="rerun even when a record exists"),
@@ -102,15 +132,20 @@ def register(app: typer.Typer) -> None:
 
     @app.command("grid")
     def grid_cmd(
-        task: str = typer.Option(..., "--task", "-t", help=TASK_HELP),
+        task: str = typer.Option(..., "--task", "-t", help=TASK_HELP, callback=TASK),
         model: str = typer.Option(None, "--model", "-m", help="model name or folder"),
-        seeds: str = typer.Option("1", "--seeds", help="comma list of seeds per grid point"),
-        profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text()),
-        lrs: str = typer.Option("1e-5,3e-5,5e-5", "--lrs", help="learning rates (BLURB: 1e-5,3e-5,5e-5)"),
-        batch_sizes: str = typer.Option("16,32", "--batch-sizes", help="batch sizes (BLURB: 16,32)"),
-        epochs: str = typer.Option(None, "--epochs", help="epoch choices, e.g. 2,3,5; default: the preset's"),
-        config: Path = typer.Option(None, "--config", help="YAML file of option overrides"),
-        max_train_examples: int = typer.Option(None, "--max-train-examples", help="cap on training examples"),
+        seeds: str = typer.Option("1", "--seeds", help="comma list of seeds per grid point", callback=SEEDS),
+        profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text(),
+                                    callback=PROFILE),
+        lrs: str = typer.Option("1e-5,3e-5,5e-5", "--lrs", help="learning rates (BLURB: 1e-5,3e-5,5e-5)",
+                                callback=check.positive_list()),
+        batch_sizes: str = typer.Option("16,32", "--batch-sizes", help="batch sizes (BLURB: 16,32)",
+                                        callback=check.int_list(1, "16,32")),
+        epochs: str = typer.Option(None, "--epochs", help="epoch choices, e.g. 2,3,5; default: the preset's",
+                                   callback=check.int_list(1, "2,3,5")),
+        config: Path = typer.Option(None, "--config", help="YAML file of option overrides", **CONFIG),
+        max_train_examples: int = typer.Option(None, "--max-train-examples", help="cap on training examples",
+                                               callback=check.at_least(1)),
         results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
         data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
         force: bool = typer.Option(False, "--force", help="rerun grid points that have records"),
@@ -137,7 +172,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("presets")
     def presets_cmd(
-        profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text()),
+        profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text(),
+                                    callback=PROFILE),
         as_json: bool = typer.Option(False, "--json", help="print as JSON"),
     ) -> None:
         """Show the per-task fine-tuning budget and hyperparameters of a profile."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from medibio import paths
 from medibio.blurb.registry import Problem
-from medibio.errors import DataMissingError
+from medibio.errors import DataMissingError, UnknownNameError
 from medibio.ift import loaders
 
 if TYPE_CHECKING:
@@ -165,8 +165,7 @@ def get_ift(name: str) -> IFTTaskSpec:
     try:
         return _BY_KEY[name.lower()]
     except KeyError:
-        raise KeyError(f"unknown intermediate task {name!r}; known: {', '.join(names())} "
-                       "or any BLURB dataset") from None
+        raise UnknownNameError("intermediate task", name, names(), " or any BLURB dataset") from None
 
 
 def get_task(name: str) -> Any:
@@ -180,8 +179,8 @@ def get_task(name: str) -> Any:
     try:
         return registry.get(name)
     except KeyError:
-        raise KeyError(f"unknown task {name!r}: neither an intermediate task ({', '.join(names())}) nor a "
-                       f"BLURB dataset ({', '.join(registry.names())})") from None
+        raise UnknownNameError("task", name, names(), " (intermediate tasks); it is neither an intermediate "
+                               f"task nor a BLURB dataset ({', '.join(registry.names())})") from None
 
 
 def task_dir(spec: IFTTaskSpec, data_root: str | Path | None = None) -> Path:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import typer
 
+from medibio import cli_values as check
+
 
 class Show(str, Enum):
     table3 = "table3"
@@ -27,6 +29,18 @@ class Variant(str, Enum):
     fulltext = "fulltext"
 
 
+def _config(name: str) -> object:
+    from medibio.pretrain.configs import get_config
+
+    return get_config(name)
+
+
+def _experiments(selection: str) -> object:
+    from medibio.pretrain.experiments import resolve_ids
+
+    return resolve_ids(selection)
+
+
 def _print_frame(frame, as_json: bool) -> None:
     if as_json:
         typer.echo(frame.reset_index().to_json(orient="records", indent=2))
@@ -36,9 +50,10 @@ def _print_frame(frame, as_json: bool) -> None:
 
 def pretrain(
     config: str = typer.Option("mini", "--config", "-c", help="Named config: mini, gpu-mini, smoke, "
-                               "scideberta-v2, medibiodeberta (see --show configs)."),
+                               "scideberta-v2, medibiodeberta (see --show configs).", callback=check.lookup(_config)),
     experiment: str = typer.Option(None, "--experiment", "-e", help="Table 5 stage(s) at small scale: "
-                                   "table5-1 .. table5-5, science, 1,3 or all; prerequisites run first."),
+                                   "table5-1 .. table5-5, science, 1,3 or all; prerequisites run first.",
+                                   callback=check.lookup(_experiments)),
     from_: str = typer.Option(None, "--from", help="Continue pretraining from this checkpoint folder or model "
                               "name (keeps its vocabulary); default: from scratch with a new vocabulary."),
     corpus: str = typer.Option("biomed-abstracts", "--corpus", help="Named corpus (biomed-abstracts, "
@@ -48,10 +63,12 @@ def pretrain(
                                     "or fulltext (abstract + body)."),
     out: Path = typer.Option(None, "--out", "-o", help="Output folder (default results/pretrain/CONFIG/...)."),
     max_steps: int = typer.Option(None, "--max-steps", help="Override the config's optimizer steps "
-                                  "(warm-up keeps its share)."),
+                                  "(warm-up keeps its share).", callback=check.at_least(1)),
     effective_batch: int = typer.Option(None, "--effective-batch", help="Examples per optimizer step; "
-                                        "turned into accumulation steps for the processes at hand."),
-    per_device_batch: int = typer.Option(None, "--per-device-batch", help="Examples per device per pass."),
+                                        "turned into accumulation steps for the processes at hand.",
+                                        callback=check.at_least(1)),
+    per_device_batch: int = typer.Option(None, "--per-device-batch", help="Examples per device per pass.",
+                                         callback=check.at_least(1)),
     whole_word_mask: bool = typer.Option(False, "--whole-word-mask", help="Mask whole words."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the newest checkpoint in --out."),
     data_root: Path = typer.Option(None, "--data-root", help="Data root (default $MEDIBIO_DATA or "
@@ -109,10 +126,12 @@ vocab_app = typer.Typer(help="SentencePiece vocabularies for DeBERTa-v2.", no_ar
 @vocab_app.command("train")
 def vocab_train(
     corpus: str = typer.Argument(..., help="Named corpus, file or folder (as for `medibio pretrain --corpus`)."),
-    size: int = typer.Option(32000, "--size", "-n", help="Vocabulary size (unigram pieces)."),
+    size: int = typer.Option(32000, "--size", "-n", help="Vocabulary size (unigram pieces).",
+                             callback=check.at_least(8)),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (spm.model, tokenizer.json)."),
     variant: Variant = typer.Option(Variant.abstract, "--variant", help="abstract or fulltext."),
-    max_mb: float = typer.Option(50.0, "--max-mb", help="Raw text to train on (MB; 0 = everything)."),
+    max_mb: float = typer.Option(50.0, "--max-mb", help="Raw text to train on (MB; 0 = everything).",
+                                 callback=check.non_negative()),
     data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
 ) -> None:
     """Train a SentencePiece (unigram) vocabulary that DebertaV2TokenizerFast loads offline."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from medibio.errors import UnknownNameError
+
 
 @dataclass(frozen=True)
 class ModelShape:
@@ -128,7 +130,7 @@ def get_config(name: str) -> PretrainConfig:
     try:
         return CONFIGS[name]
     except KeyError:
-        raise KeyError(f"unknown pretraining config {name!r}; known: {', '.join(CONFIGS)}") from None
+        raise UnknownNameError("pretraining config", name, CONFIGS) from None
 
 
 def batch_layout_text(config: PretrainConfig) -> str:

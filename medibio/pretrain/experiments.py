@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from medibio.atomic import write_json
+from medibio.errors import UnknownNameError
 from medibio.paths import results_root
 from medibio.pretrain.configs import PretrainConfig, get_config
 
@@ -76,7 +77,7 @@ def resolve_ids(selection: str | list[str] | tuple[str, ...]) -> list[str]:
             elif part in EXPERIMENTS:
                 wanted.append(part)
             else:
-                raise KeyError(f"unknown experiment {part!r}; known: all, {', '.join(EXPERIMENTS)}")
+                raise UnknownNameError("experiment", part, ["all", *EXPERIMENTS], " (or a Table 5 row number)")
     ordered: list[str] = []
 
     def add(eid: str) -> None:

@@ -1,0 +1,163 @@
+"""Command-line mistakes (issue 12): each gives one line on stderr saying what was wrong and what is allowed,
+exit code 2, no traceback, before any work starts. Run through ``medibio.cli.main``, the real entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from medibio.blurb import predictions
+from medibio.cli import main
+
+METRICS_ROOT = Path(__file__).parent / "fixtures" / "metrics" / "data"
+DATASETS = "BC5-chem, BC5-disease, NCBI-disease"
+PROFILES = "smoke, cpu, gpu, paper"
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    out = capsys.readouterr()
+    return exit_info.value.code, out.out, out.err
+
+
+# (argv, fragments of the one error line). A missing option check would start real work, so every finetune
+# and grid case points at an empty data root: a slip fails fast instead of training.
+MISTAKES: list[tuple[list[str], tuple[str, ...]]] = [
+    (["finetune", "--task", "BOGUS"], ("'--task'", "unknown dataset 'BOGUS'", DATASETS, "a group NER, PICO")),
+    (["finetune", "--task", ","], ("'--task'", "unknown dataset selection",)),
+    (["finetune", "--task", "BIOSSES", "--profile", "bogus"], ("'--profile'", "unknown profile 'bogus'", PROFILES)),
+    (["finetune", "--task", "BIOSSES", "--seeds", "a,b"], ("'--seeds'", "comma list of distinct integers", "'a,b'")),
+    (["finetune", "--task", "BIOSSES", "--seeds", "1,1"], ("'--seeds'", "distinct", "'1,1'")),
+    (["finetune", "--task", "BIOSSES", "--seeds", "-1"], ("'--seeds'", ">= 0")),
+    (["finetune", "--task", "BIOSSES", "--intermediate", "NOPE"], ("'--intermediate'", "unknown task 'NOPE'",
+                                                                   "STS-B", "BIOSSES")),
+    (["finetune", "--task", "BIOSSES", "--config", "/missing.yaml"], ("'--config'", "/missing.yaml", "does not exist")),
+    (["finetune", "--task", "BIOSSES", "--lr", "-1"], ("'--lr'", "a finite number > 0", "-1")),
+    (["finetune", "--task", "BIOSSES", "--lr", "nan"], ("'--lr'", "a finite number > 0", "nan")),
+    (["finetune", "--task", "BIOSSES", "--lr", "inf"], ("'--lr'", "a finite number > 0", "inf")),
+    (["finetune", "--task", "BIOSSES", "--epochs", "0"], ("'--epochs'", "an integer >= 1", "got 0")),
+    (["finetune", "--task", "BIOSSES", "--epochs", "abc"], ("'--epochs'", "integer")),
+    (["finetune", "--task", "BIOSSES", "--batch-size", "0"], ("'--batch-size'", "an integer >= 1")),
+    (["finetune", "--task", "BIOSSES", "--max-length", "1"], ("'--max-length'", "an integer >= 2")),
+    (["finetune", "--task", "BIOSSES", "--grad-accum", "0"], ("'--grad-accum'", "an integer >= 1")),
+    (["finetune", "--task", "BIOSSES", "--max-train-examples", "0"], ("'--max-train-examples'", ">= 1")),
+    (["finetune", "--task", "BIOSSES", "--max-dev-examples", "-5"], ("'--max-dev-examples'", ">= 1")),
+    (["finetune", "--task", "BIOSSES", "--llrd", "0"], ("'--llrd'", "a number in (0, 1]")),
+    (["finetune", "--task", "BIOSSES", "--llrd", "1.5"], ("'--llrd'", "a number in (0, 1]")),
+    (["finetune", "--task", "BIOSSES", "--reinit-top", "-1"], ("'--reinit-top'", ">= 0")),
+    (["finetune", "--task", "BIOSSES", "--longer-training", "0"], ("'--longer-training'", "> 0")),
+    (["finetune", "--task", "BIOSSES", "--class-weighting", "bogus"], ("'--class-weighting'", "balanced")),
+    (["finetune", "--task", "BIOSSES", "--variant", "../up"], ("'--variant'", "folder name", "'../up'")),
+    (["finetune"], ("Missing option '--task'",)),
+    (["grid", "--task", "BOGUS"], ("'--task'", "unknown dataset 'BOGUS'")),
+    (["grid", "--task", "BIOSSES", "--profile", "bogus"], ("'--profile'", PROFILES)),
+    (["grid", "--task", "BIOSSES", "--seeds", "x"], ("'--seeds'", "comma list")),
+    (["grid", "--task", "BIOSSES", "--lrs", "0,1e-5"], ("'--lrs'", "numbers > 0")),
+    (["grid", "--task", "BIOSSES", "--lrs", "1e-5,fast"], ("'--lrs'", "numbers > 0")),
+    (["grid", "--task", "BIOSSES", "--batch-sizes", "16,0"], ("'--batch-sizes'", "integers >= 1")),
+    (["grid", "--task", "BIOSSES", "--epochs", "0,3"], ("'--epochs'", "integers >= 1")),
+    (["grid", "--task", "BIOSSES", "--config", "/missing.yaml"], ("'--config'", "does not exist")),
+    (["grid", "--task", "BIOSSES", "--max-train-examples", "0"], ("'--max-train-examples'", ">= 1")),
+    (["presets", "--profile", "bogus"], ("'--profile'", "unknown profile 'bogus'", PROFILES)),
+    (["pretrain", "--config", "nope"], ("'--config'", "unknown pretraining config 'nope'", "mini", "gpu-mini")),
+    (["pretrain", "--experiment", "nope"], ("'--experiment'", "unknown experiment 'nope'", "table5-1")),
+    (["pretrain", "--max-steps", "0"], ("'--max-steps'", ">= 1")),
+    (["pretrain", "--effective-batch", "0"], ("'--effective-batch'", ">= 1")),
+    (["pretrain", "--per-device-batch", "0"], ("'--per-device-batch'", ">= 1")),
+    (["pretrain", "--show", "table9"], ("'--show'", "table3")),
+    (["vocab", "train", "biomed-abstracts", "--out", "/tmp/never", "--size", "0"], ("'--size'", ">= 8")),
+    (["vocab", "train", "biomed-abstracts", "--out", "/tmp/never", "--max-mb", "-1"], ("'--max-mb'", ">= 0")),
+    (["fields", "cooccurrence", "/missing.jsonl"], ("'inputs'", "does not exist")),
+    (["fields", "cooccurrence", "{records}", "--seeds", "Medicin"], ("'--seeds'", "unknown field of study",
+                                                                     "Medicine")),
+    (["fields", "cooccurrence", "{records}", "--k", "0"], ("'--k'", ">= 1")),
+    (["fields", "cooccurrence", "{records}", "--min-share", "1"], ("'--min-share'", "[0, 1)")),
+    (["fields", "cooccurrence", "{records}", "--order", "size"], ("'--order'", "group, count, canonical")),
+    (["fields", "cooccurrence", "{records}", "--examples", "-1"], ("'--examples'", ">= 0")),
+    (["fields", "cooccurrence", "{records}", "--threads", "0"], ("'--threads'", ">= 1")),
+    (["fields", "cooccurrence", "{records}", "--memory-limit", "lots"], ("'--memory-limit'", "1GB")),
+    (["fields", "subset", "{records}", "--out", "/tmp/never", "--text", "all"], ("'--text'", "abstract, body, both")),
+    (["fields", "subset", "{records}", "--out", "/tmp/never", "--group", "nope"], ("'--group'", "field of study")),
+    (["fields", "subset", "{records}", "--out", "/tmp/never", "--fields", "Medicine,nope"], ("'--fields'", "'nope'")),
+    (["fields", "subset", "{records}", "--out", "/tmp/never", "--shard-size", "0"], ("'--shard-size'", ">= 1")),
+    (["fields", "subset", "{records}", "--out", "/tmp/never", "--text-source", "/missing"], ("'--text-source'",
+                                                                                          "does not exist")),
+    (["book", "--profile", "fast"], ("'--profile'", PROFILES)),
+    (["book", "--only", "nothere"], ("'--only'", "no chapter match 'nothere'", "02_paper_audit")),
+    (["data", "check", "--only", "NOPE"], ("'--only'", "unknown dataset 'NOPE'", DATASETS)),
+    (["data", "fetch", "--only", "nope", "--list"], ("'--only'", "unknown source 'nope'", "pubmedqa")),
+    (["blurb", "score", "/missing-folder"], ("'PRED_DIR'", "does not exist")),
+    (["blurb", "score", "{empty}"], ("expected a prediction file <dataset>.jsonl", "no *.jsonl file")),
+    (["blurb", "score", "{empty}", "--split", "validation"], ("'--split'", "train, dev, test")),
+    (["blurb", "gold", "/tmp/never", "--datasets", "XX"], ("'--datasets'", "unknown dataset 'XX'")),
+    (["paper-table", "9"], ("'NUMBER'", "7")),
+    (["audit", "--bogus"], ("No such option", "--bogus")),
+    (["no-such-verb"], ("No such command 'no-such-verb'",)),
+]
+
+
+@pytest.mark.parametrize(("argv", "fragments"), MISTAKES, ids=[" ".join(a) for a, _ in MISTAKES])
+def test_mistake_gives_one_line_and_exit_2(argv: list[str], fragments: tuple[str, ...], tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    records = Path(__file__).parent / "fixtures" / "fields" / "records.jsonl"
+    (tmp_path / "empty").mkdir()
+    argv = [a.format(records=records, empty=tmp_path / "empty") for a in argv]
+    if argv[0] in ("finetune", "grid"):
+        argv += ["--data-root", str(tmp_path / "empty"), "--results-root", str(tmp_path / "results")]
+    code, out, err = _run(argv, capsys)
+    assert code == 2, (out, err)
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err + out
+    for fragment in fragments:
+        assert fragment.lower() in lines[0].lower(), lines[0]
+    assert not (tmp_path / "results").exists()
+
+
+def test_score_accepts_a_trailing_blank_line_but_not_an_inner_one(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    written, _ = predictions.write_gold(tmp_path, data_root=METRICS_ROOT, datasets="GAD")
+    path = written[0]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
+    code, out, err = _run(["blurb", "score", str(tmp_path), "--data-root", str(METRICS_ROOT), "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["datasets"]["GAD"]["score"] == 100.0
+    path.write_text("\n".join([lines[0], "", *lines[1:]]) + "\n", encoding="utf-8")
+    code, _, err = _run(["blurb", "score", str(tmp_path), "--data-root", str(METRICS_ROOT)], capsys)
+    assert code == 2 and f"{path}:2: expected a JSON object" in err and "not a blank line" in err
+
+
+def test_commands_own_exit_codes_pass_through(capsys: pytest.CaptureFixture[str]) -> None:
+    """main() keeps a command's exit code: 0 on success, data check's 1 for a split that needs attention."""
+    code, out, _ = _run(["version"], capsys)
+    assert code == 0 and out.startswith("medibio ")
+    fixture_root = Path(__file__).parent / "fixtures" / "blurb" / "root"
+    code, out, _ = _run(["data", "check", "--data-root", str(fixture_root), "--only", "BC5-chem", "--json"], capsys)
+    rows = json.loads(out)
+    assert code == 1  # the tiny fixture files do not have the paper's mention counts
+    assert [(r["split"], r["status"]) for r in rows] == [("train", "mismatch"), ("dev", "mismatch"),
+                                                          ("test", "mismatch")]
+
+
+def test_library_lookups_raise_one_error_type() -> None:
+    """Unknown names from every registry are UnknownNameError: a MedibioError (one CLI line) that is still
+    the KeyError/ValueError older callers catch, printed without KeyError's quotes."""
+    from medibio import profiles
+    from medibio.blurb import fetch, loaders, registry
+    from medibio.errors import MedibioError, UnknownNameError
+    from medibio.ift import tasks
+    from medibio.pretrain import configs, experiments
+
+    lookups = [registry.get, registry.resolve, profiles.get, tasks.get_ift, tasks.get_task,
+               configs.get_config, configs.config_for_profile, experiments.resolve_ids, fetch.get_source,
+               lambda name: loaders.split_files("GAD", name)]
+    for lookup in lookups:
+        with pytest.raises(UnknownNameError) as info:
+            lookup("nope")
+        err = info.value
+        assert isinstance(err, MedibioError) and isinstance(err, KeyError) and isinstance(err, ValueError)
+        assert str(err).startswith("unknown ") and "'nope'; known: " in str(err)

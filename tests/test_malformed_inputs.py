@@ -1,0 +1,548 @@
+"""Every kind of malformed input, in every input format: one error naming the file, the line and what was
+expected (issue 12). Also what is accepted on purpose (a leading byte-order mark, CRLF, trailing blank lines,
+no final newline), and examples shared between two splits (test leakage) for every dataset whose ids allow it.
+
+The matrix is (format x kind): each case writes one fixture (a valid file with one defect) into a fake data
+root and reads it through the loaders (``loaders.read_rows``, what ``data check``, fine-tuning and scoring
+use) or, for prediction files, through ``predictions.read_predictions``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from medibio.blurb import check, data_cli, loaders, predictions, registry
+from medibio.errors import InputFormatError
+
+
+def _hoc(on: set[int], sentence: str, index: str) -> str:
+    return ",".join(f"{k}_{int(k in on)}" for k in range(10)) + f"\t{sentence}\t{index}"
+
+
+@dataclass(frozen=True)
+class Fmt:
+    """A valid file of one input format, and where its columns are."""
+
+    name: str
+    dataset: str
+    relpath: str  # under <root>/blurb/ (or the prediction folder)
+    lines: tuple[str, ...]
+    first: int  # index of the first example line
+    id_col: int | None = None  # tab-separated formats: column of the example id
+    text_col: int | None = None
+    label_col: int | None = None
+    bad_label: str = ""
+    header: bool = False
+
+    @property
+    def tabular(self) -> bool:
+        return self.name not in ("pubmedqa_json", "predictions", "pubmedqa_ids")
+
+
+PUBMEDQA_JSON = (
+    "{",
+    '  "11": {"QUESTION": "Does X help?", "CONTEXTS": ["We tested X.", "X helped."], "final_decision": "yes"},',
+    '  "22": {"QUESTION": "Is Y safe?", "CONTEXTS": ["Y was given."], "final_decision": "maybe"},',
+    '  "33": {"QUESTION": "Does Z work?", "CONTEXTS": ["Z failed."], "final_decision": "no"}',
+    "}",
+)
+
+FORMATS = (
+    Fmt("conll_bio", "NCBI-disease", "NCBI-disease/train.tsv",
+        ("Aspirin\tB", "causes\tO", "fever\tB", "", "Pain\tB", "persists\tO"), 0,
+        text_col=0, label_col=1, bad_label="B-Disease"),
+    Fmt("conll_pico", "EBM-PICO", "ebmnlp/train.tsv",
+        ("-DOCSTART- (900)", "", "Patients\tI-PAR", "received\tO", "aspirin\tI-INT", "", "Pain\tI-OUT", "fell\tO"),
+        2, text_col=0, label_col=1, bad_label="B"),
+    Fmt("re_tsv", "ChemProt", "chemprot/train.tsv",
+        ("1.T1.T2\t@CHEMICAL$ inhibits @GENE$ .\tCPR:4", "2.T1.T2\t@CHEMICAL$ and @GENE$ .\tfalse",
+         "3.T2.T1\t@GENE$ binds @CHEMICAL$ .\tCPR:3"), 0, id_col=0, text_col=1, label_col=2, bad_label="CPR:10"),
+    Fmt("gad_tsv", "GAD", "GAD/train.tsv",
+        ("index\tsentence\tlabel", "0\t@GENE$ causes @DISEASE$ .\t1", "1\t@GENE$ and @DISEASE$ .\t0",
+         "2\t@GENE$ in @DISEASE$ .\t1"), 1, id_col=0, text_col=1, label_col=2, bad_label="2", header=True),
+    Fmt("biosses_tsv", "BIOSSES", "BIOSSES/train.tsv",
+        ("pair_id\tsent1\tsent2\tscore", "7\tA cat sat .\tA cat is sitting .\t3.8",
+         "8\tDogs bark .\tStocks fell .\t0.0", "9\tCells grow .\tCells divide .\t2.5"), 1,
+        id_col=0, text_col=1, label_col=3, bad_label="high", header=True),
+    Fmt("hoc_tsv", "HoC", "HoC/train.tsv",
+        ("labels\tsentence\tindex", _hoc({8}, "Cells grow .", "100_s1"), _hoc(set(), "We study cells .", "100_s0"),
+         _hoc({0}, "Tumours spread .", "200_s0")), 1,
+        id_col=2, text_col=1, label_col=0, bad_label=",".join(f"{k}_{2 if k == 1 else 0}" for k in range(10)),
+        header=True),
+    Fmt("bioasq_tsv", "BioASQ", "BioASQ/train.tsv",
+        ("q1\tIs aspirin an NSAID?\tAspirin is an NSAID.\tyes", "q2\tIs water toxic?\tWater is safe.\tno",
+         "q3\tIs X a drug?\tX is a drug.\tyes"), 0, id_col=0, text_col=1, label_col=3, bad_label="maybe"),
+    Fmt("pubmedqa_ids", "PubMedQA", "pubmedqa/indexing/train_pmid.tsv", ("11", "22", "33"), 0),
+    Fmt("pubmedqa_json", "PubMedQA", "pubmedqa/ori_pqal.json", PUBMEDQA_JSON, 1),
+    Fmt("predictions", "BioASQ", "BioASQ.jsonl",
+        ('{"id": "q1", "prediction": "yes"}', '{"id": "q2", "prediction": "no"}',
+         '{"id": "q3", "prediction": "yes"}'), 0),
+)
+BY_NAME = {f.name: f for f in FORMATS}
+
+
+def _bytes(lines: list[str] | tuple[str, ...], newline: str = "\n", final: bool = True) -> bytes:
+    return (newline.join(lines) + (newline if final else "")).encode("utf-8")
+
+
+def _write(fmt: Fmt, root: Path, content: bytes) -> Path:
+    """Write a clean copy of every file the format's dataset needs, then ``content`` as the file under test."""
+    if fmt.name == "predictions":
+        path = root / fmt.relpath
+    else:
+        path = root / "blurb" / fmt.relpath
+        if fmt.dataset == "PubMedQA":
+            for other in ("pubmedqa_json", "pubmedqa_ids"):
+                clean = root / "blurb" / BY_NAME[other].relpath
+                clean.parent.mkdir(parents=True, exist_ok=True)
+                clean.write_bytes(_bytes(BY_NAME[other].lines))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    return path
+
+
+def _read(fmt: Fmt, root: Path) -> list:
+    if fmt.name == "predictions":
+        return list(predictions.read_predictions(root / fmt.relpath, fmt.dataset).items())
+    rows = loaders.read_rows(registry.get(fmt.dataset), "train", root)
+    return [{k: v for k, v in row.items()} for row in rows]
+
+
+# --------------------------------------------------------------------------- the malformed kinds
+
+
+@dataclass(frozen=True)
+class Case:
+    content: bytes
+    line: int
+    fragments: tuple[str, ...]
+    file: str | None = None  # the file the error must name (default: the file under test)
+
+
+Kind = Callable[[Fmt], Case | None]
+
+
+def _edit_line(fmt: Fmt, index: int, new: str | None) -> list[str]:
+    lines = list(fmt.lines)
+    if new is None:
+        del lines[index]
+    else:
+        lines[index] = new
+    return lines
+
+
+def _set_col(fmt: Fmt, index: int, col: int, value: str) -> list[str]:
+    parts = fmt.lines[index].split("\t")
+    parts[col] = value
+    return _edit_line(fmt, index, "\t".join(parts))
+
+
+def invalid_utf8(fmt: Fmt) -> Case:
+    lines = [line.encode() for line in fmt.lines]
+    lines[fmt.first] = lines[fmt.first][:4] + b"\xff" + lines[fmt.first][4:]
+    column = len(fmt.lines[fmt.first][:4]) + 1
+    return Case(b"\n".join(lines) + b"\n", fmt.first + 1, ("UTF-8", "0xff", f"column {column}"))
+
+
+def latin1_text(fmt: Fmt) -> Case:
+    """The everyday cause of non-UTF-8 bytes: a file saved as Latin-1 (here with one 'é')."""
+    lines = list(fmt.lines)
+    lines[fmt.first] = lines[fmt.first][:1] + "\u00e9" + lines[fmt.first][1:]
+    return Case("\n".join(lines).encode("latin-1") + b"\n", fmt.first + 1, ("UTF-8", "0xe9", "column 2"))
+
+
+def utf16(fmt: Fmt) -> Case:
+    return Case("\n".join(fmt.lines).encode("utf-16"), 1, ("UTF-16",))
+
+
+def gzipped(fmt: Fmt) -> Case:
+    return Case(gzip.compress(_bytes(fmt.lines)), 1, ("gzip", "plain UTF-8 text"))
+
+
+def zipped(fmt: Fmt) -> Case:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("train.tsv", _bytes(fmt.lines))
+    return Case(buffer.getvalue(), 1, ("zip archive",))
+
+
+def nul_byte(fmt: Fmt) -> Case:
+    lines = [line.encode() for line in fmt.lines]
+    lines[fmt.first] = lines[fmt.first][:2] + b"\x00" + lines[fmt.first][2:]
+    return Case(b"\n".join(lines) + b"\n", fmt.first + 1, ("NUL byte", "column 3"))
+
+
+def empty_file(fmt: Fmt) -> Case:
+    expected = "valid JSON" if fmt.name == "pubmedqa_json" else "at least one"
+    return Case(b"", 1, (expected,))
+
+
+def blank_lines_only(fmt: Fmt) -> Case:
+    expected = "valid JSON" if fmt.name == "pubmedqa_json" else "blank lines only"
+    return Case(b"\n \n\n", 1, (expected,))
+
+
+def header_only(fmt: Fmt) -> Case | None:
+    if not fmt.header:
+        return None
+    return Case(_bytes(fmt.lines[:1]), 2, ("at least one row", "end of file"))
+
+
+def docstart_only(fmt: Fmt) -> Case | None:
+    if fmt.name != "conll_pico":
+        return None
+    return Case(_bytes(["-DOCSTART- (900)", "", "-DOCSTART- (901)", ""]), 4, ("at least one sentence",))
+
+
+def missing_header(fmt: Fmt) -> Case | None:
+    if not fmt.header:
+        return None
+    return Case(_bytes(fmt.lines[1:]), 1, ("expected header",))
+
+
+def wrong_header(fmt: Fmt) -> Case | None:
+    if not fmt.header:
+        return None
+    return Case(_bytes(_edit_line(fmt, 0, fmt.lines[0].upper())), 1, ("expected header",))
+
+
+def inner_blank_line(fmt: Fmt) -> Case | None:
+    if fmt.name.startswith("conll") or fmt.name == "pubmedqa_json":
+        return None  # CoNLL separates sentences by blank lines; JSON allows whitespace
+    lines = list(fmt.lines)
+    lines.insert(fmt.first + 1, "")
+    return Case(_bytes(lines), fmt.first + 2, ("not a blank line",))
+
+
+def too_few_columns(fmt: Fmt) -> Case | None:
+    if not fmt.tabular:
+        return None
+    short = fmt.lines[fmt.first].rsplit("\t", 1)[0]
+    return Case(_bytes(_edit_line(fmt, fmt.first, short)), fmt.first + 1, ("tab-separated columns",))
+
+
+def too_many_columns(fmt: Fmt) -> Case | None:
+    if not fmt.tabular:
+        return None
+    return Case(_bytes(_edit_line(fmt, fmt.first, fmt.lines[fmt.first] + "\textra")), fmt.first + 1,
+                ("tab-separated columns",))
+
+
+def spaces_not_tabs(fmt: Fmt) -> Case | None:
+    if not fmt.tabular:
+        return None
+    return Case(_bytes(_edit_line(fmt, fmt.first, fmt.lines[fmt.first].replace("\t", " "))), fmt.first + 1,
+                ("tab-separated columns",))
+
+
+def bad_label(fmt: Fmt) -> Case | None:
+    if fmt.name == "pubmedqa_json":
+        return Case(_bytes(_edit_line(fmt, 2, PUBMEDQA_JSON[2].replace('"maybe"', '"perhaps"'))), 3,
+                    ("final_decision in {yes, no, maybe} for 22", "perhaps"))
+    if fmt.name == "predictions":
+        return Case(_bytes(_edit_line(fmt, 1, '{"id": "q2", "prediction": "maybe"}')), 2,
+                    ("a label string from {yes, no}", "maybe"))
+    if fmt.label_col is None or fmt.name == "biosses_tsv":
+        return None
+    expected = "comma-separated flags" if fmt.name == "hoc_tsv" else "a label in"
+    return Case(_bytes(_set_col(fmt, fmt.first + 1, fmt.label_col, fmt.bad_label)), fmt.first + 2,
+                (expected, fmt.bad_label))
+
+
+def empty_id(fmt: Fmt) -> Case | None:
+    if fmt.name == "predictions":
+        return Case(_bytes(_edit_line(fmt, 1, '{"id": "", "prediction": "no"}')), 2, ("a non-empty string",))
+    if fmt.id_col is None:
+        return None
+    value = "_s0" if fmt.name == "hoc_tsv" else " "
+    expected = "PMID_sN" if fmt.name == "hoc_tsv" else "a non-empty"
+    return Case(_bytes(_set_col(fmt, fmt.first + 1, fmt.id_col, value)), fmt.first + 2, (expected,))
+
+
+def duplicate_id(fmt: Fmt) -> Case | None:
+    first, second = fmt.first + 1, fmt.first + 2  # 1-based lines of the first two examples
+    if fmt.name == "predictions":
+        return Case(_bytes(_edit_line(fmt, 1, '{"id": "q1", "prediction": "no"}')), 2,
+                    ("each id once", "'q1'", "line 1"))
+    if fmt.name == "pubmedqa_ids":
+        return Case(_bytes(["11", "22", "11"]), 3, ("each id once", "'11'", "line 1"))
+    if fmt.name == "pubmedqa_json":
+        return Case(_bytes(_edit_line(fmt, 2, PUBMEDQA_JSON[2].replace('"22"', '"11"'))), 3,
+                    ("each key once", "'11'", "line 2"))
+    if fmt.id_col is None:
+        return None  # CoNLL sentence ids are generated, never repeated
+    dup = fmt.lines[fmt.first].split("\t")[fmt.id_col]
+    return Case(_bytes(_set_col(fmt, fmt.first + 1, fmt.id_col, dup)), second,
+                ("once", repr(dup), f"line {first}"))
+
+
+def empty_text(fmt: Fmt) -> Case | None:
+    if fmt.name == "pubmedqa_json":
+        return Case(_bytes(_edit_line(fmt, 2, PUBMEDQA_JSON[2].replace('"Is Y safe?"', '""'))), 3,
+                    ("a non-empty QUESTION for 22",))
+    if fmt.text_col is None:
+        return None
+    return Case(_bytes(_set_col(fmt, fmt.first + 1, fmt.text_col, " ")), fmt.first + 2, ("a non-empty",))
+
+
+def _score(value: str) -> Kind:
+    def kind(fmt: Fmt) -> Case | None:
+        if fmt.name != "biosses_tsv":
+            return None
+        return Case(_bytes(_set_col(fmt, 2, 3, value)), 3, ("a finite numeric score in [0, 4]", repr(value)))
+
+    kind.__name__ = f"score_{value}"
+    return kind
+
+
+def dangling_inside(fmt: Fmt) -> Case | None:
+    if fmt.name != "conll_bio":
+        return None
+    return Case(_bytes(_edit_line(fmt, 4, "Pain\tI")), 5, ("'I' only after 'B' or 'I'",))
+
+
+def docstart_without_id(fmt: Fmt) -> Case | None:
+    if fmt.name != "conll_pico":
+        return None
+    return Case(_bytes(_edit_line(fmt, 0, "-DOCSTART-")), 1, ("<document id>",))
+
+
+def hoc_bad_index(fmt: Fmt) -> Case | None:
+    if fmt.name != "hoc_tsv":
+        return None
+    return Case(_bytes(_set_col(fmt, 2, 2, "100-s0")), 3, ("PMID_sN", "100-s0"))
+
+
+def json_syntax(fmt: Fmt) -> Case | None:
+    if fmt.name == "pubmedqa_json":
+        return Case(_bytes(_edit_line(fmt, 2, PUBMEDQA_JSON[2].rstrip(","))), 4, ("valid JSON", "delimiter"))
+    if fmt.name == "predictions":
+        return Case(_bytes(_edit_line(fmt, 1, '{"id": "q2", "prediction": no}')), 2, ("invalid JSON",))
+    return None
+
+
+def json_not_object(fmt: Fmt) -> Case | None:
+    if fmt.name == "pubmedqa_json":
+        return Case(_bytes(["[", '  "11"', "]"]), 1, ("a JSON object keyed by PMID",))
+    if fmt.name == "predictions":
+        return Case(_bytes(_edit_line(fmt, 1, '["q2", "no"]')), 2, ('keys "id" and "prediction"',))
+    return None
+
+
+def json_missing_key(fmt: Fmt) -> Case | None:
+    if fmt.name == "pubmedqa_json":
+        return Case(_bytes(_edit_line(fmt, 3, PUBMEDQA_JSON[3].replace('"final_decision"', '"decision"'))), 4,
+                    ("QUESTION, CONTEXTS and final_decision for 33",))
+    if fmt.name == "predictions":
+        return Case(_bytes(_edit_line(fmt, 2, '{"id": "q3"}')), 3, ('keys "id" and "prediction"',))
+    return None
+
+
+def id_not_in_json(fmt: Fmt) -> Case | None:
+    if fmt.name != "pubmedqa_ids":
+        return None
+    return Case(_bytes(["11", "44"]), 2, ("a PMID present in ori_pqal.json", "'44'"))
+
+
+KINDS: tuple[Kind, ...] = (
+    invalid_utf8, latin1_text, utf16, gzipped, zipped, nul_byte, empty_file, blank_lines_only, header_only,
+    docstart_only, missing_header, wrong_header, inner_blank_line, too_few_columns, too_many_columns,
+    spaces_not_tabs, bad_label, empty_id, duplicate_id, empty_text, _score("nan"), _score("inf"),
+    _score("-inf"), _score("4.5"), _score("-0.5"), _score("high"), dangling_inside, docstart_without_id,
+    hoc_bad_index, json_syntax, json_not_object, json_missing_key, id_not_in_json,
+)
+
+MATRIX = [(fmt, kind) for fmt in FORMATS for kind in KINDS if kind(fmt) is not None]
+
+
+def test_matrix_covers_every_format_and_kind() -> None:
+    """Each format meets at least the 8 byte-level kinds; each kind applies to at least one format."""
+    per_format = {f.name: sum(1 for g, _ in MATRIX if g is f) for f in FORMATS}
+    assert min(per_format.values()) >= 10, per_format
+    assert {k.__name__ for _, k in MATRIX} == {k.__name__ for k in KINDS}
+    assert {registry.get(f.dataset).input_format for f in FORMATS} == set(loaders.INPUT_FORMATS)
+
+
+@pytest.mark.parametrize(("fmt", "kind"), MATRIX, ids=[f"{f.name}-{k.__name__}" for f, k in MATRIX])
+def test_malformed_input_names_file_line_and_expectation(tmp_path: Path, fmt: Fmt, kind: Kind) -> None:
+    case = kind(fmt)
+    assert case is not None
+    path = _write(fmt, tmp_path, case.content)
+    with pytest.raises(InputFormatError) as info:
+        _read(fmt, tmp_path)
+    err = info.value
+    assert err.path.name == (case.file or path.name), str(err)
+    assert err.line == case.line, str(err)
+    message = str(err)
+    assert f"{err.path}:{case.line}: expected " in message
+    assert "\n" not in message
+    for fragment in case.fragments:
+        assert fragment in message, message
+
+
+# --------------------------------------------------------------------------- accepted on purpose
+
+
+ACCEPTED: dict[str, Callable[[Fmt], bytes]] = {
+    "leading_bom": lambda f: b"\xef\xbb\xbf" + _bytes(f.lines),
+    "crlf": lambda f: _bytes(f.lines, newline="\r\n"),
+    "trailing_blank_lines": lambda f: _bytes(f.lines) + b"\n\n  \n",
+    "no_final_newline": lambda f: _bytes(f.lines, final=False),
+}
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=[f.name for f in FORMATS])
+@pytest.mark.parametrize("variant", list(ACCEPTED))
+def test_accepted_variants_read_exactly_like_the_clean_file(tmp_path: Path, fmt: Fmt, variant: str) -> None:
+    """One policy for every format: a BOM is dropped (never part of the first id), CRLF and trailing blank
+    lines are fine."""
+    _write(fmt, tmp_path / "clean", _bytes(fmt.lines))
+    _write(fmt, tmp_path / "variant", ACCEPTED[variant](fmt))
+    clean, other = _read(fmt, tmp_path / "clean"), _read(fmt, tmp_path / "variant")
+    assert other == clean
+    assert clean and "\ufeff" not in repr(other)
+
+
+def test_bom_inside_an_id_list_is_not_the_first_id(tmp_path: Path) -> None:
+    fmt = BY_NAME["pubmedqa_ids"]
+    _write(fmt, tmp_path, b"\xef\xbb\xbf11\n22\n")
+    assert [r["id"] for r in _read(fmt, tmp_path)] == ["11", "22"]
+
+
+# --------------------------------------------------------------------------- split disjointness
+
+# dataset -> (train lines, test lines, shared unit, its line in train, its line in test)
+OVERLAPS: dict[str, tuple[list[str], list[str], str, int, int]] = {
+    "ChemProt": (["10.T1.T2\ta .\tfalse", "11.T1.T2\tb .\tfalse"], ["12.T1.T2\tc .\tfalse", "11.T3.T4\td .\tfalse"],
+                 "11", 2, 2),
+    "DDI": (["DDI-MedLine.d1.s0.p0\ta .\tDDI-false"], ["DDI-MedLine.d2.s0.p0\tb .\tDDI-false",
+                                                      "DDI-MedLine.d1.s3.p1\tc .\tDDI-false"], "DDI-MedLine.d1", 1, 2),
+    "BIOSSES": (["pair_id\tsent1\tsent2\tscore", "1\ta .\tb .\t1.0", "2\tc .\td .\t2.0"],
+                ["pair_id\tsent1\tsent2\tscore", "2\te .\tf .\t3.0"], "2", 3, 2),
+    "HoC": (["labels\tsentence\tindex", _hoc(set(), "a .", "5_s0")],
+            ["labels\tsentence\tindex", _hoc(set(), "b .", "6_s0"), _hoc(set(), "c .", "5_s1")], "5", 2, 3),
+    "BioASQ": (["q1\tQ?\tC.\tyes"], ["q9\tQ?\tC.\tno", "q1\tQ?\tC.\tyes"], "q1", 1, 2),
+    "PubMedQA": (["11", "22"], ["33", "22"], "22", 2, 2),
+    "JNLPBA": (["-DOCSTART- (5)", "", "a\tB", "", "-DOCSTART- (6)", "", "b\tO"],
+               ["-DOCSTART- (7)", "", "c\tO", "", "-DOCSTART- (6)", "", "d\tB"], "6", 7, 7),
+    "EBM-PICO": (["-DOCSTART- (5)", "", "a\tO"], ["-DOCSTART- (5)", "", "b\tI-PAR"], "5", 3, 3),
+}
+
+
+def _split_root(root: Path, name: str, train: list[str], test: list[str]) -> tuple[str, str]:
+    spec = registry.get(name)
+    first = "dev" if name == "EBM-PICO" else "train"  # EBM-PICO has no train split in BLURB's data root
+    if name == "PubMedQA":
+        _write(BY_NAME["pubmedqa_json"], root, _bytes(PUBMEDQA_JSON))
+    for split, lines in ((first, train), ("test", test)):
+        path = loaders.split_files(spec.name, split, root)[-1]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_bytes(lines))
+    return first, "test"
+
+
+@pytest.mark.parametrize("name", list(OVERLAPS))
+def test_shared_examples_between_splits_are_refused(tmp_path: Path, name: str) -> None:
+    train, test, unit, train_line, test_line = OVERLAPS[name]
+    first, second = _split_root(tmp_path, name, train, test)
+    files = [loaders.split_files(name, s, tmp_path)[-1] for s in (first, second)]
+    with pytest.raises(InputFormatError) as info:
+        loaders.load_blurb(name, tmp_path, splits=[first, second])
+    err = info.value
+    assert (err.path, err.line) == (files[1], test_line)
+    assert repr(unit) in str(err) and f"{files[0]}:{train_line}" in str(err)
+    assert registry.get(name).split_unit.what in str(err)
+    with pytest.raises(InputFormatError):
+        loaders.validate_splits(name, tmp_path)
+    rows = {r.split: r for r in check.check_dataset(registry.get(name), tmp_path)}
+    assert rows[second].status == "error" and not rows[second].ok and repr(unit) in rows[second].note
+
+
+def test_datasets_without_named_ids_have_no_split_unit() -> None:
+    """Positional ids (sentence numbers, GAD row numbers) say nothing about overlap; every other dataset is checked."""
+    assert {s.name for s in registry.DATASETS if s.split_unit is None} == {
+        "BC5-chem", "BC5-disease", "NCBI-disease", "BC2GM", "GAD"}
+    assert set(OVERLAPS) == {s.name for s in registry.DATASETS if s.split_unit is not None}
+
+
+def test_documented_jnlpba_overlap_is_a_note_not_an_error(tmp_path: Path) -> None:
+    doc = "98230439"  # one of the 10 abstracts in both JNLPBA train and test (loaders.KNOWN_SPLIT_OVERLAPS)
+    train = [f"-DOCSTART- ({doc})", "", "a\tB"]
+    _split_root(tmp_path, "JNLPBA", train, [f"-DOCSTART- ({doc})", "", "b\tB", "", "-DOCSTART- (1)", "", "c\tO"])
+    known = loaders.validate_splits("JNLPBA", tmp_path, ["train", "test"])
+    assert [(o.splits, list(o.shared), bool(o.known)) for o in known] == [(("train", "test"), [doc], True)]
+    assert list(loaders.load_blurb("JNLPBA", tmp_path, splits=["train", "test"])) == ["train", "test"]
+    _split_root(tmp_path, "JNLPBA", train + ["", "-DOCSTART- (1)", "", "d\tO"],
+                [f"-DOCSTART- ({doc})", "", "b\tB", "", "-DOCSTART- (1)", "", "c\tO"])
+    with pytest.raises(InputFormatError, match="'1'"):
+        loaders.validate_splits("JNLPBA", tmp_path, ["train", "test"])
+
+
+def test_real_data_splits_are_disjoint_except_the_documented_jnlpba_abstracts(data_root: Path) -> None:
+    found = {}
+    for spec in registry.DATASETS:
+        for overlap in loaders.validate_splits(spec.name, data_root):
+            found[(spec.name, *overlap.splits)] = set(overlap.shared)
+    assert found == {key: set(units) for key, (units, _) in loaders.KNOWN_SPLIT_OVERLAPS.items()}
+
+
+# --------------------------------------------------------------------------- data check and training
+
+
+def _data_app():
+    import typer
+
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:
+        """Test root."""
+
+    data_cli.register(app)
+    return app
+
+
+@pytest.mark.parametrize("kind", [invalid_utf8, gzipped, empty_file], ids=lambda k: k.__name__)
+def test_data_check_reports_a_bad_file_as_one_row_and_prints_the_table(tmp_path: Path, kind: Kind) -> None:
+    bioasq, gad = BY_NAME["bioasq_tsv"], BY_NAME["gad_tsv"]
+    for split in loaders.SPLITS:
+        ids_of_split = [line.replace("q", f"{split}-q", 1) for line in bioasq.lines]  # disjoint splits
+        (tmp_path / "blurb" / "BioASQ").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "blurb" / "BioASQ" / f"{split}.tsv").write_bytes(_bytes(ids_of_split))
+        (tmp_path / "blurb" / "GAD").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "blurb" / "GAD" / f"{split}.tsv").write_bytes(_bytes(gad.lines))
+    bad = kind(bioasq)
+    (tmp_path / "blurb" / "BioASQ" / "dev.tsv").write_bytes(bad.content)
+    args = ["data", "check", "--data-root", str(tmp_path), "--only", "BioASQ,GAD"]
+    result = CliRunner().invoke(_data_app(), [*args, "--json"])
+    assert result.exit_code == 1
+    rows = {(r["dataset"], r["split"]): r for r in json.loads(result.output)}
+    assert len(rows) == 6
+    assert [key for key, r in rows.items() if r["status"] == "error"] == [("BioASQ", "dev")]
+    assert f"dev.tsv:{bad.line}: expected" in rows[("BioASQ", "dev")]["note"]
+    assert rows[("GAD", "train")]["ours"] == 3 and rows[("BioASQ", "test")]["ours"] == 3
+    text = CliRunner().invoke(_data_app(), args)
+    assert text.exit_code == 1 and "ERROR" in text.output and "splits OK" in text.output
+
+
+def test_empty_dev_split_stops_fine_tuning_before_training(tmp_path: Path) -> None:
+    """The issue's empty NER dev file: an error naming the file before any model is built or record written."""
+    from medibio.finetune import runner
+
+    folder = tmp_path / "data" / "blurb" / "NCBI-disease"
+    folder.mkdir(parents=True)
+    for split in loaders.SPLITS:
+        (folder / f"{split}.tsv").write_bytes(_bytes(BY_NAME["conll_bio"].lines) if split != "dev" else b"")
+    with pytest.raises(InputFormatError, match=r"NCBI-disease/dev.tsv:1: expected at least one sentence"):
+        runner.run_finetune("NCBI-disease", "tiny-deberta", seeds=1, profile="smoke",
+                            results_root=tmp_path / "results", data_root=tmp_path / "data")
+    assert not list((tmp_path / "results").rglob("*.json"))
