@@ -150,9 +150,9 @@ def test_chapter_lookup_by_slug_or_unique_part() -> None:
 
     assert chapters.get("audit").slug == "appendix_a_paper_audit"
     assert chapters.get("appendix_b_reproducibility").title == "Appendix B: reproducibility"
-    with pytest.raises(MedibioError, match="chapters match"):
+    with pytest.raises(MedibioError, match="2 chapters match 'pretraining'"):
         chapters.get("pretraining")  # table_3_pretraining and tables_5_6_pretraining_configurations
-    with pytest.raises(MedibioError, match="no chapter"):
+    with pytest.raises(MedibioError, match="unknown chapter 'nonesuch'; known: intro, "):
         chapters.get("nonesuch")
 
 

@@ -86,7 +86,7 @@ MISTAKES: list[tuple[list[str], tuple[str, ...]]] = [
     (["fields", "subset", "{records}", "--out", "/tmp/never", "--text-source", "/missing"], ("'--text-source'",
                                                                                           "does not exist")),
     (["book", "--profile", "fast"], ("'--profile'", PROFILES)),
-    (["book", "--only", "nothere"], ("'--only'", "no chapter match 'nothere'", "02_paper_audit")),
+    (["book", "--only", "nothere"], ("'--only'", "unknown chapter 'nothere'", "appendix_a_paper_audit")),
     (["data", "check", "--only", "NOPE"], ("'--only'", "unknown dataset 'NOPE'", DATASETS)),
     (["data", "fetch", "--only", "nope", "--list"], ("'--only'", "unknown source 'nope'", "pubmedqa")),
     (["blurb", "score", "/missing-folder"], ("'PRED_DIR'", "does not exist")),

@@ -83,11 +83,10 @@ def get(slug: str) -> TocEntry:
         return exact[0]
     hits = [c for c in CHAPTERS if slug.lower() in c.slug.lower()]
     if len(hits) != 1:
-        from medibio.errors import MedibioError
+        from medibio.errors import UnknownNameError
 
-        known = ", ".join(c.slug for c in CHAPTERS)
-        what = "no chapter" if not hits else f"{len(hits)} chapters"
-        raise MedibioError(f"{what} match {slug!r}; chapters: {known}")
+        extra = f" ({len(hits)} chapters match {slug!r}: give more of the name)" if hits else ""
+        raise UnknownNameError("chapter", slug, [c.slug for c in CHAPTERS], extra)
     return hits[0]
 
 
