@@ -25,8 +25,9 @@ book: install
 # JupyterLab on the chapter notebooks, with this project's environment as the kernel; results and data
 # locations are the same as `make book`'s, so a notebook run there writes the same run records.
 LAB_ARGS ?=
+AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: install
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(AS_ROOT) $(LAB_ARGS)
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -40,13 +40,22 @@ def aggregate_readings(audit: pd.DataFrame, macro_reading: str) -> Any:
 
 
 def score_heatmap(frame: pd.DataFrame, title: str, vmin: float | None = None, vmax: float | None = None,
-                  cmap: str = "viridis") -> Any:
-    """A labelled heatmap of a rows x columns score table."""
+                  cmap: str = "viridis", p_values: pd.DataFrame | None = None) -> Any:
+    """A labelled heatmap of a rows x columns score table; with ``p_values`` (same shape), cells whose
+    difference is significant at 95% get a star and the title says so."""
     import seaborn as sns
 
+    values = frame.astype(float)
+    annot: Any = True
+    fmt = ".1f"
+    if p_values is not None:
+        p = p_values.reindex(index=frame.index, columns=frame.columns).astype(float)
+        annot = values.map(lambda v: "" if pd.isna(v) else f"{v:.1f}")
+        annot = annot.where(~(p < 0.05), annot + "*")
+        fmt = ""
+        title += "  (* significant at 95%, paired bootstrap)"
     fig, ax = _figure(0.9 * len(frame.columns) + 3.5, 0.38 * len(frame) + 1.4)
-    sns.heatmap(frame.astype(float), annot=True, fmt=".1f", cmap=cmap, vmin=vmin, vmax=vmax, ax=ax,
-                cbar_kws={"shrink": 0.8})
+    sns.heatmap(values, annot=annot, fmt=fmt, cmap=cmap, vmin=vmin, vmax=vmax, ax=ax, cbar_kws={"shrink": 0.8})
     ax.set_title(title)
     ax.set_xlabel("")
     ax.set_ylabel("")
