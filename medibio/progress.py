@@ -71,31 +71,42 @@ def _emit(kind: str, info: dict[str, Any]) -> None:
 
 
 class _Bar(tqdm):
-    """tqdm on the launcher's terminal that also tells the cell sinks how far it got (every 2 s at most)."""
+    """tqdm on the launcher's terminal that also tells the cell sinks how far it got (every 2 s at most),
+    with its own count and clock so that a bar hidden from the terminal still reports to the cell."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._last_emit = 0.0
+    def __init__(self, *args: Any, cell: bool = True, **kwargs: Any) -> None:
+        self._label, self._of, self._cell = kwargs.get("desc", ""), kwargs.get("total"), cell
+        self._done, self._since, self._last_emit, self._note = 0, time.monotonic(), 0.0, ""
         super().__init__(*args, **kwargs)
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        self._note = s
+        if not self.disable:
+            super().set_postfix_str(s, refresh=refresh)
 
     def update(self, n: float | None = 1) -> bool | None:
         out = super().update(n)
+        self._done += n or 0
         now = time.monotonic()
-        if _SINKS and (now - self._last_emit >= 2.0 or self.n >= (self.total or 0)):
+        if self._cell and _SINKS and (now - self._last_emit >= 2.0 or self._done >= (self._of or 0)):
             self._last_emit = now
-            rate = self.format_dict.get("rate")
-            left = (self.total - self.n) / rate if rate and self.total else None
-            _emit("bar", {"desc": self.desc, "n": self.n, "total": self.total, "postfix": self.postfix,
+            rate = self._done / max(now - self._since, 1e-9)
+            left = (self._of - self._done) / rate if rate and self._of else None
+            _emit("bar", {"desc": self._label, "n": self._done, "total": self._of, "postfix": self._note,
                           "left_s": left})
         return out
 
 
-def bar(desc: str, total: int, unit: str = "step", leave: bool = False, disable: bool = False) -> tqdm:
+def bar(desc: str, total: int, unit: str = "step", leave: bool = False, disable: bool = False,
+        minor: bool = False) -> tqdm:
     """A progress bar with rate and time left, on the terminal (see :func:`terminal`) and in cell sinks
-    (``disable``: on processes other than the main one)."""
+    (``disable``: on processes other than the main one). ``minor`` bars (an evaluation pass inside a
+    training run) are drawn on a terminal only, not into a log file, where nested bars become noise."""
     stream = terminal()
     tty = _is_tty(stream)
-    return _Bar(total=total, desc=desc, unit=unit, leave=leave, file=stream, disable=disable or not enabled(),
-                mininterval=0.5 if tty else 20.0, ascii=not tty, dynamic_ncols=tty)
+    off = disable or not enabled() or (minor and not tty)
+    return _Bar(total=total, desc=desc, unit=unit, leave=leave, file=stream, disable=off, cell=not minor,
+                mininterval=0.5 if tty else 30.0, ascii=not tty, dynamic_ncols=tty)
 
 
 def say(line: str, kind: str = "line", **info: Any) -> None:

@@ -193,7 +193,8 @@ def setup(name: str, profile: str, data_root_param: str | Path | None = "",
 
 def _diff_columns(frame: pd.DataFrame) -> tuple[str, ...]:
     return tuple(str(c) for c in frame.columns
-                 if str(c).lower().startswith(("diff", "Δ", "delta", "gain")) or str(c).endswith("_diff"))
+                 if (str(c).lower().startswith(("diff", "Δ", "delta", "gain")) or str(c).endswith("_diff"))
+                 and pd.api.types.is_numeric_dtype(frame[c]))
 
 
 def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = (), precision: int = 2) -> Any:

@@ -170,7 +170,7 @@ class Evaluator:
         model.eval()
         outputs: dict[int, Any] = {}
         bar = progress.bar(f"{self.spec.name} {self.split}", len(self.loader), unit="batch",
-                           disable=not acc.is_local_main_process)
+                           disable=not acc.is_local_main_process, minor=True)
         with torch.no_grad(), bar:
             for batch in self.loader:
                 bar.update(1)

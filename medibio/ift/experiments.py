@@ -61,7 +61,7 @@ def ift_table(runs: Runs, results_root: Path | None = None, data_root: Path | No
     frame.insert(3, "gain over baseline", frame["mean"] - frame.loc[BASELINE, "mean"])
     if results_root is not None:
         tests = {label: _paired(runs, label, results_root, data_root) for label in runs if label != BASELINE}
-        frame.insert(4, "gain 95% CI", [_interval(tests.get(label)) for label in frame.index])
+        frame.insert(4, "95% CI of the gain", [_interval(tests.get(label)) for label in frame.index])
         frame.insert(5, "p", [tests[label].p_value if tests.get(label) else float("nan") for label in frame.index])
         frame.insert(6, "significant", [("yes" if tests[label].significant else "no") if tests.get(label) else ""
                                         for label in frame.index])

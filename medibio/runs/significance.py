@@ -37,8 +37,9 @@ seqeval (``benchmarks/significance_speed.py``).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -471,6 +472,28 @@ def compare_records(a: Iterable[RunRecord], b: Iterable[RunRecord], results_root
         return None
     _check_same_ids((ra.files[0], ra.ids), (rb.files[0], rb.ids), f"{label_b} vs {label_a} on {dataset}")
     return paired_test(ra, rb, resamples, seed, method, confidence)
+
+
+def compare_groups(groups: Mapping[str, Iterable[RunRecord]], results_root: str | Path,
+                   data_root: str | Path | None = None, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                   method: str = "bootstrap", confidence: float = CONFIDENCE) -> pd.DataFrame:
+    """Every pair of labelled record sets (e.g. one per model) on every dataset both have: the book's
+    model-vs-model table, one row per (A, B, dataset)."""
+    sets = {label: list(recs) for label, recs in groups.items()}
+    found = []
+    for (la, ra), (lb, rb) in itertools.combinations(sets.items(), 2):
+        for dataset in [d for d in registry.names() if any(r.dataset == d for r in ra)
+                        and any(r.dataset == d for r in rb)]:
+            test = compare_records(ra, rb, results_root, dataset, la, lb, resamples, seed, method, confidence,
+                                   data_root)
+            if test is not None:
+                found.append(test)
+    return comparison_frame(found)
+
+
+def interval_text(low: float, high: float) -> str:
+    """``[61.20, 70.05]``, or empty when there is no interval."""
+    return "" if math.isnan(low) or math.isnan(high) else f"[{low:.2f}, {high:.2f}]"
 
 
 COMPARISON_COLUMNS = ("a", "b", "dataset", "unit", "n_units", "seeds_a", "seeds_b", "mean_a", "mean_b",
