@@ -189,3 +189,51 @@ def test_a_changed_preset_reaches_the_page(tmp_path, data_root) -> None:
     for (score, [digest]), epochs in zip(shown, (1, 2), strict=True):
         assert by_digest[digest].hyperparameters["epochs"] == epochs and by_digest[digest].score_test == score
     assert shown[0][1] != shown[1][1]
+
+
+# --- papermill straight on a source notebook, as a user would ------------------------------------------
+
+def _papermill(source: Path, out: Path, **parameters):
+    import papermill
+
+    return papermill.execute_notebook(str(source), str(out), parameters=parameters, kernel_name="python3",
+                                      progress_bar=False, cwd=str(out.parent))
+
+
+def test_papermill_bad_profile_fails_in_the_first_cell_with_one_clear_error(tmp_path) -> None:
+    from papermill.exceptions import PapermillExecutionError
+
+    entry = chapters.get("appendix_a_paper_audit")
+    with pytest.raises(PapermillExecutionError) as info:
+        _papermill(entry.source_path, tmp_path / "audit.ipynb", profile="bogus")
+    assert info.value.ename == "ParameterError"
+    assert "unknown profile 'bogus'; known: smoke, cpu, gpu, paper" in info.value.evalue
+    assert info.value.exec_count == 3  # parameters, injected parameters, then the set-up cell checks them
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ({"tasks": "B"}, "parameter tasks: unknown dataset 'B'"),
+    ({"seeds": "a,b"}, "parameter seeds: seeds are whole numbers, got 'a'"),
+])
+def test_papermill_bad_chapter_parameters(tmp_path, given, message) -> None:
+    from papermill.exceptions import PapermillExecutionError
+
+    entry = chapters.get("tables_5_6_pretraining_configurations")
+    with pytest.raises(PapermillExecutionError) as info:
+        _papermill(entry.source_path, tmp_path / "t56.ipynb", profile="smoke", **given)
+    assert info.value.ename == "ParameterError" and message in info.value.evalue
+
+
+def test_papermill_smoke_profile_derives_everything_from_profile(tmp_path, data_root) -> None:
+    """`-p profile smoke` alone gives the smoke pretraining run, as `medibio book --profile smoke` does."""
+    import os
+
+    entry = chapters.get("table_3_pretraining")
+    os.environ["MEDIBIO_RESULTS"] = str(tmp_path / "results")
+    try:
+        _papermill(entry.source_path, tmp_path / "t3.ipynb", profile="smoke")
+    finally:
+        os.environ.pop("MEDIBIO_RESULTS")
+    summary = notebook.read_summary(tmp_path / "results", "smoke", entry.slug)
+    assert summary["values"]["pretrain_steps"] == 6  # the smoke config's max_steps, not mini's 150
+    assert "'smoke' run" in summary["reproductions"]["Table 3"]["status"]
