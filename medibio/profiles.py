@@ -13,6 +13,8 @@ steps on 2 cores demand it, and says why next to each value.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,9 +48,18 @@ class Profile:
     finetune_per_task: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # dataset -> fields
     book: BookPlan = field(default_factory=BookPlan)
     scierc: Mapping[str, Any] = field(default_factory=dict)  # medibio.scierc preset fields
+    # At most this many examples per split (and pretraining steps): the profile's whole code path — presets,
+    # seeds, batches, precision, evaluation, records — on a few examples, to check it runs (``--limit``).
+    limit: int | None = None
 
     def default_seeds(self, dataset: str) -> tuple[int, ...]:
         return self.small_task_seeds if dataset in SMALL_TASKS else self.seeds
+
+    def cap(self, value: int | None) -> int | None:
+        """A size cap of this profile under its limit (``None`` = uncapped)."""
+        if self.limit is None:
+            return value
+        return self.limit if value is None else min(value, self.limit)
 
 
 SMALL_TASKS = ("BIOSSES", "PubMedQA", "BioASQ")
@@ -150,6 +161,19 @@ PROFILES: dict[str, Profile] = {
 }
 
 DEFAULT_PROFILE = "cpu"
+LIMIT_ENV = "MEDIBIO_LIMIT"  # set by --limit; inherited by notebook kernels and accelerate's processes
+
+
+def limit() -> int | None:
+    """The examples-per-split limit of this process (``$MEDIBIO_LIMIT``), None when unset."""
+    text = os.environ.get(LIMIT_ENV, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        from medibio.errors import MedibioError
+
+        raise MedibioError(f"${LIMIT_ENV} must be a whole number >= 1 (examples per split), not {text!r}")
+    return int(text)
 
 
 def names() -> list[str]:
@@ -162,9 +186,11 @@ def get(profile: str | Profile) -> Profile:
     if isinstance(profile, Profile):
         return profile
     try:
-        return PROFILES[str(profile)]
+        prof = PROFILES[str(profile)]
     except KeyError:
         raise UnknownNameError("profile", profile, PROFILES) from None
+    n = limit()
+    return dataclasses.replace(prof, limit=n) if n else prof
 
 
 def help_text() -> str:

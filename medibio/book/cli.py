@@ -38,16 +38,29 @@ def register(app: typer.Typer) -> None:
         results_root: Path = typer.Option(None, "--results-root", help="Results root (default: "
                                           "$MEDIBIO_RESULTS or results/)."),
         as_json: bool = typer.Option(False, "--json", help="Print the build report as JSON."),
+        limit: int = typer.Option(None, "--limit", help="At most N examples per split and N pretraining steps in "
+                                  "every run: the profile's whole code path in minutes (results are not "
+                                  "the profile's; they go to records of their own).", callback=check.at_least(1)),
+        processes: int = typer.Option(None, "--processes", help="Fine-tune through `accelerate launch` with this "
+                                      "many processes (GPUs, or gloo processes on a CPU).",
+                                      callback=check.at_least(1)),
     ) -> None:
         """Execute the chapter notebooks with papermill into book/, then build _build/html with jupyter-book.
 
         A failing notebook is reported with its failing cell; the other notebooks still run. The build
         report is saved to <results_root>/book/<profile>/build.json.
         """
-        from medibio.book.build import build_book
+        import os
 
         from medibio import progress
+        from medibio.book.build import build_book
         from medibio.book.chapters import CHAPTERS
+        from medibio.finetune.runner import PROCESSES_ENV
+
+        if limit:
+            os.environ[profiles.LIMIT_ENV] = str(limit)  # inherited by the notebook kernels
+        if processes:
+            os.environ[PROCESSES_ENV] = str(processes)
 
         started: list[str] = []
 

@@ -83,14 +83,17 @@ class ChapterContext:
         recs = list(records)
         ok = [r for r in recs if getattr(r, "status", "ok") == "ok"]
         recorded = [r for r in ok if getattr(r, "recorded", False)]
-        if status is not None:
-            pass
-        elif ok and len(recorded) < len(ok):
-            status = f"reproduced on this profile ({len(ok) - len(recorded)} runs)"
-        elif recorded:
-            status = f"recorded GPU result ({len(recorded)} runs)"
-        else:
-            status = "paper numbers only"
+        if status is None:
+            parts = []
+            if len(recorded) < len(ok):
+                parts.append(f"reproduced on this profile ({len(ok) - len(recorded)} runs)")
+            if recorded:
+                parts.append(f"recorded GPU result ({len(recorded)} runs)")
+            status = "; ".join(parts) or "paper numbers only"
+        from medibio import profiles
+
+        if profiles.limit() and status != "paper numbers only":
+            status += f" — limited to {profiles.limit()} examples per split: a code-path check, not a result"
         self.reproductions[artefact] = {"status": status, "section": section, "runs": len(ok)}
         self.save()
 
@@ -187,6 +190,15 @@ def setup(name: str, profile: str, data_root_param: str | Path | None = "",
     pd.set_option("display.precision", 2)
     chapter = ChapterContext(name=name, profile=resolved.profile, data_root=root if root.is_dir() else None,
                              results_root=Path(results_root()).resolve(), params=resolved)
+    from medibio import profiles
+
+    if profiles.limit():
+        from IPython.display import Markdown, display
+
+        chapter.values["limit"] = profiles.limit()
+        display(Markdown(f"**Limited build:** every run of this chapter used at most {profiles.limit()} examples "
+                         f"per split (`--limit`, `${profiles.LIMIT_ENV}`): the `{resolved.profile}` profile's code "
+                         "path end to end, not its results."))
     chapter.save()
     return chapter
 

@@ -102,13 +102,20 @@ def register(app: typer.Typer) -> None:
         data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
         force: bool = typer.Option(False, "--force", help="rerun even when a record exists"),
         as_json: bool = typer.Option(False, "--json", help="print the records as JSON"),
+        limit: int = typer.Option(None, "--limit", help="at most N examples per split: the profile's exact code "
+                                  "path on a few examples (records of their own)", callback=check.at_least(1)),
     ) -> None:
         """Fine-tune a model on BLURB tasks x seeds and write one run record per run.
 
         Runs already recorded are skipped (resume), unless --force. Works under `accelerate launch -m
         medibio finetune ...` for several processes (only the main process writes).
         """
+        import os
+
         from medibio.finetune import runner
+
+        if limit:
+            os.environ[profiles.LIMIT_ENV] = str(limit)  # every process accelerate starts inherits it
 
         overrides = _overrides(config, learning_rate=lr, batch_size=batch_size, epochs=epochs,
                                max_length=max_length, grad_accum=grad_accum, max_train_examples=max_train_examples,

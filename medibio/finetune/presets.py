@@ -124,6 +124,11 @@ def preset(dataset: str, profile: str | Profile = DEFAULT_PROFILE, max_length: i
         cfg = cfg.replace(max_length=min(cfg.max_length, prof.finetune_base["max_length"]))
     else:
         cfg = cfg.replace(max_length=min(cfg.max_length, max_length or spec_len))
+    if prof.limit is not None:
+        cfg = cfg.replace(max_train_examples=prof.cap(cfg.max_train_examples),
+                          max_dev_examples=prof.cap(cfg.max_dev_examples),
+                          max_test_examples=prof.cap(cfg.max_test_examples),
+                          intermediate_max_train_examples=prof.cap(cfg.intermediate_max_train_examples))
     return cfg
 
 
@@ -139,7 +144,8 @@ def intermediate_preset(task: str, profile: str | Profile, max_length: int | Non
         cfg = FinetuneConfig().replace(**{**INTERMEDIATE_HYPERPARAMETERS, **dict(prof.finetune_base)})
         if max_length:
             cfg = cfg.replace(max_length=min(cfg.max_length, max_length))
-    changes: dict[str, Any] = {"max_train_examples": cfg.intermediate_max_train_examples}
+    changes: dict[str, Any] = {"max_train_examples": prof.cap(cfg.intermediate_max_train_examples),
+                               "max_dev_examples": prof.cap(cfg.max_dev_examples)}
     if cfg.intermediate_epochs:
         changes["epochs"] = cfg.intermediate_epochs
     return cfg.replace(**changes)

@@ -34,6 +34,7 @@ from medibio.finetune import features, modeling, presets, trainer
 from medibio.profiles import Profile
 from medibio.runs import identity
 
+PROCESSES_ENV = "MEDIBIO_PROCESSES"  # >1: run_finetune goes through `accelerate launch` with that many processes
 SUBSET_SEED = 12345  # train/dev caps pick the same subset for every seed and model (comparable runs)
 # Part of every digest: bump it when a code change alters what a given configuration computes, so that
 # records made by the old code are no longer taken for the new code's results.
@@ -185,11 +186,62 @@ def run_finetune(tasks: str | Sequence[str], model: str | None = None,
     """
     from medibio.paths import results_root as default_results_root
 
+    processes = launch_processes()
+    if processes > 1:
+        if callbacks:
+            raise ValueError(f"callbacks cannot follow runs into {processes} launched processes; unset "
+                             f"${PROCESSES_ENV} to run in this process")
+        return _launch_request(tasks, model, seeds, profile, config_overrides, intermediate, results_root, force,
+                               data_root, variant, processes)
     plans = plan_runs(tasks, model, seeds, profile, config_overrides, intermediate, variant, data_root)
     root = default_results_root(results_root)
     first_cfg = plans[0].config if plans else presets.FinetuneConfig()
     accelerator = trainer.make_accelerator(first_cfg.mixed_precision)
     return [run_plan(plan, root, force, data_root, accelerator, callbacks) for plan in plans]
+
+
+def launch_processes() -> int:
+    """How many processes :func:`run_finetune` should use: ``$MEDIBIO_PROCESSES`` (set by ``medibio book
+    --processes``), 1 inside a process that accelerate already launched."""
+    import os
+
+    text = os.environ.get(PROCESSES_ENV, "").strip()
+    if not text or "WORLD_SIZE" in os.environ or "LOCAL_RANK" in os.environ:
+        return 1
+    if not text.isdigit() or int(text) < 1:
+        from medibio.errors import MedibioError
+
+        raise MedibioError(f"${PROCESSES_ENV} must be a whole number >= 1, not {text!r}")
+    return int(text)
+
+
+def _launch_request(tasks: str | Sequence[str], model: str | None, seeds: Any, profile: str,
+                    config_overrides: Mapping[str, Any] | None, intermediate: Any, results_root: Any, force: bool,
+                    data_root: Any, variant: str | None, processes: int) -> list[Any]:
+    """The same request through ``accelerate launch`` (overrides travel as a YAML file)."""
+    import os
+    import tempfile
+
+    import yaml
+
+    from medibio.paths import results_root as default_results_root
+
+    root = default_results_root(results_root)
+    config_file = None
+    if config_overrides:
+        folder = root / ".launch"
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, config_file = tempfile.mkstemp(suffix=".yaml", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            yaml.safe_dump(_plain_overrides(config_overrides), fh)
+    threads = str(max(1, (os.cpu_count() or processes) // processes))
+    try:
+        return launch(tasks, model, seeds, profile, num_processes=processes, config_file=config_file,
+                      intermediate=intermediate, results_root=root, force=force, data_root=data_root,
+                      variant=variant, env={"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads)})
+    finally:
+        if config_file:
+            os.unlink(config_file)
 
 
 def _claim(plan: RunPlan, results_root: Path, force: bool, accelerator: Any, stack: contextlib.ExitStack,

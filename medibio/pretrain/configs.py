@@ -133,6 +133,24 @@ def get_config(name: str) -> PretrainConfig:
         raise UnknownNameError("pretraining config", name, CONFIGS) from None
 
 
+def for_run(config: PretrainConfig) -> PretrainConfig:
+    """The config a run actually uses: itself, or under ``--limit N`` (``$MEDIBIO_LIMIT``) a copy named
+    ``<name>-limitN`` with at most N steps, a 2,000-piece vocabulary and 1 MB of text — the same code path
+    in seconds, written to folders of its own so it never passes for a real run."""
+    from medibio import profiles
+
+    n = profiles.limit()
+    if n is None or config.name.endswith(f"-limit{n}"):
+        return config
+    steps = min(config.max_steps, n)
+    return replace(config, name=f"{config.name}-limit{n}", max_steps=steps,
+                   warmup_steps=max(1, round(steps * config.warmup_steps / max(config.max_steps, 1))),
+                   save_every=min(config.save_every, steps), log_every=min(config.log_every, steps),
+                   corpus_max_mb=min(config.corpus_max_mb or 1.0, 1.0),
+                   vocab_sample_mb=min(config.vocab_sample_mb, 1.0),
+                   model=replace(config.model, vocab_size=min(config.model.vocab_size, 2_000)))
+
+
 def batch_layout_text(config: PretrainConfig) -> str:
     """The batch as the paper writes it: '49,152 (4,096 x 3 x 4)' when the layout is known."""
     total = f"{config.effective_batch:,}"

@@ -19,7 +19,7 @@ from typing import Any
 from medibio.atomic import write_json
 from medibio.errors import UnknownNameError
 from medibio.paths import results_root
-from medibio.pretrain.configs import PretrainConfig, get_config
+from medibio.pretrain.configs import PretrainConfig, for_run, get_config
 
 REFERENCE_STEPS = 125_000  # the longest Table 5 run; a profile's max_steps stands for it
 
@@ -127,7 +127,7 @@ def run_experiments(config: PretrainConfig | str = "mini", selection: str | list
     status, output checkpoint and run record."""
     from medibio.pretrain.trainer import run_pretraining
 
-    cfg = get_config(config) if isinstance(config, str) else config
+    cfg = for_run(get_config(config) if isinstance(config, str) else config)
     cfg = cfg.with_overrides(max_steps=max_steps, effective_batch=effective_batch)
     root = Path(out_root) if out_root else results_root() / "pretrain" / cfg.name / "experiments"
     manifest_path = root / "experiments.json"

@@ -31,7 +31,7 @@ from medibio.atomic import write_json
 from medibio.errors import MedibioError
 from medibio.paths import results_root
 from medibio.pretrain.batching import BatchLayout, plan_batch
-from medibio.pretrain.configs import PretrainConfig, get_config
+from medibio.pretrain.configs import PretrainConfig, for_run, get_config
 
 SCHEMA = "medibio.pretrain.run/1"
 STATE_FILE = "trainer_state.json"
@@ -153,7 +153,7 @@ def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstract
     from medibio.pretrain.corpus import cached_blocks, tokenizer_fingerprint
     from medibio.pretrain.mlm import MLMCollator, load_checkpoint, mask_seed, new_model
 
-    cfg = get_config(config) if isinstance(config, str) else config
+    cfg = for_run(get_config(config) if isinstance(config, str) else config)
     cfg = cfg.with_overrides(max_steps=max_steps, effective_batch=effective_batch,
                              per_device_batch=per_device_batch)
     if cfg.paper:
@@ -252,9 +252,9 @@ def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstract
 
     bar = None
     if progress and accelerator.is_local_main_process and step < cfg.max_steps:
-        from tqdm.auto import tqdm
+        from medibio import progress as live
 
-        bar = tqdm(total=cfg.max_steps, initial=step, desc=f"pretrain {cfg.name}/{tag}", unit="step")
+        bar = live.bar(f"pretrain {cfg.name}/{tag}", cfg.max_steps - step)
     tokens_per_step = layout.effective * cfg.seq_length
     window_loss, window_tokens, window_time = [], 0, 0.0
     model.train()
@@ -298,7 +298,7 @@ def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstract
             window_loss, window_tokens, window_time = [], 0, 0.0
         if bar is not None:
             bar.update(1)
-            bar.set_postfix(loss=f"{step_loss:.3f}")
+            bar.set_postfix_str(f"step {step}/{cfg.max_steps}, loss {step_loss:.3f}", refresh=False)
         if step % cfg.save_every == 0 or step == cfg.max_steps:
             save_checkpoint()
         if stop_after is not None and step >= stop_after and step < cfg.max_steps:

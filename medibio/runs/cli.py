@@ -115,6 +115,31 @@ def register(app: typer.Typer) -> None:
         counts = frame["freshness"].value_counts().to_dict()
         typer.echo("\n" + ", ".join(f"{n} {state}" for state, n in sorted(counts.items())))
 
+    @results.command("record")
+    def record_cmd(
+        profile: str = typer.Option(..., "--profile", help="The profile whose runs become reference results "
+                                    "(usually gpu)."),
+        results_root: Path = typer.Option(None, "--results-root", help=_RESULTS_ROOT_HELP),
+        reference_root: Path = typer.Option(None, "--reference-root", help="Where reference results live "
+                                            "(default: reference/ in the repository)."),
+        dataset: str = typer.Option(None, "--dataset", help="Only this dataset."),
+    ) -> None:
+        """Copy finished runs (records + test predictions) into the committed reference results.
+
+        The book shows them as recorded results beside the profile a reader re-executes; commit the folder
+        after a GPU run so that readers without a GPU see them.
+        """
+        from medibio.paths import results_root as default_root
+        from medibio.runs import reference
+        from medibio.runs.aggregate import newest_configurations
+        from medibio.runs.records import load_records
+
+        root = default_root(results_root)
+        found, _ = newest_configurations(load_records(root, profile=profile, dataset=dataset, legacy=False))
+        written = reference.record(found, root, reference_root or reference.REFERENCE_ROOT)
+        typer.echo(f"{len(written)} record(s) of profile {profile} copied to "
+                   f"{reference_root or reference.REFERENCE_ROOT}")
+
     @results.command("compare")
     def compare(
         system_a: str = typer.Argument(..., metavar="A", help="System A as PROFILE/MODEL/VARIANT, e.g. "

@@ -1,0 +1,53 @@
+"""Reference (recorded) results: recorded from a results root, read back as recorded, compared with a
+re-execution. No GPU here, so the mechanism is shown with records made on the CPU (smoke profile)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from medibio.finetune import runner
+from medibio.runs import reference
+from medibio.runs.records import RunRecord
+
+MODEL = {"name": "m", "path": "/m", "tag": "m", "hash": "sha256:0", "model_type": "bert", "parameters": 1}
+
+
+def _rec(seed: int, score: float, digest: str = "abcabcabcabc") -> RunRecord:
+    return RunRecord(dataset="BIOSSES", model=MODEL, profile="gpu", seed=seed, score_test=score,
+                     config_digest=digest, device="cuda (NVIDIA H100) x1", git_commit="9" * 40)
+
+
+def test_comparison_by_hand() -> None:
+    recorded = [_rec(1, 80.0), _rec(2, 82.0), _rec(3, 84.0)]  # mean 82, std 2
+    inside = reference.compare_with_recorded([_rec(1, 85.0)], recorded).iloc[0]
+    assert inside["difference"] == pytest.approx(3.0) and inside["inside seed spread"]
+    assert inside["same configuration"]
+    outside = reference.compare_with_recorded([_rec(1, 87.0, digest="ffffffffffff")], recorded).iloc[0]
+    assert outside["difference"] == pytest.approx(5.0) and not outside["inside seed spread"]  # 5 > 2 x 2
+    assert not outside["same configuration"]
+    single = reference.compare_with_recorded([_rec(1, 81.0)], [_rec(1, 80.0)]).iloc[0]
+    assert single["inside seed spread"] is None  # one recorded seed: no spread to judge by
+    frame = reference.recorded_frame(recorded)
+    assert frame.iloc[0]["recorded mean"] == 82.0 and frame.iloc[0]["device"].startswith("cuda")
+
+
+@pytest.mark.realdata
+def test_record_then_read_back_and_compare_a_re_execution(tmp_path, data_root) -> None:
+    results, ref = tmp_path / "results", tmp_path / "reference"
+    made = runner.run_finetune("BIOSSES", profile="smoke", seeds=[1, 2], results_root=results, data_root=data_root)
+    written = reference.record(made, results, ref)
+    assert len(written) == 2 and all(p.is_file() for p in written)
+    back = reference.recorded("smoke", root=ref)
+    assert [r.seed for r in back] == [1, 2] and all(r.recorded for r in back)
+    assert all(r.predictions_file(ref).is_file() for r in back)  # predictions travel with the records
+    stored = json.loads(written[0].read_text(encoding="utf-8"))
+    assert stored["device"] and stored["versions"]["torch"] and stored["config_digest"] == made[0].config_digest
+    # a re-execution of the same configuration lands on the recording (deterministic on this CPU)
+    again = runner.run_finetune("BIOSSES", profile="smoke", seeds=[1, 2], results_root=tmp_path / "again",
+                                data_root=data_root)
+    row = reference.compare_with_recorded(again, back).iloc[0]
+    assert row["same configuration"] and math.isclose(row["difference"], 0.0, abs_tol=1e-9)
+    assert row["inside seed spread"]
