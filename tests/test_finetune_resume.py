@@ -72,3 +72,19 @@ def test_cli_refuses_an_unknown_class_weighting(tmp_path):
                "--class-weighting", "inverse")
     assert out.returncode == 2 and "'inverse' is not one of" in out.stderr and "balanced" in out.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_two_identical_runs_started_together_train_once(tmp_path, data_root):
+    """Two `medibio finetune` processes asking for the same run into one results folder: one trains, the
+    other waits on the run's lock and then reuses the finished record (no second training, no clash)."""
+    args = [sys.executable, "-m", "medibio", "finetune", "--task", "BIOSSES", "--profile", "smoke",
+            "--results-root", str(tmp_path), "--data-root", str(data_root), "--json"]
+    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-1500:] for _, err in outs]
+    records = [json.loads(out)[0] for out, _ in outs]
+    assert records[0]["created"] == records[1]["created"] and records[0]["run_id"] == records[1]["run_id"]
+    logs = [err for _, err in outs]
+    assert sum("training (config" in log for log in logs) == 1
+    assert sum("reused its record" in log for log in logs) == 1
+    assert len(list(tmp_path.rglob("seed1.json"))) == 1 and not list(tmp_path.rglob("*.lock"))

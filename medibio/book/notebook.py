@@ -210,9 +210,17 @@ def _diff_columns(frame: pd.DataFrame) -> tuple[str, ...]:
 
 
 def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = (), precision: int = 2) -> Any:
-    """A pandas Styler with fixed precision, empty cells for missing values and coloured differences."""
-    numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])]
-    styler = frame.style.format(precision=precision, na_rep="–", subset=numeric or None)
+    """A pandas Styler as the paper prints numbers: counts as integers with thousands separators (Table 5's
+    90,000 steps, not 90000.00), scores with fixed precision, "–" for missing values, coloured differences;
+    the table scrolls sideways inside the page when it is wider than the page."""
+    numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])
+               and not pd.api.types.is_bool_dtype(frame[c])]
+    whole = [c for c in numeric if _whole_numbers(frame[c])]
+    scores = [c for c in numeric if c not in whole]
+    styler = frame.style.format(precision=precision, na_rep="–", subset=scores or None) if scores else frame.style
+    if whole:
+        styler = styler.format("{:,.0f}", na_rep="–", subset=whole)
+    styler = styler.set_table_attributes('style="display: block; overflow-x: auto; max-width: 100%;"')
     styler = styler.set_table_styles([{"selector": "th, td", "props": "padding: 0.2em 0.7em;"}], overwrite=False)
     diffs = [c for c in frame.columns if str(c) in set(diff_columns)]
     if diffs:
@@ -220,6 +228,15 @@ def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = 
     if caption:
         styler = styler.set_caption(caption)
     return styler
+
+
+def _whole_numbers(column: pd.Series) -> bool:
+    """Counts (steps, examples, seeds): every present value is an integer of magnitude 100 or more, or the
+    column has an integer type. Scores such as 78.00 keep their decimals."""
+    values = column.dropna().astype(float)
+    if pd.api.types.is_integer_dtype(column):
+        return True
+    return bool(len(values)) and bool((values == values.round()).all()) and bool((values.abs() >= 100).any())
 
 
 def _diff_colour(value: Any) -> str:
