@@ -7,6 +7,7 @@ asset must come from the book itself). Screenshots of every page go to the sessi
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -43,7 +44,8 @@ def summaries(pages, tmp_path_factory) -> dict[str, dict]:
 def test_page_shows_title_tables_and_images(pages, summaries, chapter) -> None:
     page = pages[chapter.slug]
     assert page.h1 == chapter.title
-    assert page.title.startswith(chapter.title)
+    # numbered parts: the browser title reads "3. SciERC (Table 4) — <book title>"
+    assert re.sub(r"^\d+(\.\d+)*\.\s+", "", page.title).startswith(chapter.title), page.title
     assert not page.failed_requests, page.failed_requests
     assert not page.external_requests, f"fetched from outside the book: {page.external_requests}"
     assert not page.broken_images, f"images that did not load: {page.broken_images}"
