@@ -243,8 +243,9 @@ def model_info(name_or_path: str | Path, model: Any = None) -> dict[str, Any]:
     path = modelzoo.resolve(name_or_path)
     config = getattr(model, "config", None)
     model_type = getattr(config, "model_type", None)
-    if model_type is None and Path(path).is_dir() and (Path(path) / "config.json").is_file():
-        model_type = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get("model_type")
+    folder = Path(path) if Path(path).is_dir() else modelzoo.cached_snapshot(path)  # hub id: its snapshot
+    if model_type is None and folder is not None and (folder / "config.json").is_file():
+        model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
     parameters = sum(p.numel() for p in model.parameters()) if model is not None else None
     return {"name": str(name_or_path), "path": str(path), "tag": model_tag(name_or_path),
             "hash": model_fingerprint(name_or_path), "model_type": model_type, "parameters": parameters}
