@@ -46,7 +46,7 @@ MODES = ("dynamic", "fixed")
 COMPARE_TASKS = ("BC5-chem", "ChemProt", "HoC", "BIOSSES")  # token, relation, multi-label, regression
 ENGINES = ("medibio", "hf-trainer")
 # examples per split (train, dev, test) and epochs: the default measurement and --quick
-COMPARE_SIZES = {"default": (512, 128, 256, 2), "quick": (96, 32, 64, 1)}
+COMPARE_SIZES = {"default": (128, 64, 128, 2), "quick": (48, 32, 32, 1)}
 
 
 def _peak_mb(device: Any) -> float:
@@ -217,6 +217,7 @@ def _overrides(sizes: tuple[int, int, int, int]) -> dict[str, Any]:
 def run_medibio(task: str, model_name: str, profile: str, sizes: tuple[int, int, int, int], seed: int,
                 data_root: Any = None) -> dict[str, Any]:
     """One run of our engine exactly as ``medibio finetune`` makes it (into a throw-away results folder)."""
+    from medibio import accel
     from medibio.finetune import runner
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -229,7 +230,8 @@ def run_medibio(task: str, model_name: str, profile: str, sizes: tuple[int, int,
             "epochs": epochs, "train_examples_per_s": round(rec.train_examples_per_s, 2),
             "wall_s": round(wall, 1), "peak_memory_mb": round(rec.peak_memory_mb, 1),
             "test_score": round(rec.test["score"], 2), "dev_score": round(rec.dev["score"], 2),
-            "best_epoch": rec.best_epoch, "precision": rec.hyperparameters.get("mixed_precision"),
+            "best_epoch": rec.best_epoch,
+            "precision": accel.precision_for(requested=rec.hyperparameters.get("mixed_precision", "no")),
             "device": rec.device}
 
 
@@ -303,7 +305,7 @@ def run_hf_trainer(task: str, model_name: str, profile: str, sizes: tuple[int, i
         args = TrainingArguments(
             output_dir=tmp, per_device_train_batch_size=max(1, cfg.batch_size // cfg.grad_accum),
             gradient_accumulation_steps=cfg.grad_accum, per_device_eval_batch_size=cfg.eval_batch_size,
-            learning_rate=cfg.learning_rate, weight_decay=cfg.weight_decay, warmup_ratio=cfg.warmup_ratio,
+            learning_rate=cfg.learning_rate, weight_decay=cfg.weight_decay, warmup_steps=float(cfg.warmup_ratio),
             lr_scheduler_type="linear", max_grad_norm=cfg.max_grad_norm, num_train_epochs=cfg.effective_epochs,
             seed=seed, data_seed=seed, eval_strategy="epoch", save_strategy="epoch", save_total_limit=1,
             load_best_model_at_end=True, metric_for_best_model="score", greater_is_better=True,
