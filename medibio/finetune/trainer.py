@@ -59,16 +59,10 @@ def cpu_has_bf16() -> bool:
 
 def make_accelerator(mixed_precision: str = "no") -> Any:
     """An ``Accelerator`` for fine-tuning: GPU(s) when present, else CPU (gloo when several processes were
-    launched). ``bf16``/``fp16`` autocast on GPU; on CPU ``bf16`` only where the CPU supports it natively."""
-    import torch
+    launched), with the precision :func:`medibio.accel.precision_for` decides for ``mixed_precision``."""
+    from medibio.accel import accelerator, precision_for
 
-    from medibio.accel import accelerator
-
-    if torch.cuda.is_available():
-        precision = mixed_precision if mixed_precision in ("bf16", "fp16") else "no"
-    else:
-        precision = "bf16" if mixed_precision == "bf16" and cpu_has_bf16() else "no"
-    return accelerator(precision)
+    return accelerator(precision_for(requested=mixed_precision))
 
 
 def device_name(accelerator: Any) -> str:
