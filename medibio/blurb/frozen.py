@@ -492,7 +492,7 @@ def _splits(plan: FrozenPlan, data_root: str | Path | None) -> dict[str, Any]:
     return out
 
 
-def test_interval(spec: Any, references: Sequence[Any], predictions: Sequence[Any], ids: Sequence[str],
+def score_interval(spec: Any, references: Sequence[Any], predictions: Sequence[Any], ids: Sequence[str],
                   resamples: int) -> tuple[float, float, int]:
     """Percentile-bootstrap 95 % interval of the test score over the dataset's resampling units (pairs for
     the IFT similarity sets)."""
@@ -532,7 +532,7 @@ def compute(plan: FrozenPlan, data_root: str | Path | None = None,
     outcome = run(encoder, spec, splits, plan.caps, plan.probe)
     test = splits["test"]
     refs = _references(spec, test)
-    low, high, n_units = test_interval(spec, refs, outcome.predictions, test["id"], plan.probe.resamples)
+    low, high, n_units = score_interval(spec, refs, outcome.predictions, test["id"], plan.probe.resamples)
     wall = time.perf_counter() - started
     test_metrics = {**outcome.test, "ci95_low": low, "ci95_high": high, "units": n_units}
     env = rec.environment_info()
@@ -584,7 +584,7 @@ def default_tasks() -> list[str]:
     return [*registry.names(), *SIMILARITY_TASKS]
 
 
-def _task_names(tasks: str | Sequence[str] | None) -> list[str]:
+def task_names(tasks: str | Sequence[str] | None) -> list[str]:
     """``None``/``"all"``: :func:`default_tasks`; otherwise BLURB selections (groups, comma lists) and IFT
     similarity set names."""
     from medibio.blurb import registry
@@ -616,7 +616,7 @@ def baselines(profile: str | Profile = profiles.DEFAULT_PROFILE, tasks: str | Se
 
     root = default_results_root(results_root)
     rows = []
-    for name in _task_names(tasks):
+    for name in task_names(tasks):
         plan = plan_frozen(name, model, profile, overrides, probe, data_root)
         record, reused = run_baseline(plan, root, data_root, force)
         rows.append({"dataset": record.dataset, "group": record.group, "metric": plan.spec.metric,
@@ -638,4 +638,4 @@ def interval_text(row: Mapping[str, Any]) -> str:
 
 __all__ = ["KIND", "SIMILARITY_TASKS", "Encoder", "FrozenPlan", "ProbeSettings", "baselines", "compute",
            "cosine_similarity", "default_tasks", "interval_text", "plan_frozen", "replan", "run_baseline",
-           "test_interval"]
+           "task_names", "score_interval"]
