@@ -130,3 +130,28 @@ def test_cli_prints_the_table(smoke_table, data_root):
     assert '"reused":true' in result.output.replace(" ", "")
     bad = CliRunner().invoke(app, ["blurb", "frozen", "--task", "Nope"])
     assert bad.exit_code != 0 and "Nope" in bad.output
+
+
+def test_mean_pooling_head_pools_like_the_frozen_baseline():
+    """pooling="mean" (the BIOSSES fix) feeds the head the masked mean the cosine baseline uses."""
+    import torch
+
+    from medibio import modelzoo
+    from medibio.blurb import registry
+    from medibio.finetune import modeling
+
+    spec = registry.get("BIOSSES")
+    model = modeling.build_model(spec, "minilm", 0.0, seed=1, pooling="mean").eval()
+    tok = modelzoo.load_tokenizer("minilm")
+    batch = tok(["a short one", "a much longer sentence with many more words in it"], padding=True,
+                return_tensors="pt")
+    with torch.no_grad():
+        out = model.base_model(**batch)
+        mask = batch["attention_mask"].unsqueeze(-1).float()
+        expected = (out.last_hidden_state * mask).sum(1) / mask.sum(1)
+        assert torch.allclose(out.pooler_output, expected, atol=1e-5)
+        assert model(**batch).logits.shape == (2, 1)
+    with pytest.raises(ValueError, match="pooler"):
+        modeling.build_model(spec, "tiny-deberta", pooling="mean")
+    with pytest.raises(ValueError, match="pooling"):
+        modeling.build_model(spec, "minilm", pooling="max")

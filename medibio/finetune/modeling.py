@@ -103,39 +103,36 @@ def build_model(spec: Any, model_name_or_path: str | Path, dropout: float = 0.1,
     return model
 
 
-class MaskedMeanPooler:
-    """Stands in for a BERT-family pooler: the attention-masked mean of the last hidden layer.
+def masked_mean_pooler() -> Any:
+    """A parameter-free stand-in for a BERT-family pooler: the attention-masked mean of the last layer.
 
-    The encoder calls its pooler with the hidden states only, so the attention mask is taken from the
-    encoder's own call by a forward pre-hook (:func:`use_mean_pooling`). It has no parameters.
+    The encoder calls its pooler with the hidden states only, so :func:`use_mean_pooling` hands it the
+    attention mask of the encoder's own call through a forward pre-hook.
     """
+    import torch
 
-    @staticmethod
-    def build() -> Any:
-        import torch
+    class MaskedMeanPooler(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.mask: Any = None
 
-        class _Pooler(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.mask: Any = None
+        def forward(self, hidden: Any) -> Any:
+            if self.mask is None:
+                return hidden.mean(dim=1)
+            m = self.mask[:, : hidden.shape[1]].unsqueeze(-1).to(hidden.dtype)
+            return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
 
-            def forward(self, hidden: Any) -> Any:
-                if self.mask is None:
-                    return hidden.mean(dim=1)
-                m = self.mask[:, : hidden.shape[1]].unsqueeze(-1).to(hidden.dtype)
-                return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
-
-        return _Pooler()
+    return MaskedMeanPooler()
 
 
 def use_mean_pooling(model: Any) -> Any:
-    """Replace ``model.base_model.pooler`` (BERT, MiniLM, RoBERTa ...) by :class:`MaskedMeanPooler`, in place;
+    """Replace ``model.base_model.pooler`` (BERT, MiniLM, RoBERTa ...) by :func:`masked_mean_pooler`, in place;
     architectures without such a pooler (DeBERTa's sits in the head) raise ``ValueError``."""
     base = model.base_model
     if getattr(base, "pooler", None) is None:
         raise ValueError(f"pooling='mean' needs an encoder with a pooler module (BERT family); "
                          f"{type(model).__name__} has none")
-    pooler = MaskedMeanPooler.build()
+    pooler = masked_mean_pooler()
     base.pooler = pooler
 
     def remember_mask(_module: Any, args: tuple, kwargs: dict) -> None:
