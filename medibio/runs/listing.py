@@ -25,8 +25,15 @@ def _replan_finetune(record: RunRecord, data_root: str | Path | None) -> Any:
     return replan(record, data_root)
 
 
+def _replan_frozen(record: RunRecord, data_root: str | Path | None) -> Any:
+    from medibio.blurb.frozen import replan
+
+    return replan(record, data_root)
+
+
 # kind of record -> how its request is planned again (each kind's runner owns its identity)
-REPLANNERS: dict[str, Callable[[RunRecord, str | Path | None], Any]] = {KIND: _replan_finetune}
+REPLANNERS: dict[str, Callable[[RunRecord, str | Path | None], Any]] = {KIND: _replan_finetune,
+                                                                        "frozen": _replan_frozen}
 
 
 def register_kind(kind: str, replan: Callable[[RunRecord, str | Path | None], Any]) -> None:
