@@ -6,10 +6,11 @@ representation without DyGIE++'s attention head). On top of it:
 
 * **NER**: a feed-forward classifier over all enumerated spans, with a null class (PURE, DyGIE++).
 * **Relations**: a classifier over ordered pairs of candidate spans of one sentence,
-  ``FFN([g_i; g_j; g_i ∘ g_j])`` with a null class; the pipeline's relation model appends the two argument
+  ``FFN([p_i; p_j; p_i ∘ p_j])`` with a null class, where ``p = W g`` projects the span to ``head_hidden``
+  dimensions first (pairs are many; this keeps them cheap on a CPU); the pipeline's relation model appends the two argument
   types' embeddings (gold in training, predicted at test — PURE's typed entities).
 * **Coreference**: the antecedent scorer of Lee et al. (2017) used by DyGIE++: mention scores
-  ``m(i) = FFN(g_i)``, pair scores ``s(i, j) = m(i) + m(j) + FFN([g_i; g_j; g_i ∘ g_j])`` against a dummy
+  ``m(i) = FFN(g_i)``, pair scores ``s(i, j) = m(i) + m(j) + FFN([p_i; p_j; p_i ∘ p_j])`` (projected as above) against a dummy
   antecedent scored 0, trained by the marginal likelihood of the gold antecedents; clusters follow each
   mention's best antecedent.
 
@@ -107,14 +108,17 @@ class SpanModel(nn.Module):
         self.dropout = nn.Dropout(cfg.dropout)
         if "ner" in self.heads:
             self.ner = _ffn(span_dim, cfg.head_hidden, len(data.ENTITY_TYPES) + 1, cfg.dropout)
+        pair_dim = cfg.head_hidden
         if "relation" in self.heads:
             extra = 2 * cfg.type_embedding if typed_relations else 0
             if typed_relations:
                 self.type_emb = nn.Embedding(len(data.ENTITY_TYPES) + 1, cfg.type_embedding)
-            self.relation = _ffn(3 * span_dim + extra, cfg.head_hidden, len(data.RELATION_TYPES) + 1, cfg.dropout)
+            self.relation_proj = nn.Linear(span_dim, pair_dim)
+            self.relation = _ffn(3 * pair_dim + extra, cfg.head_hidden, len(data.RELATION_TYPES) + 1, cfg.dropout)
         if "coref" in self.heads:
             self.mention = _ffn(span_dim, cfg.head_hidden, 1, cfg.dropout)
-            self.antecedent = _ffn(3 * span_dim, cfg.head_hidden, 1, cfg.dropout)
+            self.coref_proj = nn.Linear(span_dim, pair_dim)
+            self.antecedent = _ffn(3 * pair_dim, cfg.head_hidden, 1, cfg.dropout)
 
     def head_parameters(self) -> list[nn.Parameter]:
         return [p for n, p in self.named_parameters() if not n.startswith("encoder.")]
@@ -196,8 +200,8 @@ class SpanModel(nn.Module):
     def _relation_logits(self, g: torch.Tensor, pairs: Sequence[tuple[int, int]],
                          types: dict[int, str] | None) -> torch.Tensor:
         device = g.device
-        a = g[torch.tensor([p[0] for p in pairs], device=device)]
-        b = g[torch.tensor([p[1] for p in pairs], device=device)]
+        a = self.relation_proj(g[torch.tensor([p[0] for p in pairs], device=device)])
+        b = self.relation_proj(g[torch.tensor([p[1] for p in pairs], device=device)])
         parts = [a, b, a * b]
         if self.typed_relations:
             ids = [[data.ENTITY_TYPES.index(types[i]) + 1 if types and i in types else 0 for i in p] for p in pairs]
@@ -226,7 +230,8 @@ class SpanModel(nn.Module):
         i_idx, j_idx = i_idx[keep], j_idx[keep]
         scores = torch.full((n, n), float("-inf"), device=device)
         if len(i_idx):
-            gi, gj = g[idx[i_idx]], g[idx[j_idx]]
+            proj = self.coref_proj(g[idx])
+            gi, gj = proj[i_idx], proj[j_idx]
             pair = self.antecedent(torch.cat([gi, gj, gi * gj], dim=-1)).squeeze(-1)
             scores[i_idx, j_idx] = (m[i_idx] + m[j_idx] + pair).float()
         return torch.cat([torch.zeros((n, 1), device=device), scores], dim=1)
