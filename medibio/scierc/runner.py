@@ -75,8 +75,11 @@ def plan_run(model: str | None = None, seed: int = 1, profile: str | Profile = p
 def plan_runs(model: str | None = None, seeds: int | str | Sequence[int] | None = None,
               profile: str | Profile = profiles.DEFAULT_PROFILE, overrides: Mapping[str, Any] | None = None,
               data_root: str | Path | None = None) -> list[RunPlan]:
+    from medibio.scierc import presets
+
     prof = profiles.get(profile)
-    return [plan_run(model, s, prof, overrides, data_root) for s in (_parse_seeds(seeds) or list(prof.seeds))]
+    return [plan_run(model, s, prof, overrides, data_root)
+            for s in (_parse_seeds(seeds) or list(presets.seeds(prof)))]
 
 
 def replan(record: Any, data_root: str | Path | None = None) -> RunPlan:
