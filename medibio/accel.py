@@ -5,13 +5,81 @@ precision raises "AcceleratorState has already been initialized". A notebook or 
 on CPU) and then fine-tunes (bf16 on CPUs with native bf16) in one process needs both. In a single-process
 run the state is reset before building an accelerator with another precision; in a distributed run (launched
 by ``accelerate launch``/``torchrun``) the precision is fixed by the launcher and a mismatch is an error.
+
+:func:`precision_for` is the one place that decides the numeric precision of a training run:
+
+========================  =========================  =====================================================
+device                    requested ``auto``/``bf16``  requested ``fp16`` / ``no`` (``fp32``)
+========================  =========================  =====================================================
+GPU with native bf16      ``bf16``                   ``fp16`` (loss-scaled) / ``no``
+GPU without bf16 (V100)   ``fp16`` (loss-scaled)     ``fp16`` (loss-scaled) / ``no``
+CPU with AVX512-BF16/AMX  ``bf16``                   ``no`` / ``no``
+other CPU                 ``no``                     ``no`` / ``no``
+========================  =========================  =====================================================
+
+bf16 keeps fp32's exponent range, so nothing overflows; fp16 does not, and accelerate pairs it with a
+dynamic loss scaler (``torch.amp.GradScaler``: gradients scaled up against underflow, steps with inf/NaN
+gradients skipped and the scale lowered). DeBERTa's known fp16 overflow (attention scores beyond 65504 in
+mDeBERTa/DeBERTa-v3, microsoft/DeBERTa#77) is handled inside transformers, which we rely on rather than
+patch: since huggingface/transformers#24116 (v4.31) ``DisentangledSelfAttention`` divides the key (and the
+c2p/p2c position terms) by ``sqrt(d * scale_factor)`` *before* the matmul, and masks padded positions with
+``torch.finfo(dtype).min`` of the compute dtype (a fixed ``-1e4``/``-inf`` would overflow or give NaN rows);
+under autocast softmax, layer norm and the losses run in fp32. ``tests/test_accel.py`` checks that the
+installed transformers still scales before the matmul and that the tiny DeBERTa's fp16 forward pass on CPU
+stays finite and close to fp32.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from medibio.errors import MedibioError
+
+REQUESTS = ("auto", "bf16", "fp16", "no", "fp32")
+
+
+@dataclass(frozen=True)
+class Device:
+    """What :func:`precision_for` needs to know about the training device."""
+
+    kind: str  # "cuda" or "cpu"
+    native_bf16: bool  # bf16 arithmetic in hardware (Ampere+ GPU; AVX512-BF16 or AMX CPU)
+
+
+def cpu_has_bf16() -> bool:
+    """True when the CPU computes bf16 natively (AVX512-BF16 or AMX): autocast then roughly halves the cost
+    of MiniLM fine-tuning; elsewhere bf16 is emulated and slower, so runs stay fp32."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def current_device() -> Device:
+    """The device this process trains on: the GPU when there is one, else the CPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        return Device("cuda", bool(torch.cuda.is_bf16_supported(including_emulation=False)))
+    return Device("cpu", cpu_has_bf16())
+
+
+def precision_for(device: Device | None = None, requested: str = "auto") -> str:
+    """The accelerate ``mixed_precision`` (``"bf16"``, ``"fp16"`` or ``"no"``) for ``requested`` on ``device``
+    (default: :func:`current_device`); the table in this module's docstring."""
+    if requested not in REQUESTS:
+        raise MedibioError(f"unknown precision {requested!r}; known: {', '.join(REQUESTS)}")
+    if requested in ("no", "fp32"):
+        return "no"
+    device = device or current_device()
+    if device.kind == "cuda":
+        if requested == "fp16":
+            return "fp16"
+        return "bf16" if device.native_bf16 else "fp16"
+    return "bf16" if requested in ("auto", "bf16") and device.native_bf16 else "no"
 
 
 def accelerator(mixed_precision: str = "no", cpu: bool | None = None) -> Any:

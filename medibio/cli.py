@@ -50,6 +50,7 @@ AREAS = (
     "medibio.runs.cli",  # medibio results table
     "medibio.fields.cli",  # medibio fields cooccurrence|subset
     "medibio.pretrain.cli",  # medibio pretrain, medibio vocab train
+    "medibio.scierc.cli",  # medibio scierc train|evaluate|table
     "medibio.book.cli",  # medibio book
 )
 

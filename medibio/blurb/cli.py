@@ -114,6 +114,61 @@ def gold(
         typer.echo(f"skipped (no {split} split in the data root): {', '.join(skipped)}")
 
 
+def _frozen_tasks(selection: str) -> object:
+    from medibio.blurb import frozen
+
+    return frozen.task_names(selection)
+
+
+def _profile(name: str) -> object:
+    from medibio import profiles
+
+    return profiles.get(name)
+
+
+@blurb_app.command("frozen")
+def frozen_cmd(
+    profile: Annotated[str, typer.Option("--profile", "-p", help="run profile (smoke, cpu, gpu, paper): its "
+                                         "model, caps and test sets", callback=check.lookup(_profile))] = "cpu",
+    task: Annotated[str, typer.Option("--task", "-t", help="BLURB dataset, group, comma list or 'all', and/or "
+                                      "the similarity sets STS-B, SICK-R (default: all of them)",
+                                      callback=check.lookup(_frozen_tasks))] = "all",
+    model: Annotated[str | None, typer.Option("--model", "-m", help="encoder (default: the profile's)")] = None,
+    results_root: Annotated[Path | None, typer.Option("--results-root",
+                                                      help="default $MEDIBIO_RESULTS or results/")] = None,
+    data_root: DataRootOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="recompute even when a record exists")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """Frozen-encoder baselines: cosine (BIOSSES, STS-B, SICK-R), logistic-regression probes (RE, HoC, QA,
+    NER) on the profile's capped training subsets, scored on its test sets with a 95 % bootstrap interval.
+
+    Records (kind ``frozen``) are reused when their configuration digest matches.
+    """
+    from rich.table import Table
+
+    from medibio.blurb import frozen
+    from medibio.console import console
+
+    frame = frozen.baselines(profile, task, data_root, results_root, model=model, force=force)
+    if as_json:
+        typer.echo(frame.to_json(orient="records", indent=2))
+        return
+    table = Table(title=f"Frozen-encoder baselines ({profile} profile)")
+    for col in ("dataset", "metric", "method", "frozen [95% CI]", "train", "test", "seconds", "record"):
+        table.add_column(col, justify="right" if col in ("train", "test", "seconds") else "left")
+    for row in frame.to_dict("records"):
+        table.add_row(row["dataset"], row["metric"], row["method"],
+                      frozen.interval_text(row) if row["status"] == "ok" else row["status"],
+                      _count(row["train_examples"]), _count(row["test_examples"]), _count(row["seconds"]),
+                      f"{row['digest']}{' (reused)' if row['reused'] else ''}")
+    console().print(table)
+
+
+def _count(value: object) -> str:
+    return "-" if value is None or value != value else f"{value:.0f}"
+
+
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the main medibio app."""
     app.add_typer(blurb_app, name="blurb")

@@ -59,7 +59,7 @@ CHAPTERS: tuple[TocEntry, ...] = (
              "figures_2_4_field_correlation.ipynb", PARTS[0], ("Figure 2", "Figure 3", "Figure 4")),
     TocEntry("table_3_pretraining", "Pretraining (Table 3)", "table_3_pretraining.ipynb", PARTS[1],
              ("Table 3",)),
-    TocEntry("table_4_scierc", "SciERC (Table 4)", "05_scierc.ipynb", PARTS[2], ("Table 4",)),
+    TocEntry("table_4_scierc", "SciERC (Table 4)", "table_4_scierc.ipynb", PARTS[2], ("Table 4",)),
     TocEntry("tables_5_6_pretraining_configurations", "Pretraining configurations on BLURB (Tables 5–6)",
              "tables_5_6_pretraining_configurations.ipynb", PARTS[3], ("Table 5", "Table 6")),
     TocEntry("tables_1_2_intermediate_finetuning", "Intermediate fine-tuning (Tables 1–2)",

@@ -1,4 +1,14 @@
-"""Fine-tuning throughput per task type: dynamic padding + length buckets against fixed max-length padding.
+"""Fine-tuning speed per task type: our engine against the Hugging Face ``Trainer``, and padding modes.
+
+**Against the Trainer** (:func:`compare`): for one task of each type (NER BC5-chem, relation ChemProt,
+multi-label HoC, sentence-similarity regression BIOSSES) the same model, the same seeded train/dev/test
+subsets, epochs, learning rate, batch size, warm-up, weight decay, clipping, precision and seed go through
+(a) ``medibio.finetune.runner.run_finetune`` (length-bucketed dynamic padding, best dev epoch kept in
+memory) and (b) ``transformers.Trainer`` as a user would set it up: ``DataCollatorWithPadding``
+(``DataCollatorForTokenClassification`` for NER, the same dynamic padding plus label padding), random
+batches, evaluation on dev and a checkpoint every epoch, ``load_best_model_at_end``. Both are scored on
+test by the same code. Printed: training examples/s (time inside the epochs' training loops), end-to-end
+wall time, peak memory, test score and the speed ratio.
 
 For each task (default: one per task type: token BC5-chem, relation ChemProt and GAD, regression BIOSSES,
 multi-label HoC, sentence-pair QA PubMedQA) a model (default: the packaged MiniLM) trains one pass over a
@@ -12,8 +22,9 @@ size (``ru_maxrss``), which only ever grows, so a shared process would hide the 
 GPU the peak is ``torch.cuda.max_memory_allocated``. Rates per CPU second are printed too: on a machine
 shared with other jobs, wall time measures the neighbours as much as the work.
 
-    python -m medibio.finetune.benchmark                       # all default tasks, both padding modes
-    python -m medibio.finetune.benchmark --tasks ChemProt --examples 128 --json
+    python -m medibio.finetune.benchmark                       # Trainer comparison + padding modes
+    python -m medibio.finetune.benchmark --quick               # the same in a few minutes
+    python -m medibio.finetune.benchmark --only padding --tasks ChemProt --examples 128 --json
     python benchmarks/finetune_speed.py ...                     # the same command
 """
 
@@ -25,12 +36,17 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from typing import Any
 
 DEFAULT_TASKS = ("BC5-chem", "ChemProt", "GAD", "BIOSSES", "HoC", "PubMedQA")
 MODES = ("dynamic", "fixed")
+COMPARE_TASKS = ("BC5-chem", "ChemProt", "HoC", "BIOSSES")  # token, relation, multi-label, regression
+ENGINES = ("medibio", "hf-trainer")
+# examples per split (train, dev, test) and epochs: the default measurement and --quick
+COMPARE_SIZES = {"default": (128, 64, 128, 2), "quick": (48, 32, 32, 1)}
 
 
 def _peak_mb(device: Any) -> float:
@@ -54,6 +70,7 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     from torch.utils.data import DataLoader
     from transformers.utils import logging as hf_logging
 
+    from medibio import accel
     from medibio.blurb import registry
     from medibio.blurb.loaders import load_blurb
     from medibio.finetune import features, modeling, presets, trainer
@@ -72,7 +89,7 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     model = modeling.build_model(spec, model_name, cfg.dropout, seed=seed).to(device)
     optimizer, _ = trainer.build_optimizer(model, cfg)
     collate = features.Collator(tokenizer, spec.problem, cfg.max_length if pad_to_max_length else None)
-    use_amp = cfg.mixed_precision == "bf16" and (device.type == "cuda" or trainer.cpu_has_bf16())
+    use_amp = accel.precision_for(requested=cfg.mixed_precision) == "bf16"
 
     def loader(split: str, shuffle: bool, batch_size: int) -> tuple[DataLoader, int, list[int]]:
         raw = features.subsample(data[split], examples, seed)
@@ -141,12 +158,7 @@ class _FakeAcc:
 
 def measure_in_child(**kwargs: Any) -> dict[str, Any]:
     """:func:`measure` in a fresh interpreter, so that each measurement has its own memory peak."""
-    cmd = [sys.executable, "-m", "medibio.finetune.benchmark", "--child", json.dumps(kwargs, default=str)]
-    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"benchmark of {kwargs.get('task')} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return _child("measure", kwargs, str(kwargs.get("task")))
 
 
 def run(tasks: Sequence[str] = DEFAULT_TASKS, model: str = "minilm", examples: int = 64, profile: str = "cpu",
@@ -187,33 +199,253 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def compare_config(task: str, profile: str, sizes: tuple[int, int, int, int]) -> Any:
+    """The fine-tuning config both engines use: the profile's preset with the benchmark's caps and epochs."""
+    from medibio.finetune import presets
+
+    train, dev, test, epochs = sizes
+    return presets.preset(task, profile).replace(max_train_examples=train, max_dev_examples=dev,
+                                                 max_test_examples=test, epochs=epochs, longer_training=1.0)
+
+
+def _overrides(sizes: tuple[int, int, int, int]) -> dict[str, Any]:
+    train, dev, test, epochs = sizes
+    return {"max_train_examples": train, "max_dev_examples": dev, "max_test_examples": test, "epochs": epochs,
+            "longer_training": 1.0}
+
+
+def run_medibio(task: str, model_name: str, profile: str, sizes: tuple[int, int, int, int], seed: int,
+                data_root: Any = None) -> dict[str, Any]:
+    """One run of our engine exactly as ``medibio finetune`` makes it (into a throw-away results folder)."""
+    from medibio import accel
+    from medibio.finetune import runner
+
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        (rec,) = runner.run_finetune(task, model_name, seeds=seed, profile=profile, config_overrides=_overrides(sizes),
+                                     results_root=tmp, force=True, data_root=data_root)
+        wall = time.perf_counter() - t0
+    epochs = sizes[3]
+    return {"engine": "medibio", "task": rec.dataset, "problem": rec.problem, "train_examples": rec.train_examples,
+            "epochs": epochs, "train_examples_per_s": round(rec.train_examples_per_s, 2),
+            "wall_s": round(wall, 1), "peak_memory_mb": round(rec.peak_memory_mb, 1),
+            "test_score": round(rec.test["score"], 2), "dev_score": round(rec.dev["score"], 2),
+            "best_epoch": rec.best_epoch,
+            "precision": accel.precision_for(requested=rec.hyperparameters.get("mixed_precision", "no")),
+            "device": rec.device}
+
+
+def run_hf_trainer(task: str, model_name: str, profile: str, sizes: tuple[int, int, int, int], seed: int,
+                   data_root: Any = None) -> dict[str, Any]:
+    """The same run through ``transformers.Trainer`` set up the way its documentation shows."""
+    import torch
+    from transformers import (
+        DataCollatorForTokenClassification,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainerCallback,
+        TrainingArguments,
+    )
+    from transformers.utils import logging as hf_logging
+
+    from medibio import accel
+    from medibio.blurb import registry
+    from medibio.blurb.loaders import load_blurb
+    from medibio.blurb.registry import Problem
+    from medibio.finetune import features, modeling, trainer
+    from medibio.finetune.runner import SUBSET_SEED
+
+    hf_logging.set_verbosity_error()
+    spec = registry.get(task)
+    cfg = compare_config(spec.name, profile, sizes)
+    problem = Problem(spec.problem)
+    data = load_blurb(spec.name, data_root)
+    splits = {"train": features.subsample(data["train"], cfg.max_train_examples, SUBSET_SEED),
+              "dev": features.subsample(data["dev"], cfg.max_dev_examples, SUBSET_SEED),
+              "test": features.subsample(data["test"], cfg.max_test_examples, SUBSET_SEED)}
+    t_start = time.perf_counter()
+    model = modeling.build_model(spec, model_name, cfg.dropout, seed=seed)
+    tokenizer = modeling.load_tokenizer(model_name, spec.problem)
+    keep = {*features.MODEL_INPUTS, "labels"}
+
+    def hf_columns(ds: Any) -> Any:
+        return ds.remove_columns([c for c in ds.column_names if c not in keep])
+
+    train = hf_columns(features.encode(splits["train"], spec, tokenizer, cfg.max_length))
+    dev_encoded = features.encode(splits["dev"], spec, tokenizer, cfg.max_length)
+    accelerator = trainer.make_accelerator(cfg.mixed_precision)
+    dev_eval = trainer.Evaluator(splits["dev"], spec, tokenizer, cfg, accelerator, "dev")
+
+    def compute_metrics(pred: Any) -> dict[str, float]:
+        logits = pred.predictions[0] if isinstance(pred.predictions, tuple) else pred.predictions
+        if problem is Problem.TOKEN:
+            outputs = [row.argmax(-1)[:len(dev_eval.word_ids[i])].tolist() for i, row in enumerate(logits)]
+        else:
+            outputs = [row.tolist() for row in logits]
+        preds, _ = dev_eval.decode(outputs)
+        return {"score": trainer.score(spec, dev_eval.references, preds, splits["dev"]["id"])["score"]}
+
+    class EpochTimer(TrainerCallback):
+        """Time inside the training loop of each epoch (evaluation and checkpoints come after on_epoch_end)."""
+
+        def __init__(self) -> None:
+            self.seconds = 0.0
+
+        def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.t0 = time.perf_counter()
+
+        def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.seconds += time.perf_counter() - self.t0
+
+    collator = (DataCollatorForTokenClassification(tokenizer) if problem is Problem.TOKEN
+                else DataCollatorWithPadding(tokenizer))
+    precision = accel.precision_for(requested=cfg.mixed_precision)
+    timer = EpochTimer()
+    with tempfile.TemporaryDirectory() as tmp:
+        args = TrainingArguments(
+            output_dir=tmp, per_device_train_batch_size=max(1, cfg.batch_size // cfg.grad_accum),
+            gradient_accumulation_steps=cfg.grad_accum, per_device_eval_batch_size=cfg.eval_batch_size,
+            learning_rate=cfg.learning_rate, weight_decay=cfg.weight_decay, warmup_steps=float(cfg.warmup_ratio),
+            lr_scheduler_type="linear", max_grad_norm=cfg.max_grad_norm, num_train_epochs=cfg.effective_epochs,
+            seed=seed, data_seed=seed, eval_strategy="epoch", save_strategy="epoch", save_total_limit=1,
+            load_best_model_at_end=True, metric_for_best_model="score", greater_is_better=True,
+            bf16=precision == "bf16", fp16=precision == "fp16", use_cpu=accelerator.device.type == "cpu",
+            report_to=[], logging_strategy="no", disable_tqdm=True, dataloader_num_workers=0)
+        hf = Trainer(model=model, args=args, train_dataset=train,
+                     eval_dataset=hf_columns(dev_encoded), data_collator=collator,
+                     compute_metrics=compute_metrics, callbacks=[timer])
+        hf.train()
+        best = hf.state.best_metric
+        model = hf.model
+    test_metrics, _, _ = trainer.Evaluator(splits["test"], spec, tokenizer, cfg, accelerator, "test").evaluate(model)
+    wall = time.perf_counter() - t_start
+    return {"engine": "hf-trainer", "task": spec.name, "problem": problem.value, "train_examples": len(train),
+            "epochs": cfg.effective_epochs,
+            "train_examples_per_s": round(len(train) * cfg.effective_epochs / timer.seconds, 2),
+            "wall_s": round(wall, 1), "peak_memory_mb": round(_peak_mb(accelerator.device), 1),
+            "test_score": round(test_metrics["score"], 2), "dev_score": round(best or 0.0, 2),
+            "best_epoch": None, "precision": precision, "device": trainer.device_name(accelerator),
+            "torch_threads": torch.get_num_threads()}
+
+
+def _engine_child(engine: str, **kwargs: Any) -> dict[str, Any]:
+    runner = run_medibio if engine == "medibio" else run_hf_trainer
+    return runner(**kwargs)
+
+
+def compare(tasks: Sequence[str] = COMPARE_TASKS, model: str = "minilm", profile: str = "cpu",
+            sizes: tuple[int, int, int, int] = COMPARE_SIZES["default"], seed: int = 1,
+            isolate: bool = True, progress: bool = True) -> list[dict[str, Any]]:
+    """Both engines on every task, each in its own child process (its own memory peak), ours first."""
+    rows = []
+    for task in tasks:
+        for engine in ENGINES:
+            kwargs = {"engine": engine, "task": task, "model_name": model, "profile": profile, "sizes": list(sizes),
+                      "seed": seed}
+            if isolate:
+                row = _child("compare", kwargs, f"{engine} on {task}")
+            else:
+                row = _engine_child(**{**kwargs, "sizes": tuple(sizes)})
+            rows.append(row)
+            if progress:
+                print(f"  {task:<10} {engine:<10} train {row['train_examples_per_s']:7.1f} ex/s  "
+                      f"test {row['test_score']:6.2f}  peak {row['peak_memory_mb']:.0f} MB  wall {row['wall_s']:.0f} s",
+                      file=sys.stderr, flush=True)
+    return rows
+
+
+def compare_table(rows: Sequence[dict[str, Any]]) -> str:
+    """One line per task and engine, with the speed ratio medibio / Trainer on the Trainer's line."""
+    head = (f"{'task':<10} {'type':<10} {'engine':<11} {'train/s':>8} {'wall s':>7} {'peak MB':>8} "
+            f"{'test':>7} {'dev':>7} {'speed-up':>8}")
+    lines = [head, "-" * len(head)]
+    ours = {r["task"]: r for r in rows if r["engine"] == "medibio"}
+    for r in rows:
+        mine = ours.get(r["task"])
+        ratio = (mine["train_examples_per_s"] / r["train_examples_per_s"]
+                 if r["engine"] != "medibio" and mine and r["train_examples_per_s"] else None)
+        kind = r["problem"].replace("_classification", "")
+        lines.append(f"{r['task']:<10} {kind:<10} {r['engine']:<11} {r['train_examples_per_s']:8.1f} "
+                     f"{r['wall_s']:7.0f} {r['peak_memory_mb']:8.0f} {r['test_score']:7.2f} {r['dev_score']:7.2f} "
+                     + (f"{ratio:7.2f}x" if ratio else ""))
+    speedups = [ours[r["task"]]["train_examples_per_s"] / r["train_examples_per_s"] for r in rows
+                if r["engine"] != "medibio" and r["task"] in ours and r["train_examples_per_s"]]
+    if speedups:
+        import statistics
+
+        lines.append(f"training speed medibio / Trainer: geometric mean {statistics.geometric_mean(speedups):.2f}x "
+                     f"(min {min(speedups):.2f}x, max {max(speedups):.2f}x)")
+    return "\n".join(lines)
+
+
+def _child(kind: str, kwargs: dict[str, Any], what: str) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "medibio.finetune.benchmark", f"--child-{kind}", json.dumps(kwargs, default=str)]
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"benchmark of {what} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tasks", default=",".join(DEFAULT_TASKS), help="comma list of BLURB datasets")
+    parser.add_argument("--only", choices=("trainer", "padding"), default=None,
+                        help="run only the Trainer comparison or only the padding-mode table (default: both)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"small sizes (train/dev/test/epochs {COMPARE_SIZES['quick']}, padding: 32 examples)")
+    parser.add_argument("--tasks", default=None, help="comma list of BLURB datasets "
+                        f"(default: {','.join(COMPARE_TASKS)} against the Trainer, {','.join(DEFAULT_TASKS)} padding)")
     parser.add_argument("--model", default="minilm", help="model name or folder (default: minilm)")
-    parser.add_argument("--examples", type=int, default=64, help="training (and dev) examples per measurement")
+    parser.add_argument("--examples", type=int, default=None, help="padding table: training (and dev) examples")
+    parser.add_argument("--sizes", default=None, help="Trainer comparison: train,dev,test,epochs "
+                        f"(default {','.join(map(str, COMPARE_SIZES['default']))})")
+    parser.add_argument("--seed", type=int, default=1, help="Trainer comparison: the seed of both engines")
     parser.add_argument("--profile", default="cpu", help="whose max lengths, batch sizes and precision to use")
     parser.add_argument("--modes", default=",".join(MODES), help="padding modes: dynamic,fixed")
     parser.add_argument("--max-length", type=int, default=None, help="override the profile's max lengths")
     parser.add_argument("--fp32", action="store_true", help="no bf16 autocast (default: the profile's setting)")
     parser.add_argument("--same-process", action="store_true",
                         help="measure in this process (faster; CPU memory peaks then accumulate)")
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
-    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of tables")
+    parser.add_argument("--child-measure", "--child", dest="child_measure", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--child-compare", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.child:
-        print(json.dumps(measure(**json.loads(args.child))))
+    if args.child_measure:
+        print(json.dumps(measure(**json.loads(args.child_measure))))
         return
-    rows = run([t for t in args.tasks.split(",") if t], args.model, args.examples, args.profile,
-               [m for m in args.modes.split(",") if m], args.max_length, args.fp32, isolate=not args.same_process)
+    if args.child_compare:
+        kwargs = json.loads(args.child_compare)
+        print(json.dumps(_engine_child(**{**kwargs, "sizes": tuple(kwargs["sizes"])})))
+        return
+    tasks = [t for t in args.tasks.split(",") if t] if args.tasks else None
+    out: dict[str, Any] = {}
+    if args.only in (None, "trainer"):
+        sizes = (tuple(int(x) for x in args.sizes.split(",")) if args.sizes
+                 else COMPARE_SIZES["quick" if args.quick else "default"])
+        if len(sizes) != 4:
+            parser.error(f"--sizes: expected train,dev,test,epochs (four integers), got {args.sizes!r}")
+        rows = compare(tasks or COMPARE_TASKS, args.model, args.profile, sizes, args.seed,  # type: ignore[arg-type]
+                       isolate=not args.same_process)
+        out["trainer"] = rows
+        if not args.json:
+            first = rows[0] if rows else {}
+            print(f"medibio vs transformers.Trainer: model={args.model} profile={args.profile} "
+                  f"device={first.get('device')} precision={first.get('precision')} "
+                  f"train/dev/test/epochs={','.join(map(str, sizes))} seed={args.seed}")
+            print(compare_table(rows))
+    if args.only in (None, "padding"):
+        examples = args.examples or (32 if args.quick else 64)
+        rows = run(tasks or DEFAULT_TASKS, args.model, examples, args.profile,
+                   [m for m in args.modes.split(",") if m], args.max_length, args.fp32, isolate=not args.same_process)
+        out["padding"] = rows
+        if not args.json:
+            first = rows[0] if rows else {}
+            print(f"\npadding modes: model={args.model} profile={args.profile} device={first.get('device')} "
+                  f"precision={first.get('precision')} examples={examples} memory={first.get('memory_kind')}")
+            print(table(rows))
     if args.json:
-        print(json.dumps(rows, indent=2))
-        return
-    first = rows[0] if rows else {}
-    print(f"model={args.model} profile={args.profile} device={first.get('device')} "
-          f"precision={first.get('precision')} examples={args.examples} memory={first.get('memory_kind')}")
-    print(table(rows))
+        print(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,12 @@ NER/PICO use ``AutoModelForTokenClassification``; RE/QA ``AutoModelForSequenceCl
 ``problem_type="single_label_classification"``, HoC with ``"multi_label_classification"`` (BCE loss on
 independent sigmoids) and BIOSSES with ``"regression"`` (one output, MSE loss). Dropout is set to 0.1 on
 whichever dropout fields the architecture has (BERT, DeBERTa-v2/v3, ELECTRA, ALBERT name them alike).
+
+Sequence heads read the architecture's own pooler by default (``pooling="cls"``: BERT's dense + tanh over
+[CLS]). ``pooling="mean"`` replaces BERT-family poolers by the attention-masked mean of the last layer, the
+pooling sentence-embedding encoders such as all-MiniLM-L6-v2 were trained with: their [CLS] pooler is a
+left-over of the original checkpoint, so a head on it starts far from what the encoder already knows
+(issue 11: BIOSSES fine-tuned on [CLS] scored below the frozen encoder's mean-pooled cosine).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ PROBLEM_TYPES = {
 DROPOUT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob")
 # Tokenizers that need a leading space to split pre-tokenised words (byte-level BPE).
 PREFIX_SPACE_TYPES = {"roberta", "deberta", "longformer", "bart", "gpt2", "mpnet"}
+POOLINGS = ("cls", "mean")
 
 
 def auto_class(problem: Problem) -> Any:
@@ -64,13 +71,16 @@ def load_tokenizer(model_name_or_path: str | Path, problem: Problem) -> Any:
 
 
 def build_model(spec: Any, model_name_or_path: str | Path, dropout: float = 0.1,
-                init_from: str | Path | None = None, seed: int | None = None) -> Any:
+                init_from: str | Path | None = None, seed: int | None = None, pooling: str = "cls") -> Any:
     """A model with a freshly initialised task head on the encoder of ``model_name_or_path``.
 
     ``init_from`` is a folder holding only encoder weights (an intermediate fine-tuning result, written
     by :func:`save_encoder`): the encoder comes from there, the head is new either way. ``seed`` seeds the
-    random generators first, so the head does not depend on what ran earlier in the process.
+    random generators first, so the head does not depend on what ran earlier in the process. ``pooling``:
+    see the module docstring (token tasks ignore it).
     """
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}")
     from transformers.utils import logging as hf_logging
 
     if seed is not None:
@@ -85,9 +95,54 @@ def build_model(spec: Any, model_name_or_path: str | Path, dropout: float = 0.1,
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # "newly initialised head" warnings are the point here
     try:
-        return auto_class(spec.problem).from_pretrained(source, config=config)
+        model = auto_class(spec.problem).from_pretrained(source, config=config)
     finally:
         hf_logging.set_verbosity(level)
+    if pooling == "mean" and Problem(spec.problem) is not Problem.TOKEN:
+        use_mean_pooling(model)
+    return model
+
+
+def masked_mean_pooler() -> Any:
+    """A parameter-free stand-in for a BERT-family pooler: the attention-masked mean of the last layer.
+
+    The encoder calls its pooler with the hidden states only, so :func:`use_mean_pooling` hands it the
+    attention mask of the encoder's own call through a forward pre-hook.
+    """
+    import torch
+
+    class MaskedMeanPooler(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.mask: Any = None
+
+        def forward(self, hidden: Any) -> Any:
+            if self.mask is None:
+                return hidden.mean(dim=1)
+            m = self.mask[:, : hidden.shape[1]].unsqueeze(-1).to(hidden.dtype)
+            return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
+
+    return MaskedMeanPooler()
+
+
+def use_mean_pooling(model: Any) -> Any:
+    """Replace ``model.base_model.pooler`` (BERT, MiniLM, RoBERTa ...) by :func:`masked_mean_pooler`, in place;
+    architectures without such a pooler (DeBERTa's sits in the head) raise ``ValueError``."""
+    base = model.base_model
+    if getattr(base, "pooler", None) is None:
+        raise ValueError(f"pooling='mean' needs an encoder with a pooler module (BERT family); "
+                         f"{type(model).__name__} has none")
+    pooler = masked_mean_pooler()
+    base.pooler = pooler
+
+    def remember_mask(_module: Any, args: tuple, kwargs: dict) -> None:
+        mask = kwargs.get("attention_mask")
+        if mask is None and len(args) > 1:
+            mask = args[1]
+        pooler.mask = mask
+
+    base.register_forward_pre_hook(remember_mask, with_kwargs=True)
+    return model
 
 
 def encoder(model: Any) -> Any:

@@ -54,11 +54,16 @@ class FinetuneConfig:
     reinit_top: int = 0
     bias_correction: bool = True
     longer_training: float = 1.0  # multiplies the epochs
+    # Sequence-head pooling (medibio.finetune.modeling.POOLINGS): "cls" = the architecture's pooler, "mean" =
+    # masked mean of the last layer. Left out of to_dict() at its default so earlier runs keep their digests.
+    pooling: str = "cls"
     # Intermediate fine-tuning stages use these instead of the task's own caps.
     intermediate_max_train_examples: int | None = None
     intermediate_epochs: int | None = None
 
     def __post_init__(self) -> None:
+        if self.pooling not in ("cls", "mean"):
+            raise ValueError(f"pooling must be 'cls' or 'mean', not {self.pooling!r}")
         if self.class_weighting not in CLASS_WEIGHTINGS:
             raise ValueError(f"class_weighting must be one of {', '.join(CLASS_WEIGHTINGS)}, "
                              f"not {self.class_weighting!r}")
@@ -77,6 +82,8 @@ class FinetuneConfig:
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
+        if data["pooling"] == "cls":
+            del data["pooling"]
         data["effective_epochs"] = self.effective_epochs
         return data
 

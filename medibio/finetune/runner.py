@@ -334,7 +334,7 @@ def _train(plan: RunPlan, results_root: Path, data_root: str | Path | None, acce
         init_from = ift_chain.prepare_encoder(model, plan.stages, plan.model_hash, seed, plan.profile,
                                               results_root, data_root, accelerator, log=log)
         source = init_from
-    net = modeling.build_model(spec, model, cfg.dropout, init_from=init_from, seed=seed)
+    net = modeling.build_model(spec, model, cfg.dropout, init_from=init_from, seed=seed, pooling=cfg.pooling)
     tokenizer = modeling.load_tokenizer(source, spec.problem)
     parameters = modeling.count_parameters(net)
     try:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from medibio.blurb.registry import Problem
 from medibio.finetune import features
@@ -47,6 +47,32 @@ class FitResult:
 
 
 
+@runtime_checkable
+class TrainingTask(Protocol):
+    """A model/task pair that the one loop below trains without knowing its data (SciERC's span model).
+
+    The task owns its batches, its loss and its evaluation; the loop owns everything else: optimiser and
+    schedule, accumulation, clipping, mixed precision, the dev curve and the choice of the best epoch.
+    """
+
+    name: str
+
+    def train_loader(self, per_device_batch_size: int, seed: int) -> tuple[Any, Any]:
+        """The training DataLoader and its batch sampler (``set_epoch`` is called on it when present)."""
+
+    def loss(self, model: Any, batch: Any) -> Any:
+        """The scalar training loss of one batch."""
+
+    def batch_examples(self, batch: Any) -> int:
+        """How many training examples a batch holds (for examples/s)."""
+
+    def evaluate(self, model: Any, split: str) -> tuple[dict[str, float], list[Any]]:
+        """Metrics (``score`` on 0-100 selects the dev epoch) and predictions of ``split``."""
+
+    def split_size(self, split: str) -> int:
+        """Examples in a split (0 when absent)."""
+
+
 def cpu_has_bf16() -> bool:
     """True when the CPU computes bf16 natively (AVX512-BF16 or AMX): autocast then roughly halves the
     cost of MiniLM fine-tuning and inference; elsewhere bf16 is emulated and slower, so runs stay fp32."""
@@ -59,16 +85,10 @@ def cpu_has_bf16() -> bool:
 
 def make_accelerator(mixed_precision: str = "no") -> Any:
     """An ``Accelerator`` for fine-tuning: GPU(s) when present, else CPU (gloo when several processes were
-    launched). ``bf16``/``fp16`` autocast on GPU; on CPU ``bf16`` only where the CPU supports it natively."""
-    import torch
+    launched), with the precision :func:`medibio.accel.precision_for` decides for ``mixed_precision``."""
+    from medibio.accel import accelerator, precision_for
 
-    from medibio.accel import accelerator
-
-    if torch.cuda.is_available():
-        precision = mixed_precision if mixed_precision in ("bf16", "fp16") else "no"
-    else:
-        precision = "bf16" if mixed_precision == "bf16" and cpu_has_bf16() else "no"
-    return accelerator(precision)
+    return accelerator(precision_for(requested=mixed_precision))
 
 
 def device_name(accelerator: Any) -> str:
@@ -254,6 +274,68 @@ def class_weighted_loss(cfg: FinetuneConfig, spec: Any, train_labels: Sequence[i
     return loss
 
 
+@dataclass
+class _Loop:
+    curve: list[dict[str, Any]]
+    best_epoch: int
+    best_dev: dict[str, float]
+    best_state: dict[str, Any] | None
+    best_threshold: float
+    step: int
+    train_time: float
+    seen: int
+
+
+def _train_epochs(model: Any, optimizer: Any, scheduler: Any, train_loader: Any, sampler: Any,
+                  cfg: FinetuneConfig, accelerator: Any, epochs: int, step_loss: Callable[[Any], Any],
+                  count: Callable[[Any], int], evaluate_dev: Callable[[Any], tuple[dict[str, float], float]],
+                  callbacks: Sequence[Callback], title: str) -> _Loop:
+    """The epochs of every run: accumulate, clip, step, evaluate on dev, keep the best epoch's weights."""
+    from medibio import progress
+
+    nproc = accelerator.num_processes
+    curve: list[dict[str, Any]] = []
+    best_score, best_epoch, best_state, best_dev, best_threshold = -math.inf, 0, None, {}, 0.5
+    step, train_time, seen = 0, 0.0, 0
+    bar = progress.bar(title, len(train_loader) * epochs, disable=not accelerator.is_local_main_process)
+    for epoch in range(1, epochs + 1):
+        if hasattr(sampler, "set_epoch"):
+            sampler.set_epoch(epoch)
+        model.train()
+        t0 = time.perf_counter()
+        loss_sum, loss_n = 0.0, 0
+        for batch in train_loader:
+            n_examples = count(batch)
+            with accelerator.accumulate(model):
+                loss = step_loss(batch)
+                accelerator.backward(loss)
+                if accelerator.sync_gradients:
+                    if cfg.max_grad_norm:
+                        accelerator.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+                    step += 1
+                optimizer.step()
+                if accelerator.sync_gradients and not accelerator.optimizer_step_was_skipped:
+                    scheduler.step()
+                optimizer.zero_grad()
+            loss_sum += loss.detach().float().item()
+            loss_n += 1
+            seen += n_examples * nproc
+            bar.set_postfix_str(f"epoch {epoch}/{epochs}, loss {loss_sum / loss_n:.4f}", refresh=False)
+            bar.update(1)
+        train_time += time.perf_counter() - t0
+        dev_metrics, threshold = evaluate_dev(model)
+        entry = {"epoch": epoch, "step": step, "train_loss": loss_sum / max(1, loss_n), "dev": dev_metrics}
+        curve.append(entry)
+        if dev_metrics["score"] > best_score:  # strict: ties keep the earlier (cheaper) epoch
+            best_score, best_epoch, best_dev, best_threshold = dev_metrics["score"], epoch, dev_metrics, threshold
+            unwrapped = accelerator.unwrap_model(model)
+            best_state = {k: v.detach().to("cpu", copy=True) for k, v in unwrapped.state_dict().items()}
+        for cb in callbacks:
+            cb("epoch_end", epoch=epoch, model=accelerator.unwrap_model(model), dev=dev_metrics, step=step)
+    bar.close()
+    return _Loop(curve, best_epoch, best_dev, best_state, best_threshold, step, train_time, seen)
+
+
 def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig, accelerator: Any,
         seed: int, callbacks: Sequence[Callback] = (), run_test: bool = True) -> FitResult:
     """Train on ``splits["train"]``, select the epoch on ``splits["dev"]``, predict ``splits["test"]``.
@@ -265,8 +347,6 @@ def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig,
     from accelerate.utils import set_seed
     from torch.utils.data import DataLoader
     from transformers import get_linear_schedule_with_warmup
-
-    from medibio import progress
 
     started = time.perf_counter()
     if accelerator.device.type == "cuda":
@@ -296,49 +376,19 @@ def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig,
     total_steps = steps_per_epoch * epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.warmup_ratio * total_steps), total_steps)
 
-    curve: list[dict[str, Any]] = []
-    best_score, best_epoch, best_state, best_dev, best_threshold = -math.inf, 0, None, {}, 0.5
-    step, train_time, seen = 0, 0.0, 0
-    bar = progress.bar(f"{spec.name} seed {seed} train", len(train_loader) * epochs,
-                       disable=not accelerator.is_local_main_process)
-    for epoch in range(1, epochs + 1):
-        sampler.set_epoch(epoch)
-        model.train()
-        t0 = time.perf_counter()
-        loss_sum, loss_n = 0.0, 0
-        for batch in train_loader:
-            batch.pop("index")
-            with accelerator.accumulate(model):
-                if loss_fn is None:
-                    loss = model(**batch).loss
-                else:
-                    target = batch.pop("labels")
-                    loss = loss_fn(model(**batch).logits, target)
-                accelerator.backward(loss)
-                if accelerator.sync_gradients:
-                    if cfg.max_grad_norm:
-                        accelerator.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
-                    step += 1
-                optimizer.step()
-                if accelerator.sync_gradients and not accelerator.optimizer_step_was_skipped:
-                    scheduler.step()
-                optimizer.zero_grad()
-            loss_sum += loss.detach().float().item()
-            loss_n += 1
-            seen += batch["input_ids"].shape[0] * nproc
-            bar.set_postfix_str(f"epoch {epoch}/{epochs}, loss {loss_sum / loss_n:.4f}", refresh=False)
-            bar.update(1)
-        train_time += time.perf_counter() - t0
-        dev_metrics, threshold = dev_eval.evaluate_tuned(model)
-        entry = {"epoch": epoch, "step": step, "train_loss": loss_sum / max(1, loss_n), "dev": dev_metrics}
-        curve.append(entry)
-        if dev_metrics["score"] > best_score:  # strict: ties keep the earlier (cheaper) epoch
-            best_score, best_epoch, best_dev, best_threshold = dev_metrics["score"], epoch, dev_metrics, threshold
-            unwrapped = accelerator.unwrap_model(model)
-            best_state = {k: v.detach().to("cpu", copy=True) for k, v in unwrapped.state_dict().items()}
-        for cb in callbacks:
-            cb("epoch_end", epoch=epoch, model=accelerator.unwrap_model(model), dev=dev_metrics, step=step)
-    bar.close()
+    def step_loss(batch: Any) -> Any:
+        batch.pop("index")
+        if loss_fn is None:
+            return model(**batch).loss
+        target = batch.pop("labels")
+        return loss_fn(model(**batch).logits, target)
+
+    loop = _train_epochs(model, optimizer, scheduler, train_loader, sampler, cfg, accelerator, epochs, step_loss,
+                         lambda batch: batch["input_ids"].shape[0], dev_eval.evaluate_tuned, callbacks,
+                         f"{spec.name} seed {seed} train")
+    curve, best_epoch, best_dev, best_state, best_threshold = (loop.curve, loop.best_epoch, loop.best_dev,
+                                                               loop.best_state, loop.best_threshold)
+    step, train_time, seen = loop.step, loop.train_time, loop.seen
 
     unwrapped = accelerator.unwrap_model(model)
     if best_state is not None:
@@ -364,4 +414,64 @@ def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig,
         optimizer_steps=step, per_device_batch_size=per_device, train_time_s=train_time, wall_time_s=wall,
         train_examples_per_s=seen / train_time if train_time else 0.0, peak_memory_mb=_peak_memory_mb(accelerator),
         notes=notes,
+    )
+
+
+def fit_task(model: Any, task: TrainingTask, cfg: FinetuneConfig, accelerator: Any, seed: int,
+             callbacks: Sequence[Callback] = (), run_test: bool = True,
+             parameter_groups: list[dict[str, Any]] | None = None) -> FitResult:
+    """:func:`fit` for a :class:`TrainingTask` (a model the loop does not know): same optimiser, schedule,
+    accumulation, precision and dev selection. ``parameter_groups`` replaces the encoder-style AdamW groups
+    (task heads that learn faster than the encoder); the model gets the best dev epoch's weights back."""
+    import torch
+    from accelerate.utils import set_seed
+    from transformers import get_linear_schedule_with_warmup
+
+    from medibio.finetune import stability
+
+    started = time.perf_counter()
+    if accelerator.device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(accelerator.device)
+    set_seed(seed)
+    nproc = accelerator.num_processes
+    per_device = max(1, cfg.batch_size // (nproc * cfg.grad_accum))
+    notes: list[str] = []
+    if per_device * nproc * cfg.grad_accum != cfg.batch_size:
+        notes.append(f"effective batch {per_device * nproc * cfg.grad_accum} (asked {cfg.batch_size}: "
+                     f"{nproc} processes x {cfg.grad_accum} accumulation steps)")
+    accelerator.gradient_accumulation_steps = cfg.grad_accum
+    train_loader, sampler = task.train_loader(per_device, seed)
+    if parameter_groups is None:
+        optimizer, stability_notes = build_optimizer(model, cfg)
+        notes.extend(stability_notes)
+    else:
+        optimizer = stability.make_optimizer(parameter_groups, lr=cfg.learning_rate, opts=stability_options(cfg),
+                                             eps=cfg.adam_epsilon)
+    model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)
+    epochs = cfg.effective_epochs
+    total_steps = math.ceil(len(train_loader) / cfg.grad_accum) * epochs
+    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.warmup_ratio * total_steps), total_steps)
+
+    def evaluate_dev(net: Any) -> tuple[dict[str, float], float]:
+        metrics, _ = task.evaluate(accelerator.unwrap_model(net), "dev")
+        return metrics, 0.5
+
+    loop = _train_epochs(model, optimizer, scheduler, train_loader, sampler, cfg, accelerator, epochs,
+                         lambda batch: task.loss(model, batch), task.batch_examples, evaluate_dev, callbacks,
+                         f"{task.name} seed {seed} train")
+    unwrapped = accelerator.unwrap_model(model)
+    if loop.best_state is not None:
+        unwrapped.load_state_dict(loop.best_state)
+    test_metrics: dict[str, float] = {}
+    test_preds: list[Any] = []
+    if run_test and task.split_size("test"):
+        test_metrics, test_preds = task.evaluate(unwrapped, "test")
+    wall = time.perf_counter() - started
+    return FitResult(
+        dev_curve=loop.curve, best_epoch=loop.best_epoch, dev=loop.best_dev, test=test_metrics,
+        test_predictions=test_preds, train_examples=task.split_size("train"), dev_examples=task.split_size("dev"),
+        test_examples=task.split_size("test") if run_test else 0, optimizer_steps=loop.step,
+        per_device_batch_size=per_device, train_time_s=loop.train_time, wall_time_s=wall,
+        train_examples_per_s=loop.seen / loop.train_time if loop.train_time else 0.0,
+        peak_memory_mb=_peak_memory_mb(accelerator), notes=notes,
     )

@@ -4,30 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 
 def train_sentencepiece(texts: Iterable[str], out_dir: str | Path, vocab_size: int = 32000,
                         model_type: str = "unigram", character_coverage: float = 0.9999,
-                        input_sentence_size: int = 2_000_000) -> Path:
-    """Train ``spm.model`` in ``out_dir`` with DeBERTa-v2's special-token ids ([PAD]=0 [CLS]=1 [SEP]=2 [UNK]=3)."""
+                        input_sentence_size: int = 2_000_000, **spm_options: Any) -> Path:
+    """Train ``spm.model`` in ``out_dir`` with DeBERTa-v2's special-token ids ([PAD]=0 [CLS]=1 [SEP]=2 [UNK]=3).
+
+    ``spm_options`` go to ``SentencePieceTrainer.train`` as they are and override the defaults here (e.g.
+    ``num_threads=1, shuffle_input_sentence=False`` for a byte-identical model on every build)."""
     import sentencepiece as spm
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(t for t in texts if t and t.strip()),
-        model_prefix=str(out / "spm"),
-        vocab_size=vocab_size,
-        model_type=model_type,
-        character_coverage=character_coverage,
-        input_sentence_size=input_sentence_size,
-        shuffle_input_sentence=True,
-        pad_id=0, bos_id=1, eos_id=2, unk_id=3,
-        pad_piece="[PAD]", bos_piece="[CLS]", eos_piece="[SEP]", unk_piece="[UNK]",
-        user_defined_symbols=["[MASK]"],
-        hard_vocab_limit=False,
-        minloglevel=2,
-    )
+    options: dict[str, Any] = {
+        "model_prefix": str(out / "spm"), "vocab_size": vocab_size, "model_type": model_type,
+        "character_coverage": character_coverage, "input_sentence_size": input_sentence_size,
+        "shuffle_input_sentence": True,
+        "pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3,
+        "pad_piece": "[PAD]", "bos_piece": "[CLS]", "eos_piece": "[SEP]", "unk_piece": "[UNK]",
+        "user_defined_symbols": ["[MASK]"], "hard_vocab_limit": False, "minloglevel": 2,
+    }
+    options.update(spm_options)
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(t for t in texts if t and t.strip()), **options)
     return out / "spm.model"
 
 

@@ -25,13 +25,27 @@ def _replan_finetune(record: RunRecord, data_root: str | Path | None) -> Any:
     return replan(record, data_root)
 
 
+def _replan_frozen(record: RunRecord, data_root: str | Path | None) -> Any:
+    from medibio.blurb.frozen import replan
+
+    return replan(record, data_root)
+
+
+def _replan_scierc(record: RunRecord, data_root: str | Path | None) -> Any:
+    from medibio.scierc.runner import replan
+
+    return replan(record, data_root)
+
+
 # kind of record -> how its request is planned again (each kind's runner owns its identity)
-REPLANNERS: dict[str, Callable[[RunRecord, str | Path | None], Any]] = {KIND: _replan_finetune}
+REPLANNERS: dict[str, Callable[[RunRecord, str | Path | None], Any]] = {
+    KIND: _replan_finetune, "frozen": _replan_frozen, "scierc": _replan_scierc}
 
 
 def register_kind(kind: str, replan: Callable[[RunRecord, str | Path | None], Any]) -> None:
     """Let another kind of run (SciERC, ...) take part in staleness checks."""
     REPLANNERS[kind] = replan
+
 
 
 def freshness(record: RunRecord, data_root: str | Path | None = None) -> tuple[str, str]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import os
 import re
@@ -38,8 +37,6 @@ LEGACY_SCHEMAS = ("medibio.run/1",)  # readable, listed as legacy, never reused
 KIND = "finetune"
 STATUSES = ("ok", "skipped")
 
-_WEIGHT_PATTERNS = ("model.safetensors", "model-*.safetensors", "pytorch_model.bin", "pytorch_model-*.bin")
-_CHUNK = 1 << 20
 
 
 @dataclass
@@ -228,42 +225,12 @@ def model_tag(name_or_path: str | Path) -> str:
     return _sanitise(text.replace("/", "__"))
 
 
-def _hash_file(digest: Any, path: Path) -> None:
-    digest.update(path.name.encode() + b"\0")
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-
-
-_FINGERPRINTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
-
-
 def model_fingerprint(name_or_path: str | Path) -> str:
-    """``sha256:<hex>`` over config.json and the weight file(s) of a local model folder.
-
-    Files are streamed (weights can be gigabytes) and results are memoised per process on (path, size,
-    mtime). For a hub id that is not local, the hash covers the config only (``config-sha256:<hex>``):
-    weights are not fetched just to name them.
-    """
+    """The model's fingerprint in records: :func:`medibio.modelzoo.fingerprint` (config, weights and
+    tokenizer files; a hub model from its cached snapshot; config only for a hub id that is not local)."""
     from medibio import modelzoo
 
-    target = Path(modelzoo.resolve(name_or_path)).expanduser()
-    if not target.is_dir():
-        config = modelzoo.load_config(str(name_or_path))
-        text = json.dumps(config.to_dict(), sort_keys=True, default=str)
-        return "config-sha256:" + hashlib.sha256(text.encode()).hexdigest()
-    files = [target / "config.json"] if (target / "config.json").is_file() else []
-    weights = sorted({p for pattern in _WEIGHT_PATTERNS for p in target.glob(pattern)})
-    files.extend(weights)
-    if not weights:
-        raise FileNotFoundError(f"no weights ({', '.join(_WEIGHT_PATTERNS)}) in model folder {target}")
-    key = (str(target.resolve()), tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files))
-    if key not in _FINGERPRINTS:
-        digest = hashlib.sha256()
-        for path in files:
-            _hash_file(digest, path)
-        _FINGERPRINTS[key] = "sha256:" + digest.hexdigest()
-    return _FINGERPRINTS[key]
+    return modelzoo.fingerprint(name_or_path)
 
 
 def model_info(name_or_path: str | Path, model: Any = None) -> dict[str, Any]:
@@ -276,8 +243,9 @@ def model_info(name_or_path: str | Path, model: Any = None) -> dict[str, Any]:
     path = modelzoo.resolve(name_or_path)
     config = getattr(model, "config", None)
     model_type = getattr(config, "model_type", None)
-    if model_type is None and Path(path).is_dir() and (Path(path) / "config.json").is_file():
-        model_type = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get("model_type")
+    folder = Path(path) if Path(path).is_dir() else modelzoo.cached_snapshot(path)  # hub id: its snapshot
+    if model_type is None and folder is not None and (folder / "config.json").is_file():
+        model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
     parameters = sum(p.numel() for p in model.parameters()) if model is not None else None
     return {"name": str(name_or_path), "path": str(path), "tag": model_tag(name_or_path),
             "hash": model_fingerprint(name_or_path), "model_type": model_type, "parameters": parameters}

@@ -1,0 +1,133 @@
+"""``medibio scierc train|evaluate|table`` (also under ``python -m medibio`` and ``accelerate launch -m
+medibio``; only the main process prints and writes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from medibio import cli_values as check
+from medibio import profiles
+from medibio.accel import is_main_process
+
+PROFILE = check.lookup(profiles.get)
+SEEDS = check.int_list(0)
+
+
+def _mode(value: str | None) -> str | None:
+    from medibio.scierc.presets import MODES
+
+    if value is not None and value not in MODES:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(MODES)}")
+    return value
+
+
+def _metrics_line(test: dict[str, Any]) -> str:
+    return "  ".join(f"{name} {test[f'{short}_f1']:6.2f}" for name, short in
+                     (("NER", "ner"), ("REL", "rel"), ("REL+", "relplus"), ("Coref", "coref")))
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="SciERC (Table 4): train the span model, score predictions, summarise runs.",
+                        no_args_is_help=True)
+    app.add_typer(group, name="scierc")
+
+    @group.command("train")
+    def train_cmd(
+        model: str = typer.Option(None, "--model", "-m", help="encoder (minilm, tiny-deberta, hub id, folder); "
+                                  "default: the profile's"),
+        seeds: str = typer.Option(None, "--seeds", help="comma list; default: the profile's", callback=SEEDS),
+        profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text(),
+                                    callback=PROFILE),
+        mode: str = typer.Option(None, "--mode", help="joint (DyGIE++-style) or pipeline (PURE-style)",
+                                 callback=_mode),
+        epochs: int = typer.Option(None, "--epochs", callback=check.at_least(1)),
+        lr: float = typer.Option(None, "--lr", help="encoder learning rate", callback=check.positive()),
+        head_lr: float = typer.Option(None, "--head-lr", help="task heads' learning rate", callback=check.positive()),
+        batch_size: int = typer.Option(None, "--batch-size", help="documents per step", callback=check.at_least(1)),
+        grad_accum: int = typer.Option(None, "--grad-accum", callback=check.at_least(1)),
+        max_length: int = typer.Option(None, "--max-length", help="sub-tokens per window", callback=check.at_least(16)),
+        max_span_width: int = typer.Option(None, "--max-span-width", callback=check.at_least(1)),
+        max_train_docs: int = typer.Option(None, "--max-train-docs", callback=check.at_least(1)),
+        max_dev_docs: int = typer.Option(None, "--max-dev-docs", callback=check.at_least(1)),
+        max_test_docs: int = typer.Option(None, "--max-test-docs", help="test cap (scores then not official)",
+                                          callback=check.at_least(1)),
+        mixed_precision: str = typer.Option(None, "--mixed-precision", help="no, bf16 or fp16 (GPU)"),
+        results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
+        data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
+        force: bool = typer.Option(False, "--force", help="rerun even when a record exists"),
+        as_json: bool = typer.Option(False, "--json", help="print the records as JSON"),
+        limit: int = typer.Option(None, "--limit", help="at most N documents per split", callback=check.at_least(1)),
+    ) -> None:
+        """Train the span model on SciERC (one run record per seed; recorded runs are reused unless --force)."""
+        import os
+
+        from medibio.scierc.runner import run_scierc
+
+        if limit:
+            os.environ[profiles.LIMIT_ENV] = str(limit)
+        overrides = {"mode": mode, "epochs": epochs, "learning_rate": lr, "head_learning_rate": head_lr,
+                     "batch_size": batch_size, "grad_accum": grad_accum, "max_length": max_length,
+                     "max_span_width": max_span_width, "max_train_docs": max_train_docs,
+                     "max_dev_docs": max_dev_docs, "max_test_docs": max_test_docs, "mixed_precision": mixed_precision}
+        records = run_scierc(model, seeds, profile, {k: v for k, v in overrides.items() if v is not None},
+                             results_root, data_root, force)
+        if not is_main_process():
+            return
+        if as_json:
+            typer.echo(json.dumps([r.to_dict() for r in records], indent=2, default=str))
+            return
+        for r in records:
+            typer.echo(f"SciERC seed {r.seed:<3d} {r.variant:9s} {_metrics_line(r.test)}  ({r.wall_time_s:.0f}s)")
+
+    @group.command("evaluate")
+    def evaluate_cmd(
+        predictions: Path = typer.Argument(..., help="json lines: doc_key, entities, relations, clusters",
+                                           exists=True, dir_okay=False),
+        split: str = typer.Option("test", "--split", help="train, dev or test"),
+        data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
+        as_json: bool = typer.Option(False, "--json", help="print every score as JSON"),
+    ) -> None:
+        """Score predictions against a SciERC split (NER, REL, REL+, MUC/B3/CEAF-e and CoNLL F1)."""
+        from medibio.scierc import data, metrics
+
+        scores = metrics.flat(metrics.score_documents(*_aligned(predictions, data.load_split(split, data_root))))
+        if as_json:
+            typer.echo(json.dumps(scores, indent=2))
+            return
+        typer.echo(_metrics_line(scores))
+
+    @group.command("table")
+    def table_cmd(
+        profile: str = typer.Option(None, "--profile", "-p", help="only this profile's runs"),
+        results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
+    ) -> None:
+        """Mean ± sd over seeds of the recorded SciERC runs."""
+        from medibio.paths import results_root as resolve
+        from medibio.scierc.report import scierc_table
+
+        table = scierc_table(resolve(results_root), profile)
+        typer.echo("no SciERC records" if table.empty else table.to_string(index=False, float_format="%.2f"))
+
+
+def _aligned(path: Path, gold: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
+    """Gold documents and predictions in the same order; every predicted document must exist in ``gold``."""
+    from medibio.errors import InputFormatError
+
+    by_key = {d.doc_key: d for d in gold}
+    docs, preds = [], []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputFormatError(path, n, f"valid json ({exc.msg})", line) from None
+        if not isinstance(row, dict) or row.get("doc_key") not in by_key:
+            raise InputFormatError(path, n, "an object whose doc_key is a document of the split", line)
+        docs.append(by_key[row["doc_key"]])
+        preds.append({k: row.get(k, []) for k in ("entities", "relations", "clusters")})
+    return docs, preds

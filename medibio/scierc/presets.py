@@ -1,0 +1,134 @@
+"""The SciERC configuration of a run (:class:`SciercConfig`) and its values under each profile.
+
+How the options map to the literature:
+
+* ``mode="joint"`` is DyGIE++ (Wadden et al. 2019): one encoder, span representations shared by the NER,
+  relation and coreference heads, the three losses summed and trained together.
+* ``mode="pipeline"`` is PURE (Zhong & Chen 2021): an entity model (here with the coreference head, which
+  PURE does not have) trained first, then a separate relation model with its own encoder that is trained on
+  gold entities and, at test time, relates the entity model's predicted entities. PURE marks the two
+  entities with typed marker tokens in the input; we give the relation head the argument types as learned
+  type embeddings instead (no second encoder pass per pair), which keeps the type information PURE found
+  important at a fraction of the cost.
+* Span candidates are every span of at most ``max_span_width`` words inside a sentence (both use 8);
+  ``context`` fills each encoder window with neighbouring sentences (PURE's cross-sentence context; DyGIE++
+  encodes the abstract as a whole, which our windows also do whenever it fits in ``max_length``).
+* Relation and coreference candidates in training are the gold entities plus the spans the NER head ranks
+  highest (``relation_spans_per_word``, ``coref_spans_per_word`` times the words, as DyGIE++'s pruner);
+  at evaluation they are the predicted entities, so every relation and coreference score is end-to-end.
+
+The encoder learns at ``learning_rate`` and the task heads at ``head_learning_rate`` (DyGIE++ and PURE both
+train their heads with a larger rate than the encoder).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from medibio import profiles
+from medibio.errors import MedibioError
+
+MODES = ("joint", "pipeline")
+
+
+@dataclass(frozen=True)
+class SciercConfig:
+    """Every option that can change a SciERC run's result (all of it enters the run's digest)."""
+
+    mode: str = "joint"
+    max_span_width: int = 8
+    max_length: int = 512  # sub-tokens per encoder window
+    context: bool = True
+    learning_rate: float = 2e-5
+    head_learning_rate: float = 1e-3
+    batch_size: int = 4  # documents per optimiser step (x accumulation)
+    grad_accum: int = 1
+    eval_batch_size: int = 8
+    epochs: int = 10
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    head_hidden: int = 150
+    width_embedding: int = 20
+    type_embedding: int = 20  # pipeline relation model: argument-type embeddings
+    dropout: float = 0.3  # inside the heads
+    ner_weight: float = 1.0
+    relation_weight: float = 1.0
+    coref_weight: float = 1.0
+    relation_spans_per_word: float = 0.4
+    coref_spans_per_word: float = 0.3
+    max_antecedents: int = 50
+    max_train_docs: int | None = None  # a seeded random subset of the training documents
+    max_dev_docs: int | None = None  # dev subset for model selection (noted in the record)
+    max_test_docs: int | None = None  # only the smoke profile caps test: scores then are NOT official
+    mixed_precision: str = "bf16"  # GPU autocast; CPU stays fp32 unless it computes bf16 natively
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise MedibioError(f"SciERC mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.max_span_width < 1 or self.max_length < 16:
+            raise MedibioError("SciERC max_span_width must be >= 1 and max_length >= 16")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes: Any) -> SciercConfig:
+        unknown = sorted(set(changes) - set(field_names()))
+        if unknown:
+            raise MedibioError(f"unknown SciERC option(s) {unknown}; valid: {', '.join(field_names())}")
+        return dataclasses.replace(self, **changes)
+
+    def finetune_config(self) -> Any:
+        """The fields the shared training loop reads, as a :class:`~medibio.finetune.presets.FinetuneConfig`."""
+        from medibio.finetune.presets import FinetuneConfig
+
+        return FinetuneConfig(learning_rate=self.learning_rate, batch_size=self.batch_size, grad_accum=self.grad_accum,
+                              epochs=self.epochs, max_length=self.max_length, warmup_ratio=self.warmup_ratio,
+                              weight_decay=self.weight_decay, max_grad_norm=self.max_grad_norm,
+                              eval_batch_size=self.eval_batch_size, mixed_precision=self.mixed_precision)
+
+
+def field_names() -> list[str]:
+    return [f.name for f in dataclasses.fields(SciercConfig)]
+
+
+# Per profile. smoke: the tiny random model on a few documents (seconds; scores meaningless).
+# cpu: MiniLM on this 2-core machine, fp32; caps and epochs sized so that the chapter's three seeds fit in
+# 12 minutes including evaluation on the full official test set (measured rates in the chapter and
+# benchmarks/scierc_speed.py). gpu / paper: the full data and DyGIE++-like epochs.
+PROFILE_VALUES: dict[str, dict[str, Any]] = {
+    "smoke": {"max_train_docs": 8, "max_dev_docs": 4, "max_test_docs": 4, "epochs": 2, "batch_size": 4,
+              "max_length": 128, "learning_rate": 5e-4, "head_learning_rate": 5e-3, "max_span_width": 4,
+              "head_hidden": 32, "mixed_precision": "no"},
+    "cpu": {"max_train_docs": 120, "max_dev_docs": 20, "epochs": 2, "batch_size": 2, "max_length": 256,
+            "learning_rate": 1e-4, "head_learning_rate": 2e-3, "max_span_width": 6, "mixed_precision": "no"},
+    "gpu": {"epochs": 20, "batch_size": 8, "learning_rate": 2e-5, "head_learning_rate": 5e-4},
+    "paper": {"epochs": 20, "batch_size": 8, "learning_rate": 2e-5, "head_learning_rate": 5e-4},
+}
+
+
+# Seeds per profile: the paper reports five runs; the cpu profile affords three (the issue's budget).
+SEEDS: dict[str, tuple[int, ...]] = {"smoke": (1,), "cpu": (1, 2, 3), "gpu": (1, 2, 3, 4, 5), "paper": (1, 2, 3, 4, 5)}
+
+
+def seeds(profile: str | profiles.Profile) -> tuple[int, ...]:
+    """The profile's SciERC seeds (``Profile.scierc["seeds"]`` wins, then :data:`SEEDS`, then the profile's)."""
+    prof = profiles.get(profile)
+    given = dict(prof.scierc).get("seeds")
+    return tuple(given) if given else SEEDS.get(prof.name, prof.seeds)
+
+
+def preset(profile: str | profiles.Profile, overrides: Mapping[str, Any] | None = None) -> SciercConfig:
+    """The profile's SciERC configuration (this module's values, then ``Profile.scierc``, then overrides);
+    a profile ``limit`` (``--limit``) caps every split."""
+    prof = profiles.get(profile)
+    values = {**PROFILE_VALUES.get(prof.name, {}), **{k: v for k, v in prof.scierc.items() if k != "seeds"}}
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    cfg = SciercConfig().replace(**values)
+    if prof.limit is not None:
+        cfg = cfg.replace(max_train_docs=prof.cap(cfg.max_train_docs), max_dev_docs=prof.cap(cfg.max_dev_docs),
+                          max_test_docs=prof.cap(cfg.max_test_docs))
+    return cfg

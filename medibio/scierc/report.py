@@ -1,0 +1,73 @@
+"""SciERC tables from run records: mean ± std over seeds per task, and the error breakdown (per entity type,
+per relation type) recomputed from the runs' test predictions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+TASKS = {"NER": "ner", "REL": "rel", "REL+": "relplus", "Coref": "coref"}
+
+
+def load(results_root: str | Path, profile: str | None = None) -> list[Any]:
+    """Every SciERC record under a results root (optionally of one profile)."""
+    from medibio.runs import records as rec
+    from medibio.scierc.runner import KIND
+
+    return rec.load_records(results_root, profile=profile, kind=KIND, legacy=False)
+
+
+def scierc_table(results: str | Path | Sequence[Any], profile: str | None = None) -> pd.DataFrame:
+    """One row per (model, mode, digest) and task: test P / R / F1 means, F1 std, seeds."""
+    records = load(results, profile) if isinstance(results, (str, Path)) else list(results)
+    rows = []
+    groups: dict[tuple[str, str, str], list[Any]] = {}
+    for r in records:
+        if r.ok:
+            groups.setdefault((r.model_tag, r.variant, r.config_digest), []).append(r)
+    for (model, mode, digest), recs in groups.items():
+        for task, short in TASKS.items():
+            f1 = pd.Series([r.test[f"{short}_f1"] for r in recs], dtype=float)
+            rows.append({"model": model, "mode": mode, "task": task,
+                         "P": pd.Series([r.test[f"{short}_p"] for r in recs]).mean(),
+                         "R": pd.Series([r.test[f"{short}_r"] for r in recs]).mean(),
+                         "F1": f1.mean(), "± (sd)": f1.std(ddof=1) if len(f1) > 1 else float("nan"),
+                         "seeds": len(recs), "digest": digest})
+    return pd.DataFrame(rows, columns=["model", "mode", "task", "P", "R", "F1", "± (sd)", "seeds", "digest"])
+
+
+def breakdown(records: Sequence[Any], results_root: str | Path, data_root: str | Path | None = None
+              ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per entity type NER F1 and per relation type REL F1 (mean ± sd over the runs, gold counts)."""
+    import json
+
+    from medibio.scierc import data, metrics
+
+    gold = {d.doc_key: d for d in data.load_split("test", data_root)}
+    ner_rows, rel_rows = [], []
+    for r in records:
+        path = r.predictions_file(results_root)
+        if not r.ok or path is None or not path.is_file():
+            continue
+        preds = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        docs = [gold[p["doc_key"]] for p in preds]
+        g_ent = [d.all_entities() for d in docs]
+        p_ent = [[tuple(e) for e in p["entities"]] for p in preds]
+        for t, s in metrics.ner_by_type(g_ent, p_ent).items():
+            ner_rows.append({"type": t, "seed": r.seed, "F1": s["f1"], "gold": s["gold"]})
+        per_rel = metrics.relation_scores([d.all_relations() for d in docs], g_ent,
+                                          [[tuple(x) for x in p["relations"]] for p in preds], p_ent, by_type=True)
+        for t, s in per_rel.items():
+            rel_rows.append({"type": t, "seed": r.seed, "F1": s["f1"], "gold": s["gold"]})
+
+    def summarise(rows: list[dict[str, Any]]) -> pd.DataFrame:
+        if not rows:
+            return pd.DataFrame(columns=["F1", "± (sd)", "gold"])
+        frame = pd.DataFrame(rows).groupby("type")
+        out = pd.DataFrame({"F1": frame["F1"].mean(), "± (sd)": frame["F1"].std(ddof=1), "gold": frame["gold"].max()})
+        return out.sort_values("gold", ascending=False)
+
+    return summarise(ner_rows), summarise(rel_rows)

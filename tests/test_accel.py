@@ -1,0 +1,121 @@
+"""Precision decisions (issue 14 §2): the decision table with mocked devices, the one call site in the
+fine-tuning trainer, DeBERTa's fp16 handling in the installed transformers, and the shipped accelerate
+configuration files loaded by accelerate's own loader."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from medibio import accel
+from medibio.accel import Device, precision_for
+from medibio.errors import MedibioError
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "accelerate"
+AMPERE, VOLTA = Device("cuda", True), Device("cuda", False)
+CPU_BF16, CPU = Device("cpu", True), Device("cpu", False)
+
+TABLE = [  # device, requested, expected
+    (AMPERE, "auto", "bf16"), (AMPERE, "bf16", "bf16"), (AMPERE, "fp16", "fp16"), (AMPERE, "no", "no"),
+    (AMPERE, "fp32", "no"),
+    (VOLTA, "auto", "fp16"), (VOLTA, "bf16", "fp16"), (VOLTA, "fp16", "fp16"), (VOLTA, "no", "no"),
+    (CPU_BF16, "auto", "bf16"), (CPU_BF16, "bf16", "bf16"), (CPU_BF16, "fp16", "no"), (CPU_BF16, "no", "no"),
+    (CPU, "auto", "no"), (CPU, "bf16", "no"), (CPU, "fp16", "no"), (CPU, "fp32", "no"),
+]
+
+
+@pytest.mark.parametrize(("device", "requested", "expected"), TABLE)
+def test_decision_table(device: Device, requested: str, expected: str) -> None:
+    assert precision_for(device, requested) == expected
+
+
+def test_unknown_request_is_refused() -> None:
+    with pytest.raises(MedibioError, match="unknown precision 'fp8'"):
+        precision_for(CPU, "fp8")
+
+
+@pytest.mark.parametrize(("cuda", "gpu_bf16", "cpu_bf16", "expected"), [
+    (True, True, False, "bf16"), (True, False, True, "fp16"), (False, False, True, "bf16"),
+    (False, False, False, "no")])
+def test_current_device_reads_the_hardware(monkeypatch: pytest.MonkeyPatch, cuda: bool, gpu_bf16: bool,
+                                           cpu_bf16: bool, expected: str) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: gpu_bf16)
+    monkeypatch.setattr(accel, "cpu_has_bf16", lambda: cpu_bf16)
+    assert accel.current_device() == Device("cuda" if cuda else "cpu", gpu_bf16 if cuda else cpu_bf16)
+    assert precision_for(requested="bf16") == expected
+
+
+def test_cpu_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    for flags, expected in (("fpu avx2 avx512f", False), ("avx512f avx512_bf16", True), ("amx_bf16 amx_tile", True)):
+        monkeypatch.setattr(Path, "read_text", lambda self, *a, _f=flags, **k: f"flags\t\t: {_f}\n")
+        assert accel.cpu_has_bf16() is expected
+
+
+def test_fine_tuning_asks_precision_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    from medibio.finetune import trainer
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(accel, "current_device", lambda: VOLTA)
+    monkeypatch.setattr(accel, "accelerator", lambda precision: seen.setdefault("precision", precision))
+    assert trainer.make_accelerator("bf16") == "fp16"  # a GPU without bf16 falls back to loss-scaled fp16
+
+
+def test_installed_deberta_scales_before_the_matmul_and_masks_with_the_dtype_minimum() -> None:
+    """What we rely on (huggingface/transformers#24116, microsoft/DeBERTa#77): if a transformers upgrade
+    drops either, fp16 DeBERTa runs may overflow again and this test says so."""
+    from transformers.models.deberta_v2 import modeling_deberta_v2 as m
+
+    forward = inspect.getsource(m.DisentangledSelfAttention.forward)
+    assert "key_layer.transpose(-1, -2) / scale" in forward.replace("\n", " ")
+    assert "torch.finfo(query_layer.dtype).min" in forward
+    bias = inspect.getsource(m.DisentangledSelfAttention.disentangled_attention_bias)
+    assert bias.count("/ scale") >= 2  # c2p and p2c terms
+
+
+def test_tiny_deberta_fp16_forward_is_finite_and_close_to_fp32() -> None:
+    """The fp16 forward pass of DeBERTa (padded batch, masked positions) on CPU: no inf/NaN, same
+    predictions as fp32 within fp16 rounding."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from medibio import modelzoo
+
+    path = modelzoo.tiny_deberta()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    batch = tokenizer(["Aspirin inhibits COX-2.", "A much longer sentence about insulin receptor expression "
+                       "in hepatocytes of diabetic mice after treatment."], padding=True, return_tensors="pt")
+    assert int(batch["attention_mask"].sum()) < batch["attention_mask"].numel()  # some positions are masked
+    model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=3).eval()
+    with torch.no_grad():
+        full = model(**batch).logits
+        half = model.to(torch.float16)(**batch).logits
+    assert half.dtype == torch.float16 and torch.isfinite(half).all()
+    assert torch.allclose(half.float(), full, atol=5e-2, rtol=5e-2)
+
+
+@pytest.mark.parametrize(("name", "processes", "machines", "kind"), [
+    ("one_gpu.yaml", 1, 1, "NO"), ("eight_gpus.yaml", 8, 1, "MULTI_GPU"),
+    ("three_nodes_eight_gpus.yaml", 24, 3, "MULTI_GPU")])
+def test_accelerate_configs_load(name: str, processes: int, machines: int, kind: str) -> None:
+    from accelerate.commands.config.config_args import ClusterConfig, load_config_from_file
+
+    config = load_config_from_file(str(CONFIGS / name))
+    assert isinstance(config, ClusterConfig)
+    assert (config.num_processes, config.num_machines, config.distributed_type.value) == (processes, machines, kind)
+    assert config.mixed_precision == "bf16" and config.use_cpu is False
+    assert config.num_processes % config.num_machines == 0
+
+
+def test_readme_names_every_config_and_the_gpu_commands() -> None:
+    text = (CONFIGS / "README.md").read_text(encoding="utf-8")
+    for name in ("one_gpu.yaml", "eight_gpus.yaml", "three_nodes_eight_gpus.yaml"):
+        assert f"--config_file configs/accelerate/{name}" in text
+    for command in ("-p profile gpu", "make book PROFILE=gpu", "-m medibio finetune", "-m medibio pretrain",
+                    "--machine_rank 2", "--main_process_ip"):
+        assert command in text

@@ -1,0 +1,126 @@
+"""The tiny model builds to the same bytes every time, safely from several processes at once, without
+touching the caller's random state; fingerprints cover the tokenizer; a missing folder is named as one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from medibio import modelzoo
+from medibio.errors import ModelUnavailableError
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.realdata
+
+
+def test_two_builds_give_identical_bytes_and_leave_the_global_rng_alone(data_root: Path, tmp_path: Path) -> None:
+    import torch
+
+    torch.manual_seed(7)
+    expected = torch.rand(4)
+    torch.manual_seed(7)
+    first = modelzoo.tiny_deberta(tmp_path / "a")
+    assert torch.equal(torch.rand(4), expected), "building the tiny model moved torch's global generator"
+    second = modelzoo.tiny_deberta(tmp_path / "b")
+    names = sorted(p.name for p in first.iterdir())
+    assert names == sorted(p.name for p in second.iterdir())
+    assert {"config.json", "model.safetensors", "spm.model", "tokenizer.json"} <= set(names)
+    for name in names:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), f"{name} differs between builds"
+    assert modelzoo.fingerprint(first) == modelzoo.fingerprint(second)
+    assert not list(tmp_path.glob(".*.building")), "a temporary build folder was left behind"
+
+
+def test_fingerprint_covers_config_weights_and_tokenizer(tmp_path: Path) -> None:
+    source = modelzoo.minilm_path()
+    copy = tmp_path / "model"
+    shutil.copytree(source, copy)
+    base = modelzoo.fingerprint(copy)
+    assert base.startswith("sha256:") and base == modelzoo.fingerprint(source)
+    covered = [p.name for p in modelzoo.model_files(copy)]
+    assert "config.json" in covered and "vocab.txt" in covered and any("safetensors" in n or ".bin" in n
+                                                                       for n in covered)
+    seen = {base}
+    for name in ("vocab.txt", "tokenizer_config.json", "config.json"):
+        path = copy / name
+        original = path.read_bytes()
+        path.write_bytes(original + b"\n")
+        changed = modelzoo.fingerprint(copy)
+        assert changed not in seen, f"the fingerprint ignores {name}"
+        seen.add(changed)
+        path.write_bytes(original)
+    (copy / "optimizer.pt").write_bytes(b"not part of the model")
+    assert modelzoo.fingerprint(copy) == base
+
+
+_BUILD = "from medibio import modelzoo; print(modelzoo.tiny_deberta())"
+
+
+def test_two_processes_building_on_an_empty_cache_both_succeed(data_root: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "MEDIBIO_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(REPO),
+           "TOKENIZERS_PARALLELISM": "false"}
+    procs = [subprocess.Popen([sys.executable, "-c", _BUILD], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    for proc, (_, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, err[-2000:]
+    paths = {out.strip().splitlines()[-1] for out, _ in outputs}
+    assert len(paths) == 1
+    built = Path(paths.pop())
+    assert modelzoo._complete(built)
+    leftovers = [p.name for p in (tmp_path / "cache").iterdir() if p.name.endswith(".building")]
+    assert leftovers == []
+
+
+def test_a_killed_builds_leftovers_are_removed(data_root: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tiny"
+    stale = tmp_path / f".{out.name}.dead1234.building"
+    stale.mkdir()
+    (stale / "spm.model").write_bytes(b"half")
+    modelzoo.tiny_deberta(out)
+    assert not stale.exists() and modelzoo._complete(out)
+
+
+def test_first_run_after_a_cold_build_scores_like_later_runs(data_root: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from medibio.finetune import runner
+
+    monkeypatch.setenv("MEDIBIO_CACHE", str(tmp_path / "cache"))
+    scores = []
+    for name in ("cold", "warm"):
+        (record,) = runner.run_finetune("BIOSSES", "tiny-deberta", seeds=1, profile="smoke",
+                                        results_root=tmp_path / name, data_root=data_root)
+        scores.append((record.model["hash"], record.test, record.dev_curve))
+    assert scores[0] == scores[1]
+
+
+@pytest.mark.parametrize("path", ["/nonexistent/folder", "./no/such/model", "~/missing-model", "a/b/c"])
+def test_a_missing_folder_is_not_sent_to_the_hub(path: str) -> None:
+    with pytest.raises(ModelUnavailableError) as info:
+        modelzoo.resolve(path)
+    message = str(info.value)
+    assert f"model folder {path} does not exist" in message and "huggingface-cli" not in message
+
+
+def test_hub_ids_still_resolve_to_themselves() -> None:
+    assert modelzoo.resolve("microsoft/deberta-v3-base") == "microsoft/deberta-v3-base"
+    assert modelzoo.resolve("scideberta") == "KISTI-AI/Scideberta-full"
+    assert modelzoo.resolve("bert-base-uncased") == "bert-base-uncased"
+
+
+def test_cli_names_the_missing_model_folder(data_root: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from medibio.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["finetune", "--task", "BIOSSES", "--profile", "smoke", "--model", "/nonexistent/folder",
+              "--data-root", str(data_root), "--results-root", str(tmp_path / "results")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.splitlines()) == 1, err
+    assert "model folder /nonexistent/folder does not exist" in err and "huggingface-cli" not in err
+    assert not (tmp_path / "results").exists()

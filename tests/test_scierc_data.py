@@ -1,0 +1,123 @@
+"""SciERC reading: global offsets, span enumeration, windows, and errors that name file, document and line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from medibio.errors import InputFormatError
+from medibio.scierc import data
+
+TINY = Path(__file__).parent / "fixtures" / "scierc" / "tiny.json"
+
+
+def test_reads_documents_with_global_offsets() -> None:
+    docs = data.read_documents(TINY)
+    assert [d.doc_key for d in docs] == ["D1", "D2"]
+    d1 = docs[0]
+    assert d1.n_words == 9 and d1.sentence_starts() == [0, 5]
+    assert d1.entities[1] == ((5, 5, "Generic"), (7, 7, "Metric"))
+    assert d1.words()[7] == "accuracy"
+    assert d1.relations[0] == ((0, 0, 2, 3, "USED-FOR"),)
+    assert d1.clusters == (((2, 3), (5, 5)),)
+    assert data.label_counts(docs) == {"documents": 2, "sentences": 3, "entities": 6, "relations": 3,
+                                       "clusters": 1, "mentions": 2}
+
+
+def test_span_enumeration_stays_in_sentences() -> None:
+    d1 = data.read_documents(TINY)[0]
+    spans = data.enumerate_spans(d1, max_width=2)
+    # sentence 0 has 5 words: 5 of width 1 + 4 of width 2; sentence 1 has 4 words: 4 + 3
+    assert len(spans) == 9 + 7
+    assert (4, 5, 0) not in spans and (4, 5, 1) not in spans  # would cross the sentence boundary
+    assert (2, 3, 0) in spans and (7, 8, 1) in spans
+    assert all(e - s < 2 for s, e, _ in spans)
+    assert spans == sorted(spans, key=lambda t: (t[2], t[0], t[1]))
+
+
+class _Tok:
+    """A whitespace tokenizer that splits every word into one piece per 3 characters."""
+
+    cls_token_id, sep_token_id, unk_token_id = 1, 2, 0
+    bos_token_id = eos_token_id = None
+
+    def __call__(self, words, is_split_into_words, add_special_tokens):
+        ids, wids = [], []
+        for w, word in enumerate(words):
+            for k in range(0, len(word), 3):
+                ids.append(10 + w * 10 + k)
+                wids.append(w)
+
+        class _Enc(dict):
+            def word_ids(self):
+                return wids
+
+        return _Enc(input_ids=ids)
+
+
+def test_windows_cover_every_word_once_with_context() -> None:
+    d1 = data.read_documents(TINY)[0]
+    tok = _Tok()
+    whole, lost = data.make_windows(d1, tok, max_length=64)
+    assert lost == 0 and len(whole) == 1 and list(whole[0].core_words) == list(range(9))
+    # 10 pieces + 2 specials: each sentence (8 pieces) in its own window, the rest of the room is context
+    small, lost = data.make_windows(d1, tok, max_length=12)
+    assert lost == 0 and [list(w.core_words) for w in small] == [list(range(5)), list(range(5, 9))]
+    covered = sorted(w for win in small for w in win.word_first)
+    assert covered == list(range(9))
+    second = small[1]
+    assert second.input_ids[0] == 1 and second.input_ids[-1] == 2 and len(second.input_ids) <= 12
+    assert second.word_first[5] == 2  # the left context "." precedes the core sentence
+    assert small[0].input_ids[-2] == 10 + 5 * 10  # right context "It" follows it in the first window
+    assert second.input_ids[second.word_first[7]] == 10 + 7 * 10  # first piece of "accuracy"
+    assert second.word_last[7] == second.word_first[7] + 2  # "accuracy" = 3 pieces
+
+
+def _write(tmp_path: Path, doc: dict) -> Path:
+    good = json.loads(TINY.read_text().splitlines()[1])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(doc) + "\n")
+    return path
+
+
+def _doc(**changes) -> dict:
+    doc = json.loads(TINY.read_text().splitlines()[0])
+    doc.update(changes)
+    return doc
+
+
+@pytest.mark.parametrize(("changes", "expected"), [
+    ({"ner": [[[0, 0, "Generic"], [4, 5, "Method"]], []]}, "entity inside sentence 0"),
+    ({"ner": [[[0, 0, "Gizmo"]], []], "relations": [[], []], "clusters": []}, "an entity type in"),
+    ({"relations": [[[0, 0, 2, 3, "CAUSES"]], []]}, "a relation type in"),
+    ({"relations": [[[0, 0, 1, 1, "USED-FOR"]], []]}, "relation arguments that are entities"),
+    ({"clusters": [[[2, 3]], [[2, 3], [5, 5]]]}, "each mention in one cluster"),
+    ({"clusters": [[[3, 3], [5, 5]]]}, "mention with the boundaries of the entity it overlaps"),
+    ({"clusters": [[[3, 6]]]}, "mention inside one sentence"),
+    ({"ner": [[[0, 0, "Generic"]]]}, "one 'ner' list per sentence (2)"),
+])
+def test_malformed_input_names_file_line_document(tmp_path, changes, expected) -> None:
+    path = _write(tmp_path, _doc(**changes))
+    with pytest.raises(InputFormatError) as err:
+        data.read_documents(path)
+    message = str(err.value)
+    assert f"{path}:2" in message and "document 'D1'" in message and expected in message
+
+
+def test_bad_json_and_repeated_mention(tmp_path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{"doc_key": "x", \n')
+    with pytest.raises(InputFormatError, match=r"broken.json:1: expected valid json"):
+        data.read_documents(path)
+    doc = data.read_documents(_write(tmp_path, _doc(clusters=[[[2, 3], [5, 5], [5, 5]]])))[1]
+    assert doc.clusters == (((2, 3), (5, 5)),) and "repeated in cluster 0" in doc.notes[0]
+
+
+@pytest.mark.realdata
+def test_real_splits_read(data_root) -> None:
+    counts = {s: data.label_counts(data.load_split(s, data_root)) for s in data.SPLITS}
+    assert [counts[s]["documents"] for s in data.SPLITS] == [350, 50, 100]
+    assert counts["train"]["entities"] == 5598 and counts["train"]["relations"] == 3219
+    assert counts["train"]["clusters"] == 720

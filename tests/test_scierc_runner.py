@@ -1,0 +1,96 @@
+"""SciERC runs end to end on the smoke profile: a record with every field the chapter needs, reuse only for
+an equal configuration, staleness listing, the CLI, and resume after a killed run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from medibio.runs import listing
+from medibio.runs import records as rec
+from medibio.scierc import report, runner
+
+pytestmark = [pytest.mark.realdata, pytest.mark.slow]
+
+FAST = {"max_train_docs": 4, "max_dev_docs": 2, "max_test_docs": 3, "epochs": 2}
+
+
+def test_smoke_run_writes_a_complete_record(tmp_path, data_root) -> None:
+    [record] = runner.run_scierc(profile="smoke", overrides=FAST, results_root=tmp_path, data_root=data_root)
+    plan = runner.plan_run(profile="smoke", overrides=FAST, data_root=data_root)
+    path = plan.key.path(tmp_path)
+    assert path.is_file() and record.kind == "scierc" and record.variant == "joint"
+    assert str(path.relative_to(tmp_path)).startswith("scierc/smoke/tiny-deberta/joint/SciERC/")
+    assert [e["epoch"] for e in record.dev_curve] == [1, 2] and record.best_epoch in (1, 2)
+    for short in ("ner", "rel", "relplus", "coref"):
+        for part in ("p", "r", "f1"):
+            assert 0.0 <= record.test[f"{short}_{part}"] <= 100.0
+    assert record.train_examples == 4 and record.eval_examples == 3
+    assert record.wall_time_s > 0 and record.train_examples_per_s > 0 and record.peak_memory_mb > 0
+    assert record.versions and "torch" in record.versions and record.config["scierc"]["epochs"] == 2
+    assert any("NOT an official score" in n for n in record.notes)
+    predictions = [json.loads(line) for line in record.predictions_file(tmp_path).read_text().splitlines()]
+    assert len(predictions) == 3 and set(predictions[0]) == {"doc_key", "entities", "relations", "clusters"}
+
+    # the same request reuses the record; a different configuration trains into its own
+    [again] = runner.run_scierc(profile="smoke", overrides=FAST, results_root=tmp_path, data_root=data_root)
+    assert again.created == record.created
+    other = runner.plan_run(profile="smoke", overrides={**FAST, "epochs": 1}, data_root=data_root)
+    assert other.key.config_digest != plan.key.config_digest
+    assert rec.find_record(tmp_path, other.key) is None
+
+    listed = listing.list_records(tmp_path, data_root, kinds=("scierc",))
+    assert list(listed["freshness"]) == ["current"]
+    table = report.scierc_table(tmp_path, "smoke")
+    assert list(table["task"]) == ["NER", "REL", "REL+", "Coref"] and set(table["seeds"]) == {1}
+    ner, rel = report.breakdown([record], tmp_path, data_root)
+    assert set(ner.columns) == {"F1", "± (sd)", "gold"}
+
+
+def test_pipeline_mode_trains_two_models(tmp_path, data_root) -> None:
+    [record] = runner.run_scierc(profile="smoke", overrides={**FAST, "mode": "pipeline", "epochs": 1},
+                                 results_root=tmp_path, data_root=data_root)
+    assert record.variant == "pipeline"
+    assert {e["stage"] for e in record.dev_curve} == {"entity", "relation"}
+    assert sum("pipeline" in n for n in record.notes) == 2
+
+
+KILL_IN_SECOND_SEED = textwrap.dedent("""
+    import os, signal, sys
+    from medibio.scierc import runner
+
+    ends = []
+
+    def kill(event, epoch, **_):
+        ends.append(epoch)
+        if len(ends) == 3:  # seed 1 has two epochs: this is seed 2's first
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    runner.run_scierc(profile="smoke", seeds=[1, 2], overrides=OVERRIDES, results_root=sys.argv[1],
+                      callbacks=[kill])
+""").replace("OVERRIDES", repr(FAST))
+
+
+def test_resume_after_kill(tmp_path, data_root) -> None:
+    killed = subprocess.run([sys.executable, "-c", KILL_IN_SECOND_SEED, str(tmp_path)], capture_output=True,
+                            text=True, timeout=600)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    keys = [runner.plan_run(seed=s, profile="smoke", overrides=FAST, data_root=data_root).key for s in (1, 2)]
+    first = rec.find_record(tmp_path, keys[0])
+    assert first is not None and rec.find_record(tmp_path, keys[1]) is None
+    assert keys[1].lock_path(tmp_path).is_file()  # the killed run's lock is left behind
+
+    args = [sys.executable, "-m", "medibio", "scierc", "train", "--profile", "smoke", "--seeds", "1,2",
+            "--results-root", str(tmp_path), "--data-root", str(data_root), "--json",
+            "--max-train-docs", "4", "--max-dev-docs", "2", "--max-test-docs", "3", "--epochs", "2"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    assert [r["seed"] for r in out] == [1, 2]
+    assert "reused" in done.stderr and "stale lock" in done.stderr
+    assert out[0]["created"] == first.created  # seed 1 was not trained again
+    assert not list(tmp_path.rglob("*.lock"))
