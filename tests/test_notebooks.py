@@ -118,6 +118,10 @@ def test_pretraining_configurations_chapter(smoke) -> None:
     assert "BIOSSES" in s["tables"]["budget"]["rows"] and "class_weighting" in s["tables"]["budget"]["columns"]
     rows = s["tables"]["ours_vs_paper"]["rows"]
     assert any("BIOSSES" in r for r in rows) and any("BLURB Avg." in r for r in rows)
+    columns = s["tables"]["ours_vs_paper"]["columns"]
+    assert {"frozen encoder", "frozen 95% CI", "fine-tuning adds", "below frozen"} <= set(columns)
+    assert set(s["values"]["frozen"]) == set(s["values"]["scores"])  # a frozen baseline beside every score
+    assert all(isinstance(v, float) for v in s["values"]["frozen"].values())
     _figure_ok(s, "table6_heatmap")
     _figure_ok(s, "ours_vs_paper")
 

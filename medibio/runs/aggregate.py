@@ -229,3 +229,25 @@ def to_json_records(df: pd.DataFrame) -> list[dict]:
         rows.append({k: (None if not isinstance(v, list) and pd.isna(v) else
                          (int(v) if k == "n" else v)) for k, v in rec.items()})
     return rows
+
+
+def beside_frozen(rows: pd.Series, means: pd.Series, frozen_table: pd.DataFrame) -> pd.DataFrame:
+    """The frozen-encoder baseline of each dataset row, its 95 % interval and what fine-tuning adds.
+
+    ``rows`` names each table row's dataset (aggregate rows get nothing), ``means`` is the fine-tuned mean
+    aligned with it, ``frozen_table`` is :func:`medibio.blurb.frozen.baselines`. ``below frozen`` marks a
+    fine-tuned mean under the frozen baseline: a defect of the fine-tuning protocol, never a finding.
+    """
+    by_dataset = frozen_table.set_index("dataset")
+    frozen = rows.map(by_dataset["frozen"]).astype(float)
+    low = rows.map(by_dataset["ci95_low"]).astype(float)
+    high = rows.map(by_dataset["ci95_high"]).astype(float)
+    gain = means.astype(float) - frozen
+    out = pd.DataFrame({
+        "frozen encoder": frozen,
+        "frozen 95% CI": [f"[{lo:.2f}, {hi:.2f}]" if pd.notna(lo) and pd.notna(hi) else ""
+                          for lo, hi in zip(low, high, strict=True)],
+        "fine-tuning adds": gain,
+        "below frozen": [bool(g < 0) if pd.notna(g) else None for g in gain],
+    }, index=rows.index)
+    return out
