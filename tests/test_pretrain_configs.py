@@ -103,3 +103,20 @@ def test_book_profiles_map_to_pretraining_configs():
     assert config_for_profile("paper").effective_batch == 49_152
     with pytest.raises(KeyError, match="cpu"):
         config_for_profile("laptop")
+
+
+def test_limit_runs_the_same_config_shape_on_a_few_sequences(monkeypatch) -> None:
+    from medibio import profiles
+    from medibio.pretrain import configs
+
+    full = configs.get_config("gpu-mini")
+    monkeypatch.delenv(profiles.LIMIT_ENV, raising=False)
+    assert configs.for_run(full) is full
+    monkeypatch.setenv(profiles.LIMIT_ENV, "4")
+    limited = configs.for_run(full)
+    assert limited.name == "gpu-mini-limit4" and limited.max_steps == 4
+    assert limited.per_device_batch == 4
+    # gradient accumulation (effective / per-device batch) is the full config's: 256 / 128 = 2
+    assert limited.effective_batch // limited.per_device_batch == full.effective_batch // full.per_device_batch == 2
+    assert limited.model.vocab_size == 2_000 and limited.model.layers == full.model.layers
+    assert configs.for_run(limited) is limited  # idempotent

@@ -135,15 +135,19 @@ def get_config(name: str) -> PretrainConfig:
 
 def for_run(config: PretrainConfig) -> PretrainConfig:
     """The config a run actually uses: itself, or under ``--limit N`` (``$MEDIBIO_LIMIT``) a copy named
-    ``<name>-limitN`` with at most N steps, a 2,000-piece vocabulary and 1 MB of text — the same code path
-    in seconds, written to folders of its own so it never passes for a real run."""
+    ``<name>-limitN`` with at most N steps of at most N sequences per device (the gradient-accumulation
+    factor kept), a 2,000-piece vocabulary and 1 MB of text — the same code path in seconds, written to
+    folders of its own so it never passes for a real run."""
     from medibio import profiles
 
     n = profiles.limit()
     if n is None or config.name.endswith(f"-limit{n}"):
         return config
     steps = min(config.max_steps, n)
+    per_device = min(config.per_device_batch, n)
+    accumulation = max(1, config.effective_batch // max(config.per_device_batch, 1))
     return replace(config, name=f"{config.name}-limit{n}", max_steps=steps,
+                   per_device_batch=per_device, effective_batch=min(config.effective_batch, per_device * accumulation),
                    warmup_steps=max(1, round(steps * config.warmup_steps / max(config.max_steps, 1))),
                    save_every=min(config.save_every, steps), log_every=min(config.log_every, steps),
                    corpus_max_mb=min(config.corpus_max_mb or 1.0, 1.0),
