@@ -46,7 +46,7 @@ MODES = ("dynamic", "fixed")
 COMPARE_TASKS = ("BC5-chem", "ChemProt", "HoC", "BIOSSES")  # token, relation, multi-label, regression
 ENGINES = ("medibio", "hf-trainer")
 # examples per split (train, dev, test) and epochs: the default measurement and --quick
-COMPARE_SIZES = {"default": (128, 64, 128, 2), "quick": (48, 32, 32, 1)}
+COMPARE_SIZES = {"default": (64, 32, 64, 2), "quick": (32, 16, 32, 1)}
 
 
 def _peak_mb(device: Any) -> float:
