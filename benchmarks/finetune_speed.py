@@ -1,11 +1,13 @@
-"""Fine-tuning throughput per task type, dynamic padding against fixed max-length padding.
+"""Fine-tuning speed: medibio's engine against the Hugging Face ``Trainer``, and dynamic against fixed padding.
 
-The measurement lives in :mod:`medibio.finetune.benchmark` (the engine's own features, sampler, optimiser
-and precision; one child process per measurement); this script is its command line:
+The measurements live in :mod:`medibio.finetune.benchmark` (one child process per measurement, so each
+has its own memory peak); this script is its command line:
 
-    python benchmarks/finetune_speed.py                          # MiniLM, cpu profile, 6 tasks x 2 modes
-    python benchmarks/finetune_speed.py --examples 128 --tasks BC5-chem,ChemProt
-    python benchmarks/finetune_speed.py --profile gpu --model minilm --examples 512   # on a GPU machine
+    python benchmarks/finetune_speed.py --quick                  # both parts in a few minutes
+    python benchmarks/finetune_speed.py --only trainer           # MiniLM, cpu profile, NER/RE/HoC/BIOSSES
+    python benchmarks/finetune_speed.py --only trainer --sizes 512,128,256,3   # train,dev,test,epochs
+    python benchmarks/finetune_speed.py --only padding --examples 128 --tasks BC5-chem,ChemProt
+    python benchmarks/finetune_speed.py --profile gpu --model minilm             # on a GPU machine
 """
 
 from __future__ import annotations

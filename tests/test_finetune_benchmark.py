@@ -30,3 +30,17 @@ def test_child_process_measurement_matches_the_schema(data_root):
     assert row["task"] == "BIOSSES" and row["precision"] == "fp32" and row["memory_kind"] == "process max RSS"
     with pytest.raises(ValueError, match="unknown padding mode"):
         benchmark.run(["BIOSSES"], modes=["static"])
+
+
+def test_trainer_comparison_runs_both_engines_on_the_same_data(data_root):
+    rows = benchmark.compare(["BIOSSES"], model="tiny-deberta", profile="smoke", sizes=(8, 8, 8, 1), seed=1,
+                             isolate=False, progress=False)
+    ours, hf = rows
+    assert (ours["engine"], hf["engine"]) == ("medibio", "hf-trainer")
+    for row in rows:
+        assert row["task"] == "BIOSSES" and row["train_examples"] == 8 and row["epochs"] == 1
+        assert row["train_examples_per_s"] > 0 and row["peak_memory_mb"] > 0 and row["precision"] == "no"
+        assert row["test_score"] == row["test_score"]  # a number, not NaN
+    text = benchmark.compare_table(rows)
+    ratio = ours["train_examples_per_s"] / hf["train_examples_per_s"]
+    assert f"{ratio:7.2f}x" in text and "geometric mean" in text
