@@ -47,13 +47,16 @@ def default_out_dir(config: PretrainConfig, tag: str = "custom") -> Path:
 
 
 def resolve_precision(setting: str) -> str:
-    """'auto' -> bf16 on a GPU that supports it, else no mixed precision (fp32 on CPU)."""
+    """'auto' -> on a GPU the one precision decision of :func:`medibio.accel.precision_for` (bf16 where
+    native, loss-scaled fp16 elsewhere); on a CPU fp32, so CPU pretraining stays bit-for-bit resumable."""
     if setting != "auto":
         return setting
     import torch
 
-    if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
-        return "bf16"
+    if torch.cuda.is_available():
+        from medibio.accel import precision_for
+
+        return precision_for(requested="auto")
     return "no"
 
 
