@@ -171,7 +171,9 @@ class SpanModel(nn.Module):
                 target = torch.zeros(len(f.spans), dtype=torch.long, device=device)
                 for (s, e), t in gold_ent.items():
                     target[index[(s, e)]] = data.ENTITY_TYPES.index(t) + 1
-                losses["ner"] = losses["ner"] + nn.functional.cross_entropy(logits.float(), target)
+                keep = self._ner_sample(target)
+                losses["ner"] = losses["ner"] + nn.functional.cross_entropy(logits[keep].float(), target[keep],
+                                                                            weight=self._ner_weights(device))
                 score = self._entity_score(logits.detach())
             gold_idx = {index[span] for span in gold_ent}
             if "relation" in self.heads:
@@ -193,6 +195,22 @@ class SpanModel(nn.Module):
         weights = {"ner": self.cfg.ner_weight, "relation": self.cfg.relation_weight, "coref": self.cfg.coref_weight}
         total = sum(weights[h] * losses[h] / n for h in self.heads)
         return {"loss": total, **{h: (losses[h] / n).detach() for h in self.heads}}
+
+    def _ner_sample(self, target: torch.Tensor) -> torch.Tensor:
+        """Indices of the spans in the NER loss: all, or every entity plus ``ner_negatives`` random others."""
+        k = self.cfg.ner_negatives
+        negatives = (target == NULL).nonzero().squeeze(-1)
+        if k is None or len(negatives) <= k:
+            return torch.arange(len(target), device=target.device)
+        chosen = negatives[torch.randperm(len(negatives), device=target.device)[:k]]
+        return torch.cat([(target != NULL).nonzero().squeeze(-1), chosen])
+
+    def _ner_weights(self, device: torch.device) -> torch.Tensor | None:
+        if self.cfg.ner_null_weight == 1.0:
+            return None
+        weights = torch.ones(len(data.ENTITY_TYPES) + 1, device=device)
+        weights[NULL] = self.cfg.ner_null_weight
+        return weights
 
     def _pairs(self, f: DocFeatures, cand: Sequence[int]) -> list[tuple[int, int]]:
         return [(i, j) for i in cand for j in cand if i != j and f.spans[i][2] == f.spans[j][2]]

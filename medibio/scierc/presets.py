@@ -56,6 +56,11 @@ class SciercConfig:
     type_embedding: int = 20  # pipeline relation model: argument-type embeddings
     dropout: float = 0.3  # inside the heads
     ner_weight: float = 1.0
+    ner_null_weight: float = 1.0  # cross-entropy weight of the "no entity" class (< 1: recall early on)
+    # SpERT-style negative sampling: at most this many non-entity spans per document enter the NER loss in a
+    # step (None: all, as DyGIE++ and PURE). With few optimiser steps the ~60:1 imbalance of all spans
+    # otherwise drives every span to "no entity" before the types are learned.
+    ner_negatives: int | None = None
     relation_weight: float = 1.0
     coref_weight: float = 1.0
     relation_spans_per_word: float = 0.4
@@ -104,7 +109,8 @@ PROFILE_VALUES: dict[str, dict[str, Any]] = {
               "max_length": 128, "learning_rate": 5e-4, "head_learning_rate": 5e-3, "max_span_width": 4,
               "head_hidden": 32, "mixed_precision": "no"},
     "cpu": {"max_train_docs": 120, "max_dev_docs": 20, "epochs": 2, "batch_size": 2, "max_length": 256,
-            "learning_rate": 1e-4, "head_learning_rate": 2e-3, "max_span_width": 6, "mixed_precision": "no"},
+            "learning_rate": 1e-4, "head_learning_rate": 2e-3, "max_span_width": 6, "mixed_precision": "no",
+            "ner_negatives": 100},
     "gpu": {"epochs": 20, "batch_size": 8, "learning_rate": 2e-5, "head_learning_rate": 5e-4},
     "paper": {"epochs": 20, "batch_size": 8, "learning_rate": 2e-5, "head_learning_rate": 5e-4},
 }
