@@ -156,5 +156,46 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(asdict(check)))
 
 
+# What each chapter runs when CI executes a big profile under --limit: every kind of training the chapter does
+# (each problem type, IFT, STILT, the five Table 5 stages, SciERC, pretraining), on fewer tasks and seeds
+# than the profile would pick, so that the whole book fits the CI budget on two CPU cores.
+LIMITED_TASKS = ["BIOSSES", "NCBI-disease", "ChemProt", "HoC", "PubMedQA"]  # one per problem type
+LIMITED_PLAN: dict[str, dict[str, Any]] = {
+    "tables_5_6_pretraining_configurations": {"tasks": ["BIOSSES"]},  # the profile's five seeds and Table 5 stages
+    "tables_1_2_intermediate_finetuning": {"seeds": [1], "stilt_tasks": ["BIOSSES", "PubMedQA"], "stilt_seeds": [1]},
+    "table_7_blurb_comparison": {"tasks": LIMITED_TASKS, "seeds": [1]},
+    "table_4_scierc": {"seeds": [1]},
+}
+
+
+def limited_book(base: Path, profile: str = "gpu", limit: int = 4, processes: int = 2,
+                 plan: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Execute every chapter with ``profile`` under ``--limit`` and ``--processes`` into ``base``; return a
+    report (status, seconds and error per chapter). Hub names must resolve: run it with ``HF_HOME`` pointing
+    at a filled cache (:mod:`medibio.testing.hub_cache`) and ``HF_HUB_OFFLINE=1`` in the environment."""
+    import os
+
+    from medibio import profiles
+    from medibio.finetune.runner import PROCESSES_ENV
+
+    plan = LIMITED_PLAN if plan is None else plan
+    os.environ[profiles.LIMIT_ENV] = str(limit)
+    os.environ[PROCESSES_ENV] = str(processes)
+    root = build.stage_root(base / "root")
+    report: dict[str, Any] = {"profile": profile, "limit": limit, "processes": processes,
+                              "results_root": str(base / "results"), "chapters": {}}
+    for chapter in CHAPTERS:
+        if not chapter.is_notebook:
+            continue
+        results = build.execute_all(profile, book_dir=root / "book", only=[chapter.slug],
+                                    results_root_dir=base / "results", extra=plan.get(chapter.slug, {}))
+        result = next(r for r in results if r.slug == chapter.slug)
+        report["chapters"][chapter.slug] = {"status": result.status, "seconds": round(result.seconds, 1),
+                                            "error": result.error, "cell": result.cell_source}
+        print(f"{chapter.slug}: {result.status} ({result.seconds:.0f} s) {result.error or ''}", flush=True)
+    (base / "limited-book.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return report
+
+
 if __name__ == "__main__":
     main()

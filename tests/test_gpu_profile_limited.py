@@ -1,0 +1,78 @@
+"""The gpu profile's whole book on CPU: every chapter under ``--limit 4`` in two processes (issue 14 §2).
+
+The ``gpu`` profile names a hub encoder (``microsoft/deberta-v3-base``), five seeds, bf16, the ``gpu-mini``
+pretraining and the five Table 5 stages: nothing of it runs on this CPU-only project otherwise, so it could
+rot unnoticed. Here a temporary Hugging Face cache (:mod:`medibio.testing.hub_cache`) serves the hub names
+offline, ``--limit 4`` keeps 4 examples per split and 4 pretraining steps, and fine-tuning goes through
+``accelerate launch`` with two processes, as ``medibio book --profile gpu --limit 4 --processes 2`` does.
+The chapters run fewer tasks and seeds than the profile picks (:data:`medibio.book.testing.LIMITED_PLAN`:
+one dataset per problem type, IFT, STILT, SciERC, the Table 5 stages, the profile's five seeds on one
+dataset) to stay inside the CI budget.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from medibio.book import chapters
+from medibio.runs.records import load_records
+
+pytestmark = [pytest.mark.slow, pytest.mark.realdata]
+
+REPO = Path(__file__).resolve().parents[1]
+HUB_MODEL = "microsoft/deberta-v3-base"
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory, data_root) -> dict:
+    base = tmp_path_factory.mktemp("gpu-limited")
+    hf_home = base / "hf"
+    subprocess.run([sys.executable, "-m", "medibio.testing.hub_cache", str(hf_home)], check=True, cwd=REPO,
+                   capture_output=True)
+    env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "MEDIBIO_DATA": str(data_root)}
+    env.pop("HF_HUB_CACHE", None)
+    code = "import sys; from pathlib import Path; from medibio.book import testing; testing.limited_book(Path(sys.argv[1]))"
+    proc = subprocess.run([sys.executable, "-c", code, str(base)], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=2400)
+    report_path = base / "limited-book.json"
+    assert proc.returncode == 0 and report_path.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(report_path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("chapter", [c for c in chapters.CHAPTERS if c.is_notebook], ids=lambda c: c.slug)
+def test_every_chapter_runs_on_the_gpu_profile_under_the_limit(limited, chapter) -> None:
+    outcome = limited["chapters"][chapter.slug]
+    assert outcome["status"] == "executed", f"{outcome['error']} (cell: {outcome['cell']})"
+
+
+def test_finetuning_ran_the_gpu_presets_from_the_hub_name_in_two_processes(limited) -> None:
+    records = load_records(limited["results_root"], profile="gpu")
+    assert records, "the gpu profile wrote no fine-tuning record"
+    assert {r.model["name"] for r in records} >= {HUB_MODEL}
+    assert all(r.model["model_type"] == "deberta-v2" for r in records)  # read from the cached snapshot
+    assert {r.num_processes for r in records} == {2}
+    assert all(r.train_examples <= limited["limit"] for r in records if r.ok)
+    by_dataset = {(r.dataset, r.variant) for r in records}
+    assert {("BIOSSES", "base"), ("NCBI-disease", "base"), ("ChemProt", "base"), ("HoC", "base"),
+            ("PubMedQA", "base")} <= by_dataset
+    assert any(v.startswith("ift-") for _, v in by_dataset)  # intermediate fine-tuning
+    assert any(v.startswith("pretrain-table5-") for _, v in by_dataset)  # the Table 5 stages, fine-tuned
+    biosses = [r for r in records if r.dataset == "BIOSSES" and r.variant == "base"]
+    assert sorted(r.seed for r in biosses) == [1, 2, 3, 4, 5]  # the profile's seeds
+    # the gpu presets themselves (BLURB epochs, bf16 requested), not the cpu ones
+    assert all(r.hyperparameters["epochs"] == 30 and r.hyperparameters["mixed_precision"] == "bf16" for r in biosses)
+    assert all("NOT an official score" in " ".join(r.notes) for r in biosses)
+
+
+def test_limited_pretraining_wrote_into_folders_of_its_own(limited) -> None:
+    pretrain = Path(limited["results_root"]) / "pretrain"
+    names = {p.name for p in pretrain.iterdir()} if pretrain.is_dir() else set()
+    assert f"gpu-mini-limit{limited['limit']}" in names, names
+    assert "gpu-mini" not in names  # a limited run never passes for the real one
