@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from medibio.book import build
-from medibio.book.chapters import CHAPTERS
+from medibio.book.chapters import CHAPTERS, execution_order
 
 REPORT = "smoke-build.json"
 CHROMIUM = "/usr/bin/chromium"
@@ -184,7 +184,7 @@ def limited_book(base: Path, profile: str = "gpu", limit: int = 4, processes: in
     root = build.stage_root(base / "root")
     report: dict[str, Any] = {"profile": profile, "limit": limit, "processes": processes,
                               "results_root": str(base / "results"), "chapters": {}}
-    for chapter in CHAPTERS:
+    for chapter in execution_order(CHAPTERS):  # the index page last: it reads the other chapters
         if not chapter.is_notebook:
             continue
         results = build.execute_all(profile, book_dir=root / "book", only=[chapter.slug],
