@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,3 +206,14 @@ def table() -> Any:
              "seeds (small sets)": f"{len(p.seeds)} ({len(p.small_task_seeds)})",
              "pretraining config": p.pretrain_config, "what it is for": p.description} for p in PROFILES.values()]
     return pd.DataFrame(rows).set_index("profile")
+
+
+def parse_seeds(seeds: int | str | Sequence[int] | None) -> list[int] | None:
+    """Seeds as given on a command line or in a notebook (``3``, ``"1,2,3"``, ``[1, 2]``); None: the profile's."""
+    if seeds is None:
+        return None
+    if isinstance(seeds, int):
+        return [seeds]
+    if isinstance(seeds, str):
+        return [int(s) for s in seeds.split(",") if s.strip()]
+    return [int(s) for s in seeds]

@@ -85,16 +85,6 @@ class RunPlan:
     key: identity.RunKey
 
 
-def _parse_seeds(seeds: int | str | Sequence[int] | None) -> list[int] | None:
-    if seeds is None:
-        return None
-    if isinstance(seeds, int):
-        return [seeds]
-    if isinstance(seeds, str):
-        return [int(s) for s in seeds.split(",") if s.strip()]
-    return [int(s) for s in seeds]
-
-
 def _plain_overrides(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
     """Overrides as stored in a record's request (``None`` values dropped, per-task blocks kept)."""
     if not overrides:
@@ -144,7 +134,7 @@ def plan_runs(tasks: str | Sequence[str], model: str | None = None,
     from medibio.blurb import registry
 
     prof = profiles.get(profile)
-    seed_list = _parse_seeds(seeds)
+    seed_list = profiles.parse_seeds(seeds)
     return [plan_run(spec.name, model, seed, prof, overrides, intermediate, variant, data_root)
             for spec in registry.resolve(tasks) for seed in (seed_list or list(prof.default_seeds(spec.name)))]
 
@@ -377,7 +367,7 @@ def command_args(tasks: str | Sequence[str], model: str | None = None,
     args = ["finetune", "--task", task_text, "--profile", profile]
     if model:
         args += ["--model", str(model)]
-    seed_list = _parse_seeds(seeds)
+    seed_list = profiles.parse_seeds(seeds)
     if seed_list:
         args += ["--seeds", ",".join(map(str, seed_list))]
     if config_file:

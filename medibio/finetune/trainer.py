@@ -124,6 +124,19 @@ def _peak_memory_mb(accelerator: Any) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
+def batch_layout(accelerator: Any, cfg: FinetuneConfig) -> tuple[int, list[str]]:
+    """Per-device batch that keeps the configured effective batch over processes x accumulation (set on
+    the accelerator), and a note when the effective batch cannot be met exactly."""
+    nproc = accelerator.num_processes
+    per_device = max(1, cfg.batch_size // (nproc * cfg.grad_accum))
+    notes: list[str] = []
+    if per_device * nproc * cfg.grad_accum != cfg.batch_size:
+        notes.append(f"effective batch {per_device * nproc * cfg.grad_accum} (asked {cfg.batch_size}: "
+                     f"{nproc} processes x {cfg.grad_accum} accumulation steps)")
+    accelerator.gradient_accumulation_steps = cfg.grad_accum
+    return per_device, notes
+
+
 def stability_options(cfg: FinetuneConfig) -> Any:
     """The config's stability switches as :class:`medibio.finetune.stability.StabilityOptions`."""
     from medibio.finetune import stability
@@ -353,13 +366,7 @@ def fit(model: Any, tokenizer: Any, spec: Any, splits: Any, cfg: FinetuneConfig,
         torch.cuda.reset_peak_memory_stats(accelerator.device)
     set_seed(seed)
     problem = Problem(spec.problem)
-    nproc = accelerator.num_processes
-    per_device = max(1, cfg.batch_size // (nproc * cfg.grad_accum))
-    notes: list[str] = []
-    if per_device * nproc * cfg.grad_accum != cfg.batch_size:
-        notes.append(f"effective batch {per_device * nproc * cfg.grad_accum} (asked {cfg.batch_size}: "
-                     f"{nproc} processes x {cfg.grad_accum} accumulation steps)")
-    accelerator.gradient_accumulation_steps = cfg.grad_accum
+    per_device, notes = batch_layout(accelerator, cfg)
 
     train = features.encode(splits["train"], spec, tokenizer, cfg.max_length, desc="tokenise train")
     sampler = features.LengthBucketSampler(train["length"], per_device, seed=seed, shuffle=True,
@@ -433,13 +440,7 @@ def fit_task(model: Any, task: TrainingTask, cfg: FinetuneConfig, accelerator: A
     if accelerator.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(accelerator.device)
     set_seed(seed)
-    nproc = accelerator.num_processes
-    per_device = max(1, cfg.batch_size // (nproc * cfg.grad_accum))
-    notes: list[str] = []
-    if per_device * nproc * cfg.grad_accum != cfg.batch_size:
-        notes.append(f"effective batch {per_device * nproc * cfg.grad_accum} (asked {cfg.batch_size}: "
-                     f"{nproc} processes x {cfg.grad_accum} accumulation steps)")
-    accelerator.gradient_accumulation_steps = cfg.grad_accum
+    per_device, notes = batch_layout(accelerator, cfg)
     train_loader, sampler = task.train_loader(per_device, seed)
     if parameter_groups is None:
         optimizer, stability_notes = build_optimizer(model, cfg)

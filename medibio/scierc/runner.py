@@ -40,16 +40,6 @@ class RunPlan:
     key: identity.RunKey
 
 
-def _parse_seeds(seeds: int | str | Sequence[int] | None) -> list[int] | None:
-    if seeds is None:
-        return None
-    if isinstance(seeds, int):
-        return [seeds]
-    if isinstance(seeds, str):
-        return [int(s) for s in seeds.split(",") if s.strip()]
-    return [int(s) for s in seeds]
-
-
 def plan_run(model: str | None = None, seed: int = 1, profile: str | Profile = profiles.DEFAULT_PROFILE,
              overrides: Mapping[str, Any] | None = None, data_root: str | Path | None = None) -> RunPlan:
     """Resolve one job into its configuration and run key (nothing is trained)."""
@@ -79,7 +69,7 @@ def plan_runs(model: str | None = None, seeds: int | str | Sequence[int] | None 
 
     prof = profiles.get(profile)
     return [plan_run(model, s, prof, overrides, data_root)
-            for s in (_parse_seeds(seeds) or list(presets.seeds(prof)))]
+            for s in (profiles.parse_seeds(seeds) or list(presets.seeds(prof)))]
 
 
 def replan(record: Any, data_root: str | Path | None = None) -> RunPlan:
