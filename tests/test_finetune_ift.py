@@ -30,8 +30,8 @@ def spies(monkeypatch):
     saved: list[dict] = []
     real_build, real_save = modeling.build_model, modeling.save_encoder
 
-    def build(spec, name, dropout=0.1, init_from=None, seed=None):
-        model = real_build(spec, name, dropout, init_from=init_from, seed=seed)
+    def build(spec, name, dropout=0.1, init_from=None, seed=None, **options):
+        model = real_build(spec, name, dropout, init_from=init_from, seed=seed, **options)
         built.append({"task": spec.name, "init_from": init_from, "encoder": _encoder_state(model),
                       "head": _head_state(model)})
         return model

@@ -58,12 +58,25 @@ class ChapterContext:
 
     def table(self, key: str, frame: pd.DataFrame, caption: str = "", paper_vs_ours: bool = False,
               precision: int = 2) -> Any:
-        """Record ``frame`` under ``key`` and return a Styler for display (paper/ours/diff coloured)."""
+        """Record ``frame`` under ``key`` and show it (paper/ours/diff coloured).
+
+        In a notebook the table is displayed right away, so every table of a cell reaches the page (a returned
+        value shows only when it is the cell's last expression); outside IPython the Styler is returned."""
         self.tables[key] = {"rows": [str(i) for i in frame.index], "columns": [str(c) for c in frame.columns],
                             "n_rows": int(len(frame))}
         self.save()
-        return style(frame, caption=caption, diff_columns=_diff_columns(frame) if paper_vs_ours else (),
-                     precision=precision)
+        styler = style(frame, caption=caption, diff_columns=_diff_columns(frame) if paper_vs_ours else (),
+                       precision=precision)
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return styler
+        if get_ipython() is None:
+            return styler
+        from IPython.display import display
+
+        display(styler)
+        return None
 
     def figure(self, key: str, fig: Any) -> Any:
         """Save ``fig`` as PNG under the chapter's output folder, record it, and return it for display."""
@@ -172,9 +185,8 @@ def setup(name: str, profile: str, data_root_param: str | Path | None = "",
     import matplotlib
     import seaborn as sns
 
-    from medibio.book.parameters import resolve
-
     from medibio import progress
+    from medibio.book.parameters import resolve
 
     resolved = resolve(profile, **params)
     progress.terminal()  # pin the launcher's terminal before any cell redirects stderr
