@@ -393,6 +393,14 @@ def command_args(tasks: str | Sequence[str], model: str | None = None,
     return args
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def launch(tasks: str | Sequence[str], model: str | None = None, seeds: int | str | Sequence[int] | None = None,
            profile: str = profiles.DEFAULT_PROFILE, num_processes: int = 2, multi_gpu: bool = True,
            accelerate_args: Sequence[str] = (), check: bool = True, env: Mapping[str, str] | None = None,
@@ -413,8 +421,11 @@ def launch(tasks: str | Sequence[str], model: str | None = None, seeds: int | st
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(num_processes)]
     if multi_gpu and num_processes > 1:
         cmd.append("--multi_gpu")
-    cmd += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", *accelerate_args,
-            "-m", "medibio", *args]
+    cmd += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", *accelerate_args]
+    if multi_gpu and num_processes > 1 and not any(a.startswith("--main_process_port") for a in accelerate_args):
+        # a free port, not accelerate's fixed 29500: two launches on one machine must not meet on it
+        cmd += ["--main_process_port", str(_free_port())]
+    cmd += ["-m", "medibio", *args]
     full_env = {**os.environ, **(env or {})}
     subprocess.run(cmd, check=check, env=full_env)
     root = default_results_root(kwargs.get("results_root"))
