@@ -29,9 +29,12 @@ def test_make_lab_starts_jupyterlab_on_the_notebooks(tmp_path: Path) -> None:
     port = _free_port()
     extra = f"--no-browser --port={port} --IdentityProvider.token= --ServerApp.ip=127.0.0.1"
     # the Makefile's own command (make -n prints it), with what a test needs: no browser, a free port, no token
-    shown = subprocess.run(["make", "-n", "lab", f"LAB_ARGS={extra}", f"VENV={Path(sys.executable).parent.parent}"],
-                           cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip().splitlines()
-    command = shown[-1]
+    # run under `make test`, the inner make announces its directory ("make[1]: Leaving directory ..."): skip those
+    env_make = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    shown = subprocess.run(["make", "--no-print-directory", "-n", "lab", f"LAB_ARGS={extra}",
+                            f"VENV={Path(sys.executable).parent.parent}"],
+                           cwd=REPO_ROOT, env=env_make, capture_output=True, text=True, check=True).stdout
+    command = [line for line in shown.strip().splitlines() if not line.startswith("make")][-1]
     assert re.search(r"/bin/jupyter lab --notebook-dir=notebooks ", command), command
     # every place Jupyter writes goes to the test's folder (a CI home may be read-only or shared)
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_CONFIG_DIR": str(tmp_path),
