@@ -108,3 +108,20 @@ def is_main_process() -> bool:
     from accelerate.state import PartialState
 
     return PartialState().is_main_process
+
+
+def shutdown() -> None:
+    """Leave a multi-process run cleanly: every process meets at a barrier, then the process group is
+    destroyed before the interpreter exits.
+
+    Without it a process that finishes first can tear down while gloo's threads still talk to the others:
+    under ``accelerate launch`` on CPU a run that only reused its record ended in ``terminate called without
+    an active exception`` (SIGABRT) about once in ten launches.
+    """
+    import sys
+
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return
+    dist.barrier()
+    dist.destroy_process_group()

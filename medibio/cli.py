@@ -10,6 +10,7 @@ import sys
 
 import typer
 
+from medibio.accel import shutdown
 from medibio.errors import MedibioError
 
 app = typer.Typer(
@@ -85,6 +86,7 @@ def main(argv: list[str] | None = None) -> None:
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         _fail(" ".join(message.split()) + hint, getattr(exc, "exit_code", 2))
+    shutdown()  # only after success: after an error, a barrier could wait for a process that is gone
     sys.exit(code if isinstance(code, int) else 0)
 
 

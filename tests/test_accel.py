@@ -119,3 +119,16 @@ def test_readme_names_every_config_and_the_gpu_commands() -> None:
     for command in ("-p profile gpu", "make book PROFILE=gpu", "-m medibio finetune", "-m medibio pretrain",
                     "--machine_rank 2", "--main_process_ip"):
         assert command in text
+
+
+def test_shutdown_leaves_a_process_group_and_is_a_no_op_without_one(tmp_path):
+    import torch.distributed as dist
+
+    from medibio import accel
+
+    accel.shutdown()  # nothing initialised: nothing to do
+    assert not dist.is_initialized()
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    assert dist.is_initialized()
+    accel.shutdown()
+    assert not dist.is_initialized()

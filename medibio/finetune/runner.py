@@ -19,7 +19,6 @@ a subprocess, for several processes from a notebook.
 
 from __future__ import annotations
 
-import contextlib
 import shlex
 import subprocess
 import sys
@@ -29,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from medibio import profiles
-from medibio.atomic import write_jsonl
 from medibio.finetune import features, modeling, presets, trainer
 from medibio.profiles import Profile
 from medibio.runs import identity
@@ -234,50 +232,14 @@ def _launch_request(tasks: str | Sequence[str], model: str | None, seeds: Any, p
             os.unlink(config_file)
 
 
-def _claim(plan: RunPlan, results_root: Path, force: bool, accelerator: Any, stack: contextlib.ExitStack,
-           log: Any) -> Any:
-    """Take the run's lock (main process) and return its existing record, if any, to every process."""
-    from medibio.runs import records as rec
-
-    found = None
-    if accelerator.is_main_process:
-        stack.enter_context(rec.run_lock(plan.key, results_root, log=log))
-        existing = None if force else rec.find_record(results_root, plan.key)
-        found = existing.to_dict() if existing is not None else None
-    if accelerator.num_processes > 1:
-        from accelerate.utils import broadcast_object_list
-
-        box = [found]
-        broadcast_object_list(box, from_process=0)
-        found = box[0]
-    return rec.RunRecord.from_dict(found) if found is not None else None
-
-
 def run_plan(plan: RunPlan, results_root: Path, force: bool, data_root: str | Path | None, accelerator: Any,
              callbacks: Sequence[trainer.Callback] = ()) -> Any:
     """One job: reuse its record, else train, predict test and write predictions + record."""
-    from medibio import progress
-    from medibio.runs import records as rec
+    from medibio.runs.execution import run_once
 
     log = _echo(accelerator)
-    with contextlib.ExitStack() as stack:
-        existing = _claim(plan, results_root, force, accelerator, stack, log)
-        if existing is not None:
-            if accelerator.is_main_process:
-                progress.say(f"= {_label(plan)}: reused its record ({_score_text(existing)}; "
-                             f"{plan.key.path(results_root)})", kind="run", reused=True)
-            return existing
-        if accelerator.is_main_process:
-            progress.say(f"▶ {_label(plan)}: training (config {plan.key.config_digest})")
-        record, predictions = _train(plan, results_root, data_root, accelerator, callbacks, log)
-        if accelerator.is_main_process:
-            if predictions is not None:
-                write_jsonl(plan.key.predictions_path(results_root), predictions)
-            rec.write_record(record, results_root)
-            progress.say(f"✓ {_label(plan)}: {_score_text(record)} ({record.wall_time_s or 0:.0f} s)", kind="run",
-                         reused=False, seconds=record.wall_time_s)
-        accelerator.wait_for_everyone()
-    return record
+    return run_once(plan.key, results_root, force, accelerator, _label(plan),
+                    lambda: _train(plan, results_root, data_root, accelerator, callbacks, log), _score_text)
 
 
 def _score_text(record: Any) -> str:

@@ -10,7 +10,6 @@ at any point leaves no record and is redone by the next request, while finished 
 
 from __future__ import annotations
 
-import contextlib
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -104,38 +103,10 @@ def _label(plan: RunPlan) -> str:
 def run_plan(plan: RunPlan, results_root: Path, force: bool, data_root: str | Path | None, accelerator: Any,
              callbacks: Sequence[Any] = ()) -> Any:
     """One job: reuse its record, else train, write predictions then the record (both atomically)."""
-    from medibio import progress
-    from medibio.atomic import write_jsonl
-    from medibio.runs import records as rec
+    from medibio.runs.execution import run_once
 
-    with contextlib.ExitStack() as stack:
-        found = None
-        if accelerator.is_main_process:
-            stack.enter_context(rec.run_lock(plan.key, results_root, log=progress.say))
-            existing = None if force else rec.find_record(results_root, plan.key)
-            found = existing.to_dict() if existing is not None else None
-        if accelerator.num_processes > 1:
-            from accelerate.utils import broadcast_object_list
-
-            box = [found]
-            broadcast_object_list(box, from_process=0)
-            found = box[0]
-        if found is not None:
-            record = rec.RunRecord.from_dict(found)
-            if accelerator.is_main_process:
-                progress.say(f"= {_label(plan)}: reused its record ({_score_text(record)}; "
-                             f"{plan.key.path(results_root)})", kind="run", reused=True)
-            return record
-        if accelerator.is_main_process:
-            progress.say(f"▶ {_label(plan)}: training (config {plan.key.config_digest})")
-        record, predictions = train(plan, results_root, data_root, accelerator, callbacks)
-        if accelerator.is_main_process:
-            write_jsonl(plan.key.predictions_path(results_root), predictions)
-            rec.write_record(record, results_root)
-            progress.say(f"✓ {_label(plan)}: {_score_text(record)} ({record.wall_time_s or 0:.0f} s)", kind="run",
-                         reused=False, seconds=record.wall_time_s)
-        accelerator.wait_for_everyone()
-    return record
+    return run_once(plan.key, results_root, force, accelerator, _label(plan),
+                    lambda: train(plan, results_root, data_root, accelerator, callbacks), _score_text)
 
 
 def _score_text(record: Any) -> str:
