@@ -111,6 +111,22 @@ def test_freeze_lower_half(which: str):
 
 
 @pytest.mark.parametrize("which", MODELS)
+@pytest.mark.parametrize("top", [0, 1])
+def test_freeze_all_but_top_layers(which: str, top: int):
+    model = _load(which)
+    n = N_LAYERS[which]
+    summary = S.freeze_all_but_top(model, top)
+    assert summary["frozen_tiers"] == ["embeddings", *(f"layer.{i}" for i in range(n - top))]
+    tiers = S.parameter_tiers(model)
+    frozen = {name for t in summary["frozen_tiers"] for name, _ in tiers[t]}
+    assert summary["frozen_parameters"] == sum(p.numel() for t in summary["frozen_tiers"] for _, p in tiers[t])
+    for name, p in model.named_parameters():
+        assert p.requires_grad == (name not in frozen), name
+    with pytest.raises(ValueError, match="encoder layers"):
+        S.freeze_all_but_top(_load(which), n + 1)
+
+
+@pytest.mark.parametrize("which", MODELS)
 @pytest.mark.parametrize("decay", [0.8, 0.9])
 def test_layerwise_lr_decay(which: str, decay: float):
     model = _load(which)

@@ -6,7 +6,7 @@ rot unnoticed. Here a temporary Hugging Face cache (:mod:`medibio.testing.hub_ca
 offline and ``--limit 4`` keeps 4 examples per split and 4 pretraining steps, as ``medibio book --profile gpu
 --limit 4`` does, with fine-tuning in two processes through ``accelerate launch`` (gloo on CPU).
 The chapters run fewer tasks and seeds than the profile picks (:data:`medibio.book.testing.LIMITED_PLAN`:
-one dataset per problem type, IFT, STILT, SciERC; not the five Table 5 stages) to stay inside the CI budget.
+one dataset per problem type, IFT, STILT, SciERC, the five Table 5 stages) to stay inside the CI budget.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def test_finetuning_ran_the_gpu_presets_from_the_hub_name(limited) -> None:
     records = load_records(limited["results_root"], profile="gpu")
     assert records, "the gpu profile wrote no fine-tuning record"
     assert {r.model["name"] for r in records} >= {HUB_MODEL}
-    assert all(r.model["model_type"] == "deberta-v2" for r in records)  # read from the cached snapshot
+    hub = [r for r in records if r.model["name"] == HUB_MODEL]
+    assert all(r.model["model_type"] == "deberta-v2" for r in hub)  # read from the cached snapshot
     assert {r.num_processes for r in records} == {2}
     assert all(r.train_examples <= limited["limit"] for r in records if r.ok)
     by_dataset = {(r.dataset, r.variant) for r in records}
@@ -75,3 +76,18 @@ def test_limited_pretraining_wrote_into_folders_of_its_own(limited) -> None:
     names = {p.name for p in pretrain.iterdir()} if pretrain.is_dir() else set()
     assert f"gpu-mini-limit{limited['limit']}" in names, names
     assert "gpu-mini" not in names  # a limited run never passes for the real one
+
+
+def test_the_five_table5_stages_were_pretrained_and_fine_tuned(limited) -> None:
+    """Table 5 on the gpu profile: five gpu-mini stages (limited to 4 steps) each fine-tuned on BIOSSES with
+    both seeds, from the limited pretraining folder (never from a real gpu-mini result)."""
+    records = load_records(limited["results_root"], profile="gpu")
+    stages = {}
+    for r in records:
+        if r.variant.startswith("pretrain-table5-"):
+            stages.setdefault(r.variant, set()).add(r.seed)
+            assert f"gpu-mini-limit{limited['limit']}/experiments/" in r.model["name"], r.model["name"]
+            assert r.ok and r.dataset == "BIOSSES" and r.num_processes == 2
+    assert stages == {f"pretrain-table5-{i}": {1, 2} for i in range(1, 6)}
+    kinds = {r.variant: r.model["model_type"] for r in records if r.variant.startswith("pretrain-table5-")}
+    assert kinds["pretrain-table5-2"] == "bert" and kinds["pretrain-table5-1"] == "deberta-v2"

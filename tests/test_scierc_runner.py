@@ -94,3 +94,21 @@ def test_resume_after_kill(tmp_path, data_root) -> None:
     assert "reused" in done.stderr and "stale lock" in done.stderr
     assert out[0]["created"] == first.created  # seed 1 was not trained again
     assert not list(tmp_path.rglob("*.lock"))
+
+
+def test_train_layers_freezes_the_lower_encoder_and_enters_the_digest(tmp_path, data_root) -> None:
+    """``train_layers=1``: only the tiny DeBERTa's top layer (and the heads) learn; a note says so."""
+    from medibio.scierc.presets import SciercConfig
+
+    plan = runner.plan_run(profile="smoke", overrides={**FAST, "train_layers": 1}, data_root=data_root)
+    assert plan.key.config_digest != runner.plan_run(profile="smoke", overrides=FAST,
+                                                     data_root=data_root).key.config_digest
+    net = runner._build(plan, ("ner", "relation", "coref"), typed=False)
+    trainable = {n for n, p in net.named_parameters() if p.requires_grad}
+    assert not any(n.startswith("encoder.embeddings.") or n.startswith("encoder.encoder.layer.0.") for n in trainable)
+    assert any(n.startswith("encoder.encoder.layer.1.") for n in trainable)
+    assert any(not n.startswith("encoder.") for n in trainable)
+    assert SciercConfig().train_layers is None  # full fine-tuning unless a profile says otherwise
+    [record] = runner.run_scierc(profile="smoke", overrides={**FAST, "train_layers": 1, "epochs": 1},
+                                 results_root=tmp_path, data_root=data_root)
+    assert any("all but the top 1 layers frozen" in n for n in record.notes)

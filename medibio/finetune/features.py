@@ -154,7 +154,12 @@ class LengthBucketSampler:
     def __init__(self, lengths: Sequence[int], batch_size: int, seed: int, shuffle: bool = True,
                  pool_batches: int = 50, bucketing: bool = True) -> None:
         self.lengths = list(lengths)
-        self.batch_size = batch_size
+        self.size = batch_size
+        # What accelerate reads when it shards the batches over processes. An evaluation sampler reports none:
+        # with a batch size, accelerate fills the last batch of each process up to it with repeated examples
+        # (a 4-example dev set at eval batch 128 became 128 forward passes per process, 60x the work), which
+        # gather_for_metrics then drops again. Without one it hands out whole batches, repeating at most one.
+        self.batch_size: int | None = batch_size if shuffle else None
         self.seed = seed
         self.shuffle = shuffle
         self.pool_batches = pool_batches
@@ -165,7 +170,7 @@ class LengthBucketSampler:
         self.epoch = epoch
 
     def __len__(self) -> int:
-        return (len(self.lengths) + self.batch_size - 1) // self.batch_size
+        return (len(self.lengths) + self.size - 1) // self.size
 
     def batches(self) -> list[list[int]]:
         order = list(range(len(self.lengths)))
@@ -173,15 +178,15 @@ class LengthBucketSampler:
         if not self.shuffle:  # evaluation: longest first, so memory problems show up at once
             if self.bucketing:
                 order.sort(key=lambda i: -self.lengths[i])
-            return [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+            return [order[i:i + self.size] for i in range(0, len(order), self.size)]
         rng.shuffle(order)
         if not self.bucketing:
-            return [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-        pool = self.batch_size * self.pool_batches
+            return [order[i:i + self.size] for i in range(0, len(order), self.size)]
+        pool = self.size * self.pool_batches
         out: list[list[int]] = []
         for start in range(0, len(order), pool):
             chunk = sorted(order[start:start + pool], key=lambda i: self.lengths[i])
-            out.extend(chunk[i:i + self.batch_size] for i in range(0, len(chunk), self.batch_size))
+            out.extend(chunk[i:i + self.size] for i in range(0, len(chunk), self.size))
         rng.shuffle(out)
         return out
 

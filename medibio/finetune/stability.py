@@ -173,6 +173,23 @@ def apply_model_surgery(model: nn.Module, opts: StabilityOptions) -> dict[str, A
     return summary
 
 
+def freeze_all_but_top(model: nn.Module, top: int) -> dict[str, Any]:
+    """Freeze the embeddings and every encoder layer below the top ``top`` ones, in place; return what was
+    frozen (for the run record). Backpropagation then stops at the lowest trainable layer, which is what makes
+    it cheaper than full fine-tuning, not only more stable."""
+    layers = encoder_layers(model)
+    if not 0 <= top <= len(layers):
+        raise ValueError(f"top={top} but the model has {len(layers)} encoder layers")
+    tiers = parameter_tiers(model)
+    frozen = ["embeddings", *(f"layer.{i}" for i in range(len(layers) - top))]
+    count = 0
+    for tier in frozen:
+        for _, p in tiers[tier]:
+            p.requires_grad_(False)
+            count += p.numel()
+    return {"frozen_tiers": frozen, "frozen_parameters": count}
+
+
 def _no_decay(model: nn.Module) -> set[int]:
     """Ids of biases and normalisation weights: weight decay would only pull them towards 0 for no gain."""
     ids: set[int] = set()

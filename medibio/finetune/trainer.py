@@ -214,9 +214,14 @@ class Evaluator:
                     out = acc.pad_across_processes(logits.argmax(-1), dim=1, pad_index=-1)
                 else:
                     out = logits.float()
-                index, out = acc.gather_for_metrics((index, out))
+                # processes hold whole batches of different sizes (the sampler's note): pad the rows to a common
+                # count for the gather, then drop the padding (index -1) and the examples seen twice
+                index = acc.pad_across_processes(index, dim=0, pad_index=-1)
+                out = acc.pad_across_processes(out, dim=0, pad_index=-1)
+                index, out = acc.gather((index, out))
                 for i, row in zip(index.tolist(), out.cpu().tolist(), strict=True):
-                    outputs.setdefault(i, row)
+                    if i >= 0:
+                        outputs.setdefault(i, row)
         missing_rows = [i for i in range(len(self.raw)) if i not in outputs]
         if missing_rows:
             raise RuntimeError(f"{self.spec.name} {self.split}: no prediction for rows {missing_rows[:5]}")

@@ -56,6 +56,8 @@ def register(app: typer.Typer) -> None:
         max_test_docs: int = typer.Option(None, "--max-test-docs", help="test cap (scores then not official)",
                                           callback=check.at_least(1)),
         mixed_precision: str = typer.Option(None, "--mixed-precision", help="no, bf16 or fp16 (GPU)"),
+        train_layers: int = typer.Option(None, "--train-layers", help="only the top N encoder layers learn",
+                                         callback=check.at_least(0)),
         results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
         data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
         force: bool = typer.Option(False, "--force", help="rerun even when a record exists"),
@@ -72,7 +74,8 @@ def register(app: typer.Typer) -> None:
         overrides = {"mode": mode, "epochs": epochs, "learning_rate": lr, "head_learning_rate": head_lr,
                      "batch_size": batch_size, "grad_accum": grad_accum, "max_length": max_length,
                      "max_span_width": max_span_width, "max_train_docs": max_train_docs,
-                     "max_dev_docs": max_dev_docs, "max_test_docs": max_test_docs, "mixed_precision": mixed_precision}
+                     "max_dev_docs": max_dev_docs, "max_test_docs": max_test_docs, "mixed_precision": mixed_precision,
+                     "train_layers": train_layers}
         records = run_scierc(model, seeds, profile, {k: v for k, v in overrides.items() if v is not None},
                              results_root, data_root, force)
         if not is_main_process():

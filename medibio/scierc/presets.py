@@ -66,6 +66,9 @@ class SciercConfig:
     relation_spans_per_word: float = 0.4
     coref_spans_per_word: float = 0.3
     max_antecedents: int = 50
+    # Only the top ``train_layers`` encoder layers learn (embeddings and the layers below stay as pretrained;
+    # None: all, as DyGIE++ and PURE). On a CPU this cuts the backward pass to those layers.
+    train_layers: int | None = None
     max_train_docs: int | None = None  # a seeded random subset of the training documents
     max_dev_docs: int | None = None  # dev subset for model selection (noted in the record)
     max_test_docs: int | None = None  # only the smoke profile caps test: scores then are NOT official

@@ -138,6 +138,10 @@ def _build(plan: RunPlan, heads: Sequence[str], typed: bool) -> Any:
         encoder = AutoModel.from_pretrained(modelzoo.resolve(plan.model))
     finally:
         hf_logging.set_verbosity(level)
+    if plan.config.train_layers is not None:
+        from medibio.finetune.stability import freeze_all_but_top
+
+        freeze_all_but_top(encoder, plan.config.train_layers)
     return SpanModel(encoder, plan.config, heads, typed_relations=typed)
 
 
@@ -176,6 +180,8 @@ def train(plan: RunPlan, results_root: Path, data_root: str | Path | None, accel
     if cfg.max_test_docs is not None and len(full["test"]) > cfg.max_test_docs:
         notes.append(f"test: capped to {len(splits['test'])} of {len(full['test'])} documents "
                      f"({plan.profile.name} profile): NOT an official score")
+    if cfg.train_layers is not None:
+        notes.append(f"encoder: embeddings and all but the top {cfg.train_layers} layers frozen")
     tokenizer = modeling.load_tokenizer(plan.model, Problem.TOKEN)
     fcfg = cfg.finetune_config()
     stages: list[Any] = []
