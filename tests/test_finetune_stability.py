@@ -126,6 +126,31 @@ def test_freeze_all_but_top_layers(which: str, top: int):
         S.freeze_all_but_top(_load(which), n + 1)
 
 
+@pytest.mark.parametrize("decay", [None, 0.9])
+def test_head_lr_scale_speeds_up_only_the_new_head(decay):
+    model = _load("minilm")
+    opts = S.StabilityOptions(layerwise_lr_decay=decay, head_lr_scale=20.0)
+    groups = S.param_groups(model, 1e-4, 0.01, opts)
+    head_ids = {id(p) for _, p in S.parameter_tiers(model)["head"]}
+    for g in groups:
+        in_head = {id(p) in head_ids for p in g["params"]}
+        assert len(in_head) == 1, g["name"]  # a group is all head or no head
+        if in_head == {True}:
+            assert g["lr"] == pytest.approx(2e-3), g["name"]
+        else:
+            assert g["lr"] <= 1e-4 + 1e-12, g["name"]
+    assert "task head lr x20" in opts.describe()
+    with pytest.raises(ValueError, match="head_lr_scale"):
+        S.StabilityOptions(head_lr_scale=0)
+
+
+def test_head_lr_scale_enters_the_config_only_when_set():
+    from medibio.finetune.presets import FinetuneConfig
+
+    assert "head_lr_scale" not in FinetuneConfig().to_dict()  # earlier records keep their digests
+    assert FinetuneConfig().replace(head_lr_scale="10").to_dict()["head_lr_scale"] == 10.0
+
+
 @pytest.mark.parametrize("which", MODELS)
 @pytest.mark.parametrize("decay", [0.8, 0.9])
 def test_layerwise_lr_decay(which: str, decay: float):

@@ -121,3 +121,21 @@ def test_real_splits_read(data_root) -> None:
     assert [counts[s]["documents"] for s in data.SPLITS] == [350, 50, 100]
     assert counts["train"]["entities"] == 5598 and counts["train"]["relations"] == 3219
     assert counts["train"]["clusters"] == 720
+
+
+@pytest.mark.parametrize("k", [None, 0, 2, 10])
+def test_negative_sampling_keeps_every_positive_and_at_most_k_negatives(k) -> None:
+    """``ner_negatives`` / ``relation_negatives``: every gold item stays in the loss, negatives are sampled."""
+    import torch
+
+    from medibio.scierc.model import NULL, SpanModel
+
+    torch.manual_seed(0)
+    target = torch.tensor([0, 3, 0, 0, 1, 0, 0, 0, 2, 0])
+    keep = SpanModel._sample(target, k)
+    kept = target[keep]
+    positives = int((target != NULL).sum())
+    assert int((kept != NULL).sum()) == positives
+    negatives = int((target == NULL).sum())
+    assert int((kept == NULL).sum()) == (negatives if k is None or k >= negatives else k)
+    assert len(set(keep.tolist())) == len(keep)

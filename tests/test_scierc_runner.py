@@ -4,6 +4,7 @@ an equal configuration, staleness listing, the CLI, and resume after a killed ru
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -112,3 +113,23 @@ def test_train_layers_freezes_the_lower_encoder_and_enters_the_digest(tmp_path, 
     [record] = runner.run_scierc(profile="smoke", overrides={**FAST, "train_layers": 1, "epochs": 1},
                                  results_root=tmp_path, data_root=data_root)
     assert any("all but the top 1 layers frozen" in n for n in record.notes)
+
+
+def test_two_processes_under_accelerate_launch_write_one_record(tmp_path, data_root) -> None:
+    """``accelerate launch --multi_gpu --num_processes 2 -m medibio scierc train`` (gloo on CPU): both
+    processes train on their share of the documents, only the main one writes, and the record says x2."""
+    from medibio.finetune.runner import _free_port
+
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+           "--main_process_port", str(_free_port()), "-m", "medibio", "scierc", "train", "--profile", "smoke",
+           "--max-train-docs", "4", "--max-dev-docs", "2", "--max-test-docs", "3", "--epochs", "1",
+           "--results-root", str(tmp_path), "--data-root", str(data_root)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    plan = runner.plan_run(profile="smoke", overrides={**FAST, "epochs": 1}, data_root=data_root)
+    record = rec.find_record(tmp_path, plan.key)  # the same request planned here finds what the launch wrote
+    assert record is not None and record.ok and record.num_processes == 2 and record.device.endswith("x2")
+    assert len(record.predictions_file(tmp_path).read_text().splitlines()) == 3
+    assert len(list(tmp_path.rglob("seed1.json"))) == 1

@@ -57,6 +57,9 @@ class FinetuneConfig:
     # Sequence-head pooling (medibio.finetune.modeling.POOLINGS): "cls" = the architecture's pooler, "mean" =
     # masked mean of the last layer. Left out of to_dict() at its default so earlier runs keep their digests.
     pooling: str = "cls"
+    # The new task head learns at learning_rate x head_lr_scale (the encoder at learning_rate): a randomly
+    # initialised head needs larger steps than pretrained weights. Left out of to_dict() at 1.0 (as pooling).
+    head_lr_scale: float = 1.0
     # Intermediate fine-tuning stages use these instead of the task's own caps.
     intermediate_max_train_examples: int | None = None
     intermediate_epochs: int | None = None
@@ -84,6 +87,8 @@ class FinetuneConfig:
         data = dataclasses.asdict(self)
         if data["pooling"] == "cls":
             del data["pooling"]
+        if data["head_lr_scale"] == 1.0:
+            del data["head_lr_scale"]
         data["effective_epochs"] = self.effective_epochs
         return data
 

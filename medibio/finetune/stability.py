@@ -46,8 +46,11 @@ class StabilityOptions:
     reinit_top_k: int = 0
     bias_correction: bool = True
     longer_training: float = 1.0
+    head_lr_scale: float = 1.0  # the freshly initialised task head learns at lr x this
 
     def __post_init__(self) -> None:
+        if not self.head_lr_scale > 0:
+            raise ValueError(f"head_lr_scale must be > 0, got {self.head_lr_scale}")
         if self.layerwise_lr_decay is not None and not 0.0 < self.layerwise_lr_decay <= 1.0:
             raise ValueError(f"layerwise_lr_decay must be in (0, 1], got {self.layerwise_lr_decay}")
         if self.reinit_top_k < 0:
@@ -58,7 +61,8 @@ class StabilityOptions:
     @property
     def uses_layers(self) -> bool:
         """True when some option needs the per-layer structure of the encoder."""
-        return self.freeze_lower or self.layerwise_lr_decay is not None or self.reinit_top_k > 0
+        return (self.freeze_lower or self.layerwise_lr_decay is not None or self.reinit_top_k > 0
+                or self.head_lr_scale != 1.0)
 
     def describe(self) -> list[str]:
         """Short notes for run records, e.g. ``["freeze lower half", "LLRD 0.9"]``."""
@@ -73,6 +77,8 @@ class StabilityOptions:
             notes.append("Adam without bias correction (BertAdam)")
         if self.longer_training != 1.0:
             notes.append(f"epochs x{self.longer_training}")
+        if self.head_lr_scale != 1.0:
+            notes.append(f"task head lr x{self.head_lr_scale:g}")
         return notes
 
 
@@ -217,12 +223,16 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float, opts: Stabili
     Frozen parameters are left out. Each group carries a ``name`` (e.g. ``"layer.3/no_decay"``) for logs.
     """
     no_decay = _no_decay(model)
-    if opts.layerwise_lr_decay is None:
+    if opts.layerwise_lr_decay is None and opts.head_lr_scale == 1.0:
         tiers = {"all": list(model.named_parameters())}
         rates = {"all": lr}
     else:
         tiers = parameter_tiers(model)
-        rates = tier_learning_rates(len(tiers) - 2, lr, opts.layerwise_lr_decay)
+        if opts.layerwise_lr_decay is None:
+            rates = dict.fromkeys(tiers, lr)
+        else:
+            rates = tier_learning_rates(len(tiers) - 2, lr, opts.layerwise_lr_decay)
+        rates["head"] *= opts.head_lr_scale
     groups = []
     for tier, named in tiers.items():
         for suffix, wd, keep in (("decay", weight_decay, False), ("no_decay", 0.0, True)):

@@ -143,7 +143,7 @@ def stability_options(cfg: FinetuneConfig) -> Any:
 
     return stability.StabilityOptions(freeze_lower=cfg.freeze_lower, layerwise_lr_decay=cfg.llrd,
                                       reinit_top_k=cfg.reinit_top, bias_correction=cfg.bias_correction,
-                                      longer_training=cfg.longer_training)
+                                      longer_training=cfg.longer_training, head_lr_scale=cfg.head_lr_scale)
 
 
 def build_optimizer(model: Any, cfg: FinetuneConfig) -> tuple[Any, list[str]]:

@@ -198,7 +198,11 @@ class SpanModel(nn.Module):
 
     def _ner_sample(self, target: torch.Tensor) -> torch.Tensor:
         """Indices of the spans in the NER loss: all, or every entity plus ``ner_negatives`` random others."""
-        k = self.cfg.ner_negatives
+        return self._sample(target, self.cfg.ner_negatives)
+
+    @staticmethod
+    def _sample(target: torch.Tensor, k: int | None) -> torch.Tensor:
+        """Every positive index plus at most ``k`` random negative (``NULL``) ones; all when ``k`` is None."""
         negatives = (target == NULL).nonzero().squeeze(-1)
         if k is None or len(negatives) <= k:
             return torch.arange(len(target), device=target.device)
@@ -235,7 +239,9 @@ class SpanModel(nn.Module):
         gold = {(index[(r[0], r[1])], index[(r[2], r[3])]): data.RELATION_TYPES.index(r[4]) + 1
                 for r in f.doc.all_relations() if (r[0], r[1]) in index and (r[2], r[3]) in index}
         target = torch.tensor([gold.get(p, NULL) for p in pairs], device=g.device)
-        return nn.functional.cross_entropy(self._relation_logits(g, pairs, types).float(), target)
+        keep = self._sample(target, self.cfg.relation_negatives)
+        pairs = [pairs[k] for k in keep.tolist()]
+        return nn.functional.cross_entropy(self._relation_logits(g, pairs, types).float(), target[keep])
 
     def _antecedent_scores(self, g: torch.Tensor, cand: Sequence[int]) -> torch.Tensor:
         """``[n, 1 + n]`` scores: column 0 the dummy, column 1 + j antecedent j (-inf unless j < i)."""
