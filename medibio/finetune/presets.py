@@ -220,7 +220,8 @@ def budget_table(profile: str = "cpu") -> list[dict[str, Any]]:
         rows.append({"dataset": spec.name, "group": spec.group.value, "max_train_examples": cfg.max_train_examples,
                      "max_dev_examples": cfg.max_dev_examples, "epochs": cfg.effective_epochs,
                      "max_length": cfg.max_length, "batch_size": cfg.batch_size,
-                     "learning_rate": cfg.learning_rate, "class_weighting": cfg.class_weighting,
+                     "learning_rate": cfg.learning_rate, "head_learning_rate": cfg.learning_rate * cfg.head_lr_scale,
+                     "pooling": cfg.pooling, "class_weighting": cfg.class_weighting,
                      "seeds": len(prof.default_seeds(spec.name))})
     return rows
 
@@ -233,7 +234,8 @@ def budget_frame(profile: str = "cpu") -> Any:
     frame = pd.DataFrame(budget_table(profile)).set_index("dataset")
     for col in ("max_train_examples", "max_dev_examples"):
         frame[col] = [("all" if v is None or pd.isna(v) else str(int(v))) for v in frame[col]]
-    frame["learning_rate"] = [f"{v:g}" for v in frame["learning_rate"]]
+    for col in ("learning_rate", "head_learning_rate"):
+        frame[col] = [f"{v:g}" for v in frame[col]]
     return frame
 
 
