@@ -11,7 +11,8 @@
   cache (``HF_HOME``/``HF_HUB_CACHE``) or the hub; when neither works the error says plainly that the hub is
   unreachable.
 
-:func:`fingerprint` names a model by the bytes that decide its predictions: config, weights and tokenizer.
+:func:`fingerprint` names a model by the bytes that decide its predictions: config, weights and tokenizer
+(of a hub model's whole snapshot, fetched first where the cache holds only part of it).
 """
 
 from __future__ import annotations
@@ -151,10 +152,18 @@ def model_files(folder: str | Path) -> list[Path]:
 
 
 _FINGERPRINTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
+_SNAPSHOTS: dict[str, Path] = {}  # hub id -> its complete snapshot, once per process
+# Index files of sharded weights: every shard they name must be present.
+WEIGHT_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
+_SAFETENSORS = ("model.safetensors", "model-*.safetensors", "model.safetensors.index.json")
+_PYTORCH = ("pytorch_model.bin", "pytorch_model-*.bin", "pytorch_model.bin.index.json")
 
 
 def cached_snapshot(repo_id: str) -> Path | None:
-    """The folder of a hub model already in the local Hugging Face cache (``refs/main``), or None."""
+    """The folder of a hub model already in the local Hugging Face cache (``refs/main``), or None.
+
+    No network and no completeness check: for reading a cached ``config.json``; a fingerprint goes through
+    :func:`hub_snapshot`, which insists on the whole model."""
     try:
         from huggingface_hub import snapshot_download
 
@@ -163,21 +172,69 @@ def cached_snapshot(repo_id: str) -> Path | None:
         return None
 
 
+def _has_any(folder: Path, patterns: tuple[str, ...]) -> bool:
+    return any(next(folder.glob(pattern), None) is not None for pattern in patterns)
+
+
+def missing_model_files(folder: str | Path) -> list[str]:
+    """What a model folder lacks to be loaded and fingerprinted whole: ``config.json``, weights (every shard
+    an index names) and a tokenizer file. Empty when complete."""
+    folder = Path(folder)
+    missing = [] if (folder / "config.json").is_file() else ["config.json"]
+    indexes = [folder / name for name in WEIGHT_INDEXES if (folder / name).is_file()]
+    shards = sorted({shard for index in indexes
+                     for shard in json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}).values()})
+    missing += [shard for shard in shards if not (folder / shard).is_file()]
+    if not indexes and not _has_any(folder, WEIGHT_PATTERNS):
+        missing.append("weights (" + " or ".join(WEIGHT_PATTERNS) + ")")
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        missing.append("a tokenizer file (" + ", ".join(TOKENIZER_FILES) + ")")
+    return missing
+
+
+def hub_snapshot(repo_id: str) -> Path:
+    """The complete snapshot of a hub model (config, weights, tokenizer files), downloaded first if needed.
+
+    ``huggingface_hub.snapshot_download`` fetches what the cache lacks (safetensors weights, or the PyTorch
+    ones where a repository has none) and, offline (``HF_HUB_OFFLINE=1``), returns the cached snapshot. A
+    snapshot that still lacks files — say only ``config.json``, left by loading the config — is an error
+    naming them: a fingerprint of part of a model would change once the rest arrived, and the record made
+    under it would never be found again.
+    """
+    if repo_id in _SNAPSHOTS:
+        return _SNAPSHOTS[repo_id]
+    from huggingface_hub import snapshot_download
+
+    how = (f"download it on a machine with internet (`huggingface-cli download {repo_id}`) into this cache, "
+           f"or pass a local model folder")
+    common = ["config.json", *TOKENIZER_FILES]
+    try:
+        folder = Path(snapshot_download(repo_id, allow_patterns=[*common, *_SAFETENSORS]))
+        if not _has_any(folder, _SAFETENSORS):
+            folder = Path(snapshot_download(repo_id, allow_patterns=[*common, *_PYTORCH]))
+    except Exception as exc:  # offline and not cached, unknown repository, hub down, incomplete snapshot
+        raise ModelUnavailableError(
+            f"model {repo_id!r}: not a local folder, and its files could not be fetched from the Hugging Face "
+            f"hub nor found whole in the local cache: {how}. Cause: {type(exc).__name__}: {exc}") from exc
+    missing = missing_model_files(folder)
+    if missing:
+        raise ModelUnavailableError(
+            f"model {repo_id!r}: the cached snapshot {folder} is incomplete; it lacks {'; '.join(missing)}. "
+            f"Its fingerprint would name part of the model: {how}.")
+    _SNAPSHOTS[repo_id] = folder
+    return folder
+
+
 def fingerprint(name_or_path: str | Path) -> str:
     """``sha256:<hex>`` over a model's config.json, weights and tokenizer files (see :func:`model_files`).
 
-    Hub models in the local Hugging Face cache are hashed from their snapshot folder. Files are streamed
-    (weights can be gigabytes) and results memoised per process on (path, size, mtime). A hub id that is
-    not local gets ``config-sha256:<hex>`` over its config only: weights are not fetched just to name them.
+    A hub model is hashed from its complete snapshot (:func:`hub_snapshot`: fetched first where the cache
+    lacks files; a clear error offline), so a model has one fingerprint from its first run on. Files are
+    streamed (weights can be gigabytes) and results memoised per process on (path, size, mtime).
     """
     target = Path(resolve(name_or_path)).expanduser()
     if not target.is_dir():
-        snapshot = cached_snapshot(str(target))
-        if snapshot is None or not (snapshot / "config.json").is_file():
-            config = load_config(str(name_or_path))
-            text = json.dumps(config.to_dict(), sort_keys=True, default=str)
-            return "config-sha256:" + hashlib.sha256(text.encode()).hexdigest()
-        target = snapshot
+        target = hub_snapshot(str(target))
     files = model_files(target)
     key = (str(target.resolve()), tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files))
     if key not in _FINGERPRINTS:

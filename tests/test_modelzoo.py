@@ -3,6 +3,7 @@ touching the caller's random state; fingerprints cover the tokenizer; a missing 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -124,3 +125,86 @@ def test_cli_names_the_missing_model_folder(data_root: Path, tmp_path: Path,
     assert exit_info.value.code == 2 and len(err.splitlines()) == 1, err
     assert "model folder /nonexistent/folder does not exist" in err and "huggingface-cli" not in err
     assert not (tmp_path / "results").exists()
+
+
+# A child process, because huggingface_hub reads HF_HOME and HF_HUB_OFFLINE when it is imported.
+_FINGERPRINTS = r"""
+import json, sys
+from medibio import modelzoo
+from medibio.errors import ModelUnavailableError
+
+out = {}
+for name in json.loads(sys.argv[1]):
+    tries = []
+    for _ in range(2):  # twice: the answer must not change between calls
+        try:
+            tries.append({"hash": modelzoo.fingerprint(name)})
+        except ModelUnavailableError as exc:
+            tries.append({"error": str(exc)})
+    out[name] = tries
+print("OUT " + json.dumps(out))
+"""
+
+
+def _offline_fingerprints(hf_home: Path, names: list[str]) -> dict[str, list[dict[str, str]]]:
+    import json
+
+    env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    for var in ("HF_HUB_CACHE", "TRANSFORMERS_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        env.pop(var, None)
+    done = subprocess.run([sys.executable, "-c", _FINGERPRINTS, json.dumps(names)], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = next(x for x in done.stdout.splitlines() if x.startswith("OUT "))
+    return json.loads(line[4:])
+
+
+def test_a_partial_hub_snapshot_is_an_error_naming_its_missing_files_never_another_key(tmp_path: Path) -> None:
+    """Loading only the config leaves a snapshot holding config.json; offline, its fingerprint is an error
+    naming the weights and tokenizer it lacks (twice the same), not a hash of the config. Completed, the
+    same hub id gets the fingerprint of the whole model: that of the local folder with the same bytes."""
+    from medibio.testing import hub_cache
+
+    minilm = {p.name: p.read_bytes() for p in modelzoo.model_files(modelzoo.minilm_path())}
+    hf = tmp_path / "hf"
+    hub_cache.add_model(hf, "someorg/config-only", {"config.json": minilm["config.json"]})
+    hub_cache.add_model(hf, "someorg/no-tokenizer", {k: minilm[k] for k in ("config.json", "model.safetensors")})
+    index = {"metadata": {}, "weight_map": {"a.weight": "model-00001-of-00002.safetensors",
+                                            "b.weight": "model-00002-of-00002.safetensors"}}
+    hub_cache.add_model(hf, "someorg/one-shard", {
+        "config.json": minilm["config.json"], "vocab.txt": minilm["vocab.txt"],
+        "model.safetensors.index.json": json.dumps(index).encode(),
+        "model-00001-of-00002.safetensors": b"first half"})
+    hub_cache.add_model(hf, "someorg/whole", minilm)
+    names = ["someorg/config-only", "someorg/no-tokenizer", "someorg/one-shard", "someorg/whole",
+             "someorg/never-downloaded"]
+    found = _offline_fingerprints(hf, names)
+
+    for name in names[:3]:
+        first, second = found[name]
+        assert first == second and "hash" not in first, f"{name} got a key from part of a model: {first}"
+        assert "incomplete" in first["error"] and "huggingface-cli download " + name in first["error"]
+    def lacks(name: str) -> list[str]:
+        text = found[name][0]["error"]
+        return text[text.index(" lacks ") + 7:text.index(". Its fingerprint")].split("; ")
+
+    weights = "weights (" + " or ".join(modelzoo.WEIGHT_PATTERNS) + ")"
+    tokenizer = "a tokenizer file (" + ", ".join(modelzoo.TOKENIZER_FILES) + ")"
+    assert lacks("someorg/config-only") == [weights, tokenizer]
+    assert lacks("someorg/no-tokenizer") == [tokenizer]
+    assert lacks("someorg/one-shard") == ["model-00002-of-00002.safetensors"]
+    missing = found["someorg/never-downloaded"][0]["error"]
+    assert "could not be fetched" in missing and "huggingface-cli download someorg/never-downloaded" in missing
+    whole = modelzoo.fingerprint(modelzoo.minilm_path())
+    assert found["someorg/whole"] == [{"hash": whole}, {"hash": whole}]
+
+    # the rest of the model arrives (a new revision of the same repository): the key of the whole model
+    hub_cache.add_model(hf, "someorg/config-only", minilm)
+    assert _offline_fingerprints(hf, ["someorg/config-only"])["someorg/config-only"][0] == {"hash": whole}
+
+
+def test_missing_model_files_of_a_local_folder(tmp_path: Path) -> None:
+    assert modelzoo.missing_model_files(modelzoo.minilm_path()) == []
+    (tmp_path / "spm.model").write_bytes(b"x")
+    assert modelzoo.missing_model_files(tmp_path) == [
+        "config.json", "weights (" + " or ".join(modelzoo.WEIGHT_PATTERNS) + ")"]

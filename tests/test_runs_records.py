@@ -139,17 +139,21 @@ def test_fingerprint_covers_config_and_weights(tmp_path: Path):
     assert R.model_fingerprint(folder) != "sha256:" + expected
 
 
-def test_fingerprint_of_hub_id_hashes_the_config(monkeypatch: pytest.MonkeyPatch):
+def test_fingerprint_of_hub_id_is_that_of_its_whole_snapshot(monkeypatch: pytest.MonkeyPatch, tmp_path):
+    """A hub id is named by the files of its complete snapshot (medibio.modelzoo.hub_snapshot), never by its
+    config alone (tests/test_modelzoo.py covers partial snapshots offline)."""
     from medibio import modelzoo
 
-    class FakeConfig:
-        def to_dict(self):
-            return {"model_type": "deberta-v2", "hidden_size": 768}
-
-    monkeypatch.setattr(modelzoo, "load_config", lambda name: FakeConfig())
-    text = json.dumps({"hidden_size": 768, "model_type": "deberta-v2"}, sort_keys=True)
-    assert R.model_fingerprint("someorg/not-local") == (
-        "config-sha256:" + hashlib.sha256(text.encode()).hexdigest())
+    folder = tmp_path / "snapshot"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "bert"}')
+    (folder / "model.safetensors").write_bytes(b"\x03" * 100)
+    (folder / "vocab.txt").write_text("[PAD]\n")
+    asked: list[str] = []
+    monkeypatch.setattr(modelzoo, "hub_snapshot", lambda repo: asked.append(repo) or folder)
+    monkeypatch.setattr(modelzoo, "load_config", lambda name: pytest.fail("the config alone named the model"))
+    assert R.model_fingerprint("someorg/not-local") == R.model_fingerprint(folder)
+    assert asked == ["someorg/not-local"]
 
 
 def test_environment_info_reports_versions_and_commit():

@@ -227,7 +227,7 @@ def model_tag(name_or_path: str | Path) -> str:
 
 def model_fingerprint(name_or_path: str | Path) -> str:
     """The model's fingerprint in records: :func:`medibio.modelzoo.fingerprint` (config, weights and
-    tokenizer files; a hub model from its cached snapshot; config only for a hub id that is not local)."""
+    tokenizer files; a hub model from its complete snapshot, fetched first where the cache lacks files)."""
     from medibio import modelzoo
 
     return modelzoo.fingerprint(name_or_path)
