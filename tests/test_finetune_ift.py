@@ -118,3 +118,23 @@ def test_stage_does_not_depend_on_earlier_random_draws(tmp_path, data_root, spie
     sts = [b for b in built if b["task"] == "STS-B"]
     assert len(sts) == 2 and _same(sts[0]["head"], sts[1]["head"])
     assert losses[0] == losses[1]
+
+
+def test_an_overridden_intermediate_budget_trains_the_stage(tmp_path, data_root, spies):
+    """``intermediate_epochs``/``intermediate_max_train_examples`` from ``--config`` or overrides train the
+    stage with that budget, into a folder of its own: the preset's stage is not reused under their name."""
+    built, _ = spies
+    runner.run_finetune("BIOSSES", profile="smoke", intermediate="STS-B", results_root=tmp_path, data_root=data_root)
+    built.clear()
+    budget = {"intermediate_epochs": 2, "intermediate_max_train_examples": 16}
+    [record] = runner.run_finetune("BIOSSES", profile="smoke", intermediate="STS-B", config_overrides=budget,
+                                   results_root=tmp_path, data_root=data_root)
+    assert [b["task"] for b in built] == ["STS-B", "BIOSSES"]  # the preset's stage was not taken for it
+    plan = runner.plan_run("BIOSSES", profile="smoke", intermediate="STS-B", overrides=budget, data_root=data_root)
+    folder = ift.stage_dir(tmp_path, "smoke", "tiny-deberta", ["STS-B"],
+                           ift.stage_digest(plan.model_hash, plan.stages), 1)
+    assert folder != _stage(tmp_path, ["STS-B"], data_root)
+    stage = json.loads((folder / "stage.json").read_text(encoding="utf-8"))
+    assert stage["train_examples"] == 16 and [e["epoch"] for e in stage["dev_curve"]] == [1, 2]
+    assert stage["hyperparameters"] == record.config["intermediate"][0]["hyperparameters"]
+    assert str(built[1]["init_from"]) == str(folder / "encoder")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shutil
 
 import pytest
 
@@ -45,3 +46,145 @@ def test_files_fingerprint_relative_names_and_absent(tmp_path) -> None:
     (tmp_path / "d" / "train.tsv").write_text("x\t2\n", encoding="utf-8")
     assert identity.files_fingerprint([tmp_path / "d" / "train.tsv"], root=tmp_path) != {
         "d/train.tsv": fp["d/train.tsv"]}
+
+
+# --- the fine-tuning digest (medibio.finetune.runner.plan_run): every field that can change a result -------
+
+@pytest.fixture()
+def inputs(tmp_path, monkeypatch):
+    """A model folder and a data root with BIOSSES's files, both small enough to rewrite byte by byte."""
+    from medibio import profiles
+    from medibio.blurb import loaders
+
+    monkeypatch.delenv(profiles.LIMIT_ENV, raising=False)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "bert"}', encoding="utf-8")
+    (model / "model.safetensors").write_bytes(b"\x01" * 64)
+    (model / "vocab.txt").write_text("[PAD]\n[UNK]\n", encoding="utf-8")
+    data = tmp_path / "data"
+    data.mkdir()
+    for split in loaders.SPLITS:
+        for path in loaders.split_files("BIOSSES", split, data):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"{split} rows\n", encoding="utf-8")
+    return model, data
+
+
+def _digest(model, data, **kwargs) -> str:
+    from medibio.finetune import runner
+
+    return runner.plan_run("BIOSSES", str(model), 1, "smoke", data_root=data, **kwargs).key.config_digest
+
+
+CHANGES = {
+    "hyperparameter": {"learning_rate": 1e-3},
+    "cap on training examples": {"max_train_examples": 16},
+    "cap on dev examples": {"max_dev_examples": 8},
+    "class weighting": {"class_weighting": "balanced"},
+    "freeze_lower": {"freeze_lower": True},
+    "llrd": {"llrd": 0.9},
+    "reinit_top": {"reinit_top": 1},
+    "bias_correction": {"bias_correction": False},
+    "longer_training": {"longer_training": 2.0},
+    "per-task override": {"tasks": {"BIOSSES": {"epochs": 5}}},
+}
+
+
+@pytest.mark.parametrize("what", list(CHANGES))
+def test_the_digest_changes_with_each_configuration_field(inputs, what) -> None:
+    model, data = inputs
+    assert _digest(model, data, overrides=CHANGES[what]) != _digest(model, data)
+
+
+def test_the_digest_changes_with_the_intermediate_chain_and_its_budget(inputs) -> None:
+    model, data = inputs
+    seen = {_digest(model, data), _digest(model, data, intermediate="STS-B"),
+            _digest(model, data, intermediate="SICK"), _digest(model, data, intermediate="STS-B,SICK"),
+            _digest(model, data, intermediate="STS-B", overrides={"intermediate_epochs": 3}),
+            _digest(model, data, intermediate="STS-B", overrides={"intermediate_max_train_examples": 8})}
+    assert len(seen) == 6
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "vocab.txt", "config.json"])
+def test_the_digest_changes_with_the_model_weights_tokenizer_and_config(inputs, name) -> None:
+    model, data = inputs
+    before = _digest(model, data)
+    path = model / name
+    path.write_bytes(path.read_bytes() + b" ")
+    assert _digest(model, data) != before
+
+
+@pytest.mark.parametrize("split", ["train", "dev", "test"])
+def test_the_digest_changes_with_a_data_files_bytes(inputs, split) -> None:
+    from medibio.blurb import loaders
+
+    model, data = inputs
+    before = _digest(model, data)
+    path = loaders.split_files("BIOSSES", split, data)[0]
+    path.write_text(path.read_text(encoding="utf-8") + "one more row\n", encoding="utf-8")
+    assert _digest(model, data) != before
+
+
+def test_the_digest_ignores_what_does_not_change_results(inputs, tmp_path, monkeypatch) -> None:
+    """Results root, data root location, key order of overrides, another task's overrides, the variant
+    label and files beside the model (a README, optimizer state) leave the digest alone."""
+    from medibio.finetune import runner
+
+    model, data = inputs
+    overrides = {"learning_rate": 1e-3, "epochs": 4, "llrd": 0.9}
+    base = _digest(model, data, overrides=overrides)
+    monkeypatch.setenv("MEDIBIO_RESULTS", str(tmp_path / "elsewhere"))
+    assert _digest(model, data, overrides=dict(reversed(overrides.items()))) == base
+    assert _digest(model, data, overrides={**overrides, "tasks": {"GAD": {"epochs": 9}}}) == base
+    moved = tmp_path / "moved-data"
+    shutil.copytree(data, moved)
+    assert _digest(model, moved, overrides=overrides) == base
+    (model / "README.md").write_text("notes", encoding="utf-8")
+    (model / "optimizer.pt").write_bytes(b"state")
+    assert _digest(model, data, overrides=overrides) == base
+    named = runner.plan_run("BIOSSES", str(model), 1, "smoke", overrides=overrides, data_root=data,
+                            variant="my-label")
+    assert named.key.config_digest == base and named.variant.startswith("my-label")
+
+
+def test_the_intermediate_budget_reaches_the_stage_it_names(inputs) -> None:
+    """``intermediate_epochs``/``intermediate_max_train_examples`` overrides set the stage's own training
+    (and so its folder's digest), not only the target's record."""
+    from medibio.finetune import runner
+    from medibio.ift import chain
+
+    model, data = inputs
+    preset = runner.plan_run("BIOSSES", str(model), 1, "smoke", intermediate="STS-B", data_root=data)
+    asked = runner.plan_run("BIOSSES", str(model), 1, "smoke", intermediate="STS-B", data_root=data,
+                            overrides={"intermediate_epochs": 3, "intermediate_max_train_examples": 8})
+    (stage,) = asked.stages
+    assert preset.stages[0]["hyperparameters"]["epochs"] == 1  # the smoke preset's intermediate_epochs
+    assert stage["hyperparameters"]["epochs"] == 3 and stage["hyperparameters"]["max_train_examples"] == 8
+    cfg = chain.stage_hyperparameters(stage)
+    assert (cfg.epochs, cfg.max_train_examples) == (3, 8)
+    assert chain.stage_digest(asked.model_hash, asked.stages) != chain.stage_digest(preset.model_hash,
+                                                                                   preset.stages)
+
+
+@pytest.mark.parametrize(("requested", "used", "entry"), [
+    ("bf16", "bf16", None), ("bf16", "no", "no"), ("fp32", "no", None), ("fp16", "no", "no"),
+    ("bf16", "fp16", "fp16")])
+def test_the_digest_names_the_precision_only_where_the_machine_departs_from_the_request(
+        inputs, monkeypatch, requested, used, entry) -> None:
+    """bf16 asked and run gives the same digest as before precision was recorded (records made on identical
+    machines are shared); bf16 asked on a CPU without it (fp32) or a GPU without it (fp16) gets its own."""
+    from medibio import accel
+    from medibio.finetune import runner
+
+    model, data = inputs
+    as_asked = {"fp32": "no"}.get(requested, requested)  # what a machine that honours the request uses
+    monkeypatch.setattr(accel, "precision_for", lambda device=None, requested="auto": as_asked)
+    plain = runner.plan_run("BIOSSES", str(model), 1, "smoke", data_root=data,
+                            overrides={"mixed_precision": requested})
+    monkeypatch.setattr(accel, "precision_for", lambda device=None, requested="auto": used)
+    plan = runner.plan_run("BIOSSES", str(model), 1, "smoke", data_root=data,
+                           overrides={"mixed_precision": requested})
+    assert plan.payload.get("precision") == entry
+    assert plain.payload.get("precision") is None
+    assert (plan.key.config_digest == plain.key.config_digest) == (entry is None)

@@ -94,6 +94,16 @@ def _plain_overrides(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+def _precision_used(requested: str) -> dict[str, str]:
+    """``{"precision": used}`` when this machine's precision decision (:func:`medibio.accel.precision_for`)
+    departs from the requested one (bf16 asked, fp32 on a CPU without bf16), else nothing: identical machines
+    share records, and records made before this entry keep their digests where nothing departs."""
+    from medibio.accel import precision_for
+
+    used = precision_for(requested=requested)
+    return {} if used == {"fp32": "no"}.get(requested, requested) else {"precision": used}
+
+
 def plan_run(dataset: str, model: str | None = None, seed: int = 1,
              profile: str | Profile = profiles.DEFAULT_PROFILE, overrides: Mapping[str, Any] | None = None,
              intermediate: str | Sequence[str] | None = None, variant: str | None = None,
@@ -109,13 +119,14 @@ def plan_run(dataset: str, model: str | None = None, seed: int = 1,
     model = model or prof.model
     cfg = presets.apply_overrides(presets.preset(spec.name, prof), spec.name, overrides)
     chain = tuple(ift_chain.parse_chain(intermediate))
-    stages = tuple(ift_chain.stage_config(t, prof, data_root) for t in chain)
+    stages = tuple(ift_chain.stage_config(t, prof, data_root, cfg) for t in chain)
     model_hash = rec.model_fingerprint(model)
     root = resolve_data_root(data_root, must_exist=False)
     files = [p for split in loaders.SPLITS for p in loaders.split_files(spec.name, split, data_root)]
     payload = {"protocol": PROTOCOL, "dataset": spec.name, "model": model_hash,
                "hyperparameters": cfg.to_dict(), "subset_seed": SUBSET_SEED, "intermediate": list(stages),
                "data": identity.files_fingerprint(files, root=root)}
+    payload.update(_precision_used(cfg.mixed_precision))
     var = variant_name(cfg, chain, variant)
     request = {"dataset": spec.name, "model": str(model), "profile": prof.name, "seed": int(seed),
                "overrides": _plain_overrides(overrides), "intermediate": list(chain), "variant": variant}

@@ -38,15 +38,40 @@ def chain_label(chain: Sequence[str]) -> str:
     return "+".join(chain)
 
 
-def stage_config(task: str, profile: Profile, data_root: str | Path | None) -> dict[str, Any]:
-    """What determines one stage's result besides its input encoder: its hyperparameters and data files."""
+def stage_preset(task: str, profile: Profile, target: presets.FinetuneConfig | None = None
+                 ) -> presets.FinetuneConfig:
+    """The fine-tuning config of one stage: the profile's intermediate preset with the intermediate budget
+    (``intermediate_epochs``, ``intermediate_max_train_examples``) of the ``target`` run's effective config,
+    so that a budget set by ``--config`` or an override trains the stage, not just renames the target."""
+    spec = tasks.get_task(task)
+    cfg = presets.intermediate_preset(spec.name, profile, getattr(spec, "max_length", None))
+    if target is None:
+        return cfg
+    changes: dict[str, Any] = {"max_train_examples": profile.cap(target.intermediate_max_train_examples),
+                               "intermediate_max_train_examples": target.intermediate_max_train_examples,
+                               "intermediate_epochs": target.intermediate_epochs}
+    if target.intermediate_epochs:
+        changes["epochs"] = target.intermediate_epochs
+    return cfg.replace(**changes)
+
+
+def stage_config(task: str, profile: Profile, data_root: str | Path | None,
+                 target: presets.FinetuneConfig | None = None) -> dict[str, Any]:
+    """What determines one stage's result besides its input encoder: its hyperparameters (see
+    :func:`stage_preset`) and data files. :func:`run_stage` trains with exactly these hyperparameters."""
     from medibio.paths import data_root as resolve_data_root
 
     spec = tasks.get_task(task)
-    cfg = presets.intermediate_preset(spec.name, profile, getattr(spec, "max_length", None))
+    cfg = stage_preset(spec.name, profile, target)
     root = resolve_data_root(data_root, must_exist=False)
     return {"task": spec.name, "hyperparameters": cfg.to_dict(),
             "data": identity.files_fingerprint(tasks.data_files(spec.name, data_root), root=root)}
+
+
+def stage_hyperparameters(stage: dict[str, Any]) -> presets.FinetuneConfig:
+    """The :class:`FinetuneConfig` a stage configuration (from :func:`stage_config`) names."""
+    fields = {k: v for k, v in stage["hyperparameters"].items() if k != "effective_epochs"}
+    return presets.FinetuneConfig().replace(**fields)
 
 
 def stage_digest(model_hash: str, stages: Sequence[dict[str, Any]]) -> str:
@@ -77,17 +102,19 @@ def prepare_encoder(model_name: str, stages: Sequence[dict[str, Any]], model_has
         if (folder / "stage.json").is_file() and not force:
             log(f"IFT stage {chain_label(prefix)} seed {seed}: reusing {folder}")
         else:
-            run_stage(source, prefix[-1], folder, seed, profile, data_root, accelerator, prefix, log=log)
+            run_stage(source, stages[k], folder, seed, profile, data_root, accelerator, prefix, log=log)
         source = folder / "encoder"
     return folder / "encoder"
 
 
-def run_stage(source: str | Path, task: str, folder: Path, seed: int, profile: Profile,
+def run_stage(source: str | Path, stage: dict[str, Any], folder: Path, seed: int, profile: Profile,
               data_root: str | Path | None, accelerator: Any, chain: Sequence[str],
               log: Callable[[str], None] = print) -> None:
-    """Fine-tune ``source`` on one intermediate task and save its encoder (main process) to ``folder``."""
-    spec = tasks.get_task(task)
-    cfg = presets.intermediate_preset(spec.name, profile, getattr(spec, "max_length", None))
+    """Fine-tune ``source`` on one intermediate task with the stage's own configuration (``stage`` from
+    :func:`stage_config`: the one its folder's digest covers) and save its encoder (main process) to
+    ``folder``."""
+    spec = tasks.get_task(stage["task"])
+    cfg = stage_hyperparameters(stage)
     data = tasks.load_task(spec.name, data_root)
     if "train" not in data or "dev" not in data:
         raise ValueError(f"intermediate task {spec.name} needs train and dev splits, has {list(data)}")
