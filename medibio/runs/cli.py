@@ -87,8 +87,10 @@ def register(app: typer.Typer) -> None:
     @results.command("list")
     def list_cmd(
         results_root: Path = typer.Option(None, "--results-root", help=_RESULTS_ROOT_HELP),
-        stale: bool = typer.Option(False, "--stale", help="Only records the current presets, model or data no "
-                                   "longer give (and legacy records without a configuration digest)."),
+        stale: bool = typer.Option(False, "--stale", help="Only records not known to be current: those the "
+                                   "current presets, model or data no longer give, legacy records without a "
+                                   "configuration digest, and records whose request cannot be planned here "
+                                   "(unknown; the reason is shown)."),
         profile: str = typer.Option(None, "--profile", help="Only records of this profile."),
         dataset: str = typer.Option(None, "--dataset", help="Only this dataset."),
         data_root: Path = typer.Option(None, "--data-root", help=_DATA_ROOT_HELP),
@@ -97,7 +99,8 @@ def register(app: typer.Typer) -> None:
         """Every run record with its configuration digest and whether its request would still get it.
 
         "stale" records name what changed (e.g. `hyperparameters.epochs: 2 → 3`); they are never reused or
-        overwritten: the changed request runs into a record of its own.
+        overwritten: the changed request runs into a record of its own. "unknown" records say why their
+        request cannot be planned on this machine.
         """
         from medibio.paths import results_root as default_root
         from medibio.runs.listing import list_records
@@ -110,8 +113,13 @@ def register(app: typer.Typer) -> None:
         if frame.empty:
             typer.echo(f"no {'stale ' if stale else ''}run records under {root}")
             return
-        shown = frame.drop(columns=["path", "created"])
-        typer.echo(shown.to_string(index=False, max_colwidth=70))
+        shown = frame.drop(columns=["path", "created", "changed"])
+        typer.echo(shown.to_string(index=False))
+        explained = frame[frame["changed"] != ""]
+        if not explained.empty:  # in full, one record a line: a change list does not fit a table cell
+            typer.echo("\nwhat changed / why unknown:")
+            for row in explained.itertuples():
+                typer.echo(f"  [{row.freshness}] {row.path}\n      {row.changed}")
         counts = frame["freshness"].value_counts().to_dict()
         typer.echo("\n" + ", ".join(f"{n} {state}" for state, n in sorted(counts.items())))
 

@@ -3,8 +3,11 @@
 A record is *current* when planning its request again (same dataset, model, profile, seed, overrides, chain)
 gives the same configuration digest; *stale* when a preset, the model's weights or tokenizer, or the data
 changed since (the record then names what changed); *legacy* when it was written before run identities.
+*Unknown* when its request cannot be planned here (a model folder or hub model that is not on this machine,
+a dataset this version does not know): the record may be stale, and nothing can say it is current.
 Stale records are never reused and never overwritten — a new request runs into its own record — and
-``medibio results list --stale`` shows them so that a user can delete or keep them knowingly.
+``medibio results list --stale`` shows them, with legacy and unknown ones and the reason for each, so that a
+user can delete or keep them knowingly.
 """
 
 from __future__ import annotations
@@ -47,7 +50,6 @@ def register_kind(kind: str, replan: Callable[[RunRecord, str | Path | None], An
     REPLANNERS[kind] = replan
 
 
-
 def freshness(record: RunRecord, data_root: str | Path | None = None) -> tuple[str, str]:
     """``("current" | "stale" | "legacy" | "unknown", what changed or why unknown)``."""
     if record.legacy:
@@ -65,21 +67,26 @@ def freshness(record: RunRecord, data_root: str | Path | None = None) -> tuple[s
     return "stale", "; ".join(changes) or f"digest {record.config_digest} → {plan.key.config_digest}"
 
 
+# What ``--stale`` shows: every record that is not known to be current (an unknown record is not hidden:
+# it may be stale, and its row says why it could not be checked).
+NOT_CURRENT = ("stale", "legacy", "unknown")
+
 COLUMNS = ("kind", "profile", "model", "variant", "dataset", "seed", "digest", "status", "score_test", "freshness",
            "changed", "commit", "created", "path")
 
 
 def list_records(results_root: str | Path, data_root: str | Path | None = None, stale_only: bool = False,
                  kinds: tuple[str, ...] | None = None, **filters: Any) -> pd.DataFrame:
-    """One row per record (every kind by default), with its freshness; ``stale_only`` keeps stale and
-    legacy records. ``filters`` are those of :func:`medibio.runs.records.load_records`."""
+    """One row per record (every kind by default), with its freshness; ``stale_only`` keeps the records
+    not known to be current (:data:`NOT_CURRENT`: stale, legacy, unknown). ``filters`` are those of
+    :func:`medibio.runs.records.load_records`."""
     root = Path(results_root)
     kinds = kinds or tuple(sorted(REPLANNERS))
     rows = []
     for kind in kinds:
         for rec in load_records(root, kind=kind, **filters):
             state, changed = freshness(rec, data_root)
-            if stale_only and state not in ("stale", "legacy"):
+            if stale_only and state not in NOT_CURRENT:
                 continue
             rows.append({"kind": rec.kind, "profile": rec.profile, "model": rec.model_tag, "variant": rec.variant,
                          "dataset": rec.dataset, "seed": rec.seed, "digest": rec.config_digest or "legacy",

@@ -1,0 +1,105 @@
+"""`medibio results list [--stale]`: a record made under a preset that has since changed is listed as stale,
+with what changed; a record whose request cannot be planned here is shown as unknown (with why), never hidden.
+
+Records are written from real plans (nothing is trained): the packaged MiniLM on the smoke profile, against an
+empty data root (its files are fingerprinted as absent, the same way every time).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from medibio import modelzoo, profiles
+from medibio.cli import app
+from medibio.finetune import runner
+from medibio.runs import listing
+from medibio.runs import records as rec
+
+CHANGE = "hyperparameters.epochs: 2 → 3"
+
+
+def _write(plan: runner.RunPlan, root: Path, score: float) -> rec.RunRecord:
+    """The record a run of ``plan`` leaves (its identity fields exactly as the runner writes them)."""
+    record = rec.RunRecord(dataset=plan.spec.name, model=rec.model_info(plan.model), profile=plan.profile.name,
+                           seed=plan.seed, variant=plan.variant, hyperparameters=plan.config.to_dict(),
+                           score_test=score, config_digest=plan.key.config_digest, config=plan.payload,
+                           request=plan.request, intermediate=list(plan.chain))
+    rec.write_record(record, root)
+    return record
+
+
+def _smoke_epochs(monkeypatch: pytest.MonkeyPatch, epochs: int) -> None:
+    """Change the smoke profile's preset epochs, as an edit of medibio/profiles.py would."""
+    smoke = profiles.PROFILES["smoke"]
+    monkeypatch.setitem(profiles.PROFILES, "smoke", dataclasses.replace(
+        smoke, finetune_base={**smoke.finetune_base, "epochs": epochs}))
+
+
+def _list(*args: str) -> str:
+    result = CliRunner().invoke(app, ["results", "list", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture()
+def roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    monkeypatch.delenv(profiles.LIMIT_ENV, raising=False)
+    data = tmp_path / "data"
+    data.mkdir()
+    return tmp_path / "results", data
+
+
+def test_a_changed_preset_makes_the_record_stale_and_names_the_change(roots, monkeypatch) -> None:
+    results, data = roots
+    old = _write(runner.plan_run("BIOSSES", "minilm", 1, "smoke", data_root=data), results, 40.0)
+    assert old.hyperparameters["epochs"] == 2
+    assert [listing.freshness(r, data) for r in rec.load_records(results)] == [("current", "")]
+    assert "no stale run records" in _list("--stale", "--results-root", str(results), "--data-root", str(data))
+
+    _smoke_epochs(monkeypatch, 3)
+    new_plan = runner.plan_run("BIOSSES", "minilm", 1, "smoke", data_root=data)
+    assert new_plan.key.config_digest != old.config_digest  # the changed request runs into its own record
+    assert rec.find_record(results, new_plan.key) is None
+
+    state, changed = listing.freshness(rec.read_record(old.path(results)), data)
+    assert state == "stale" and CHANGE in changed.split("; ")
+
+    rows = json.loads(_list("--stale", "--json", "--results-root", str(results), "--data-root", str(data)))
+    assert len(rows) == 1
+    (row,) = rows
+    assert row["freshness"] == "stale" and row["digest"] == old.config_digest
+    assert row["path"] == str(old.path(results)) and CHANGE in row["changed"].split("; ")
+
+    text = _list("--stale", "--results-root", str(results), "--data-root", str(data))
+    assert old.config_digest in text and str(old.path(results)) in text
+    assert CHANGE in text and "1 stale" in text
+
+    # the new preset's record is current; --stale still shows only the old one
+    new = _write(new_plan, results, 45.0)
+    everything = json.loads(_list("--json", "--results-root", str(results), "--data-root", str(data)))
+    assert {(r["digest"], r["freshness"]) for r in everything} == {(old.config_digest, "stale"),
+                                                                  (new.config_digest, "current")}
+    stale = json.loads(_list("--stale", "--json", "--results-root", str(results), "--data-root", str(data)))
+    assert [r["digest"] for r in stale] == [old.config_digest]
+
+
+def test_stale_shows_records_that_cannot_be_checked_here_with_the_reason(roots, tmp_path) -> None:
+    results, data = roots
+    folder = tmp_path / "my-model"
+    shutil.copytree(modelzoo.minilm_path(), folder, ignore=shutil.ignore_patterns("1_Pooling", "*.md"))
+    current = _write(runner.plan_run("BIOSSES", "minilm", 1, "smoke", data_root=data), results, 40.0)
+    gone = _write(runner.plan_run("BIOSSES", str(folder), 1, "smoke", data_root=data), results, 41.0)
+    shutil.rmtree(folder)  # the model the record was made with is no longer on this machine
+
+    rows = json.loads(_list("--stale", "--json", "--results-root", str(results), "--data-root", str(data)))
+    assert [r["path"] for r in rows] == [str(gone.path(results))]
+    assert rows[0]["freshness"] == "unknown"
+    assert "cannot plan its request here" in rows[0]["changed"] and str(folder) in rows[0]["changed"]
+    text = _list("--stale", "--results-root", str(results), "--data-root", str(data))
+    assert "[unknown]" in text and str(folder) in text and str(current.path(results)) not in text
