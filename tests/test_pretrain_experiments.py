@@ -30,6 +30,12 @@ def test_table5_chain_records_outputs_and_resumes(data_root, tmp_path):
     rec1 = json.loads(Path(stages["table5-1"]["record"]).read_text())
     assert rec1["init"] == {"kind": "continual", "from": stages["science"]["output"]}
     assert rec1["corpus"]["spec"] == "biomed-abstracts"
+    from medibio import modelzoo
+
+    # a stage's identity includes the stage it continues from: retraining that one gives a new folder here
+    assert rec1["effective_config"]["init"] == modelzoo.fingerprint(stages["science"]["output"])
+    assert all(Path(s["out_dir"]).name == s["config_digest"] == json.loads(Path(s["record"]).read_text())[
+        "config_digest"] for s in stages.values())
     rec5 = json.loads(Path(stages["table5-5"]["record"]).read_text())
     assert rec5["init"]["from"] == stages["table5-4"]["output"]
     assert rec5["tokenizer"]["fingerprint"] == json.loads(Path(stages["table5-4"]["record"]).read_text())[
@@ -43,6 +49,21 @@ def test_table5_chain_records_outputs_and_resumes(data_root, tmp_path):
     for eid, stage in again["stages"].items():
         assert json.loads(Path(stage["record"]).read_text())["run_id"] == \
             json.loads(Path(stages[eid]["record"]).read_text())["run_id"]
+
+
+@pytest.mark.realdata
+def test_a_changed_stage_trains_into_a_new_folder_and_leaves_the_old_one(data_root, tmp_path):
+    def files(folder: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    first = run_experiments("smoke", "3", out_root=tmp_path, max_steps=2, data_root=data_root, progress=False)
+    old = Path(first["stages"]["table5-3"]["out_dir"])
+    before = files(old)
+    second = run_experiments("smoke", "3", out_root=tmp_path, max_steps=3, data_root=data_root, progress=False)
+    new = Path(second["stages"]["table5-3"]["out_dir"])
+    assert new != old and new.parent == old.parent == tmp_path / "table5-3"
+    assert json.loads((new / "run.json").read_text())["steps_done"] == 3
+    assert files(old) == before, "the earlier configuration's stage was touched"
 
 
 @pytest.mark.realdata

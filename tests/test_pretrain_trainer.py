@@ -162,3 +162,50 @@ def test_two_processes_train_like_one_process_with_accumulation(corpus, tokenize
     two = json.loads((tmp_path / "two" / "run.json").read_text())
     assert two["num_processes"] == 2 and two["batch"]["accumulation"] == 1 and one["batch"]["accumulation"] == 2
     assert [c["loss"] for c in two["curve"]] == pytest.approx([c["loss"] for c in one["curve"]], rel=1e-5)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_run_lives_in_the_folder_of_its_configuration(corpus, tokenizer_dir, tmp_path, monkeypatch):
+    """Without --out: the same configuration resumes (then reuses) its own folder; a changed one trains into
+    a new folder and leaves the old one untouched."""
+    from medibio.paths import results_root
+    from medibio.pretrain.plan import plan_pretraining
+
+    monkeypatch.setenv("MEDIBIO_RESULTS", str(tmp_path / "results"))
+    run = {"corpus": str(corpus), "tokenizer_dir": tokenizer_dir, "progress": False, "tag": "t"}
+    stopped = run_pretraining(CFG, stop_after=4, **run)  # killed after step 4: the step-3 checkpoint survives
+    folder = plan_pretraining(CFG, str(corpus), tokenizer_dir=tokenizer_dir, tag="t").folder(results_root())
+    assert stopped["status"] == "stopped" and Path(stopped["out_dir"]) == folder
+    assert folder.parent == tmp_path / "results" / "pretrain" / CFG.name / "t"
+    assert folder.name == stopped["config_digest"]
+
+    resumed = run_pretraining(CFG, **run)  # same configuration, no --resume needed: its own checkpoints
+    assert resumed["status"] == "complete" and resumed["resumed_from"] == [3]
+    assert Path(resumed["out_dir"]) == folder and resumed["config_digest"] == stopped["config_digest"]
+    before = _files(folder)
+    again = run_pretraining(CFG, **run)  # finished: returned as it is, nothing trained or written
+    assert again["run_id"] == resumed["run_id"] and _files(folder) == before
+
+    changed = run_pretraining(CFG.with_overrides(learning_rate=CFG.learning_rate / 2), **run)
+    assert changed["status"] == "complete" and changed["resumed_from"] == []
+    assert Path(changed["out_dir"]).parent == folder.parent and Path(changed["out_dir"]) != folder
+    assert changed["config_digest"] != resumed["config_digest"]
+    assert _files(folder) == before, "the earlier configuration's folder was touched"
+
+
+def test_resuming_an_out_folder_of_another_configuration_is_refused(full_run, corpus, tokenizer_dir):
+    with pytest.raises(ResumeError, match="configuration"):
+        run_pretraining(CFG.with_overrides(seed=CFG.seed + 1), corpus=str(corpus), tokenizer_dir=tokenizer_dir,
+                        out_dir=Path(full_run["output"]).parent, resume=True, progress=False)
+
+
+def test_the_record_carries_the_shared_provenance(full_run):
+    from medibio import provenance
+
+    env = provenance.environment()
+    assert full_run["versions"] == env["versions"] and full_run["git_commit"] == env["git_commit"]
+    assert full_run["device"] == env["device"] and full_run["torch_threads"] == env["torch_threads"]
+    assert full_run["effective_config"]["config"]["learning_rate"] == CFG.learning_rate

@@ -61,7 +61,9 @@ def pretrain(
                                "comma-separated for a mixture."),
     variant: Variant = typer.Option(Variant.abstract, "--variant", help="Text of JSONL records: abstract "
                                     "or fulltext (abstract + body)."),
-    out: Path = typer.Option(None, "--out", "-o", help="Output folder (default results/pretrain/CONFIG/...)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Output folder (default results/pretrain/CONFIG/TAG/"
+                             "DIGEST, named by the digest of the run's configuration: the same configuration "
+                             "resumes or reuses it, a changed one trains into a new folder)."),
     max_steps: int = typer.Option(None, "--max-steps", help="Override the config's optimizer steps "
                                   "(warm-up keeps its share).", callback=check.at_least(1)),
     effective_batch: int = typer.Option(None, "--effective-batch", help="Examples per optimizer step; "
@@ -70,7 +72,8 @@ def pretrain(
     per_device_batch: int = typer.Option(None, "--per-device-batch", help="Examples per device per pass.",
                                          callback=check.at_least(1)),
     whole_word_mask: bool = typer.Option(False, "--whole-word-mask", help="Mask whole words."),
-    resume: bool = typer.Option(False, "--resume", help="Continue from the newest checkpoint in --out."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the newest checkpoint in --out (it "
+                                "must come from the same configuration; without --out a run always resumes)."),
     data_root: Path = typer.Option(None, "--data-root", help="Data root (default $MEDIBIO_DATA or "
                                    "../shared/data)."),
     show: Show = typer.Option(None, "--show", help="Print a table instead of training: table3, table5, "

@@ -138,9 +138,12 @@ def read_text_file(path: str | Path) -> Iterator[Document]:
         yield Document(f"{path.name}:{start}", "\n".join(block), path.name)
 
 
+SCITLDR_SPLITS = ("train", "dev", "test")
+
+
 def read_scitldr(folder: Path) -> Iterator[Document]:
     """SciTLDR-A: one abstract (a list of sentences under ``source``) per line, in train/dev/test."""
-    for split in ("train", "dev", "test"):
+    for split in SCITLDR_SPLITS:
         path = folder / f"{split}.jsonl"
         with path.open(encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, start=1):
@@ -206,23 +209,40 @@ def _need(path: Path) -> Path:
 
 
 SourceFn = Callable[[Path | None], Iterator[Document]]
+SCISUMMNET = "clscisumm_scisummnet/scisummnet_2019_reference_xml_and_summaries.tar.gz"
+UNARXIVE = "unarxive_sample/unarXive_data_sample.tar.gz"
 
-NAMED_SOURCES: dict[str, SourceFn] = {
-    "sumpubmed-abstracts": lambda r: read_jsonl(_need(_corpora_dir(r) / "sumpubmed/abstracts.jsonl.gz"), "abstract"),
-    "sumpubmed-fulltext": lambda r: read_jsonl(_need(_corpora_dir(r) / "sumpubmed/fulltext_subset.jsonl.gz"),
-                                               "fulltext"),
-    "scitldr": lambda r: read_scitldr(_need(_corpora_dir(r) / "scitldr_abstracts")),
-    "scisummnet-abstracts": lambda r: read_scisummnet(
-        _need(_corpora_dir(r) / "clscisumm_scisummnet/scisummnet_2019_reference_xml_and_summaries.tar.gz"),
-        "abstract"),
-    "scisummnet-fulltext": lambda r: read_scisummnet(
-        _need(_corpora_dir(r) / "clscisumm_scisummnet/scisummnet_2019_reference_xml_and_summaries.tar.gz"),
-        "fulltext"),
-    "unarxive-abstracts": lambda r: read_unarxive(_need(_corpora_dir(r) / "unarxive_sample/unarXive_data_sample.tar.gz"),
-                                                  "abstract"),
-    "unarxive-fulltext": lambda r: read_unarxive(_need(_corpora_dir(r) / "unarxive_sample/unarXive_data_sample.tar.gz"),
-                                                 "fulltext"),
+@dataclass(frozen=True)
+class NamedSource:
+    """A named source: its file or folder under ``<data root>/corpora/``, how it is read, and for a folder
+    the files the reader opens (what a run's identity fingerprints)."""
+
+    path: str
+    read: Callable[[Path], Iterator[Document]]
+    members: tuple[str, ...] = ()
+
+    def files(self, root: Path | None) -> list[Path]:
+        where = _corpora_dir(root) / self.path
+        return [where / m for m in self.members] if self.members else [where]
+
+
+SOURCE_FILES: dict[str, NamedSource] = {
+    "sumpubmed-abstracts": NamedSource("sumpubmed/abstracts.jsonl.gz", lambda p: read_jsonl(p, "abstract")),
+    "sumpubmed-fulltext": NamedSource("sumpubmed/fulltext_subset.jsonl.gz", lambda p: read_jsonl(p, "fulltext")),
+    "scitldr": NamedSource("scitldr_abstracts", read_scitldr, tuple(f"{s}.jsonl" for s in SCITLDR_SPLITS)),
+    "scisummnet-abstracts": NamedSource(SCISUMMNET, lambda p: read_scisummnet(p, "abstract")),
+    "scisummnet-fulltext": NamedSource(SCISUMMNET, lambda p: read_scisummnet(p, "fulltext")),
+    "unarxive-abstracts": NamedSource(UNARXIVE, lambda p: read_unarxive(p, "abstract")),
+    "unarxive-fulltext": NamedSource(UNARXIVE, lambda p: read_unarxive(p, "fulltext")),
 }
+
+
+def _named_source(name: str) -> SourceFn:
+    source = SOURCE_FILES[name]
+    return lambda root: source.read(_need(_corpora_dir(root) / source.path))
+
+
+NAMED_SOURCES: dict[str, SourceFn] = {name: _named_source(name) for name in SOURCE_FILES}
 
 # Mixtures used by the Table 5 stages; sources are interleaved document by document.
 NAMED_CORPORA: dict[str, tuple[str, ...]] = {
@@ -278,6 +298,27 @@ def source_iterators(spec: str, variant: str = "abstract", root: str | Path | No
     if not iters:
         raise ValueError("empty corpus spec")
     return iters
+
+
+def _files_under(path: Path) -> list[Path]:
+    """A corpus file, or the corpus files of a folder (a missing path stands for itself)."""
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.is_file() and _is_corpus_file(p))
+    return [path]
+
+
+def corpus_files(spec: str, root: str | Path | None = None) -> list[Path]:
+    """The files a corpus spec reads (named sources under the data root, given files, folders' corpus files):
+    what a pretraining run's identity fingerprints. Missing ones are listed too (they fingerprint as absent)."""
+    base = Path(root) if root else None
+    files: list[Path] = []
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        if part in NAMED_CORPORA:
+            for source in NAMED_CORPORA[part]:
+                files += SOURCE_FILES[source].files(base)
+        else:
+            files += _files_under(Path(part).expanduser())
+    return sorted(set(files))
 
 
 def _interleave(iters: list[Iterator[Document]]) -> Iterator[Document]:

@@ -19,7 +19,7 @@ from typing import Any
 from medibio.atomic import write_json
 from medibio.errors import UnknownNameError
 from medibio.paths import results_root
-from medibio.pretrain.configs import PretrainConfig, for_run, get_config
+from medibio.pretrain.configs import PretrainConfig, get_config
 
 REFERENCE_STEPS = 125_000  # the longest Table 5 run; a profile's max_steps stands for it
 
@@ -109,47 +109,40 @@ def table5(config: PretrainConfig | str = "mini"):
     return frame
 
 
-def _complete(out_dir: Path) -> dict[str, Any] | None:
-    from medibio.pretrain.trainer import load_record
-
-    rec = load_record(out_dir)
-    if rec and rec.get("status") == "complete" and (out_dir / "model" / "config.json").exists():
-        return rec
-    return None
-
-
 def run_experiments(config: PretrainConfig | str = "mini", selection: str | list[str] = "all",
                     out_root: str | Path | None = None, max_steps: int | None = None,
                     effective_batch: int | None = None, data_root: str | Path | None = None,
                     progress: bool = True) -> dict[str, Any]:
-    """Run the selected stages (and their prerequisites) in order; finished stages are skipped and an
-    interrupted one resumes from its newest checkpoint. ``out_root/experiments.json`` records each stage's
-    status, output checkpoint and run record."""
-    from medibio.pretrain.trainer import run_pretraining
+    """Run the selected stages (and their prerequisites) in order and return the manifest.
 
-    cfg = for_run(get_config(config) if isinstance(config, str) else config)
-    cfg = cfg.with_overrides(max_steps=max_steps, effective_batch=effective_batch)
+    Each stage lives in ``<out_root>/<stage>/<digest>/``, the digest that of its effective configuration
+    (:mod:`medibio.pretrain.plan`: config, steps, corpus files, and the fingerprint of the stage it continues
+    from): a finished stage of the same configuration is reused, an interrupted one resumes from its newest
+    checkpoint, and a changed one — or one whose base stage changed — trains into a new folder.
+    ``out_root/experiments.json`` records each stage's status, digest, output checkpoint and run record."""
+    from medibio.pretrain.plan import effective_config, plan_pretraining
+    from medibio.pretrain.trainer import complete_record, run_pretraining
+
+    cfg = effective_config(config, max_steps, effective_batch)
     root = Path(out_root) if out_root else results_root() / "pretrain" / cfg.name / "experiments"
     manifest_path = root / "experiments.json"
     manifest: dict[str, Any] = {"config": cfg.name, "max_steps": cfg.max_steps, "stages": {}}
     ids = resolve_ids(selection)
     for eid in ids:
         exp = EXPERIMENTS[eid]
-        out = root / eid
-        entry = {**asdict(exp), "steps": exp.steps(cfg), "out_dir": str(out), "output": None, "status": "pending"}
+        init = manifest["stages"][exp.base]["output"] if exp.base in EXPERIMENTS else exp.base
+        stage_cfg = cfg.with_overrides(max_steps=exp.steps(cfg))
+        plan = plan_pretraining(stage_cfg, exp.corpus, exp.variant, init, data_root=data_root, tag=eid)
+        out = root / eid / plan.digest
+        entry = {**asdict(exp), "steps": exp.steps(cfg), "config_digest": plan.digest, "out_dir": str(out),
+                 "output": None, "status": "pending"}
         manifest["stages"][eid] = entry
-        done = _complete(out)
-        if done is None:
-            if exp.base in EXPERIMENTS:
-                init: str | None = manifest["stages"][exp.base]["output"]
-            else:
-                init = exp.base
+        rec = complete_record(out, plan.digest)
+        if rec is None:
             write_json(manifest_path, {**manifest, "running": eid})
-            rec = run_pretraining(cfg.with_overrides(max_steps=exp.steps(cfg)), corpus=exp.corpus,
-                                  variant=exp.variant, init=init, out_dir=out, resume=True, data_root=data_root,
-                                  tag=eid, progress=progress, notes=[exp.description])
-        else:
-            rec = done
+            rec = run_pretraining(stage_cfg, corpus=exp.corpus, variant=exp.variant, init=init, out_dir=out,
+                                  resume=True, data_root=data_root, tag=eid, progress=progress,
+                                  notes=[exp.description])
         entry.update(status=rec["status"], output=rec.get("output"), record=str(out / "run.json"),
                      final_loss=rec.get("final_loss"), wall_time_s=rec.get("wall_time_s"))
         write_json(manifest_path, manifest)

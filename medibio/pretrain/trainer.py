@@ -8,7 +8,9 @@ and each micro-batch's masks a pure function of its position, so the data positi
 a resumed run sees exactly the batches, masks and dropout an uninterrupted run would.
 
 Output: ``out/model/`` is a Hugging Face folder (config, weights, tokenizer) that ``medibio finetune --model``
-and ``AutoModelFor{Token,Sequence}Classification.from_pretrained`` load; ``out/run.json`` is the record.
+and ``AutoModelFor{Token,Sequence}Classification.from_pretrained`` load; ``out/run.json`` is the record, with
+the digest of the run's effective configuration (:mod:`medibio.pretrain.plan`) and the provenance every
+record carries (:func:`medibio.provenance.environment`). ``out`` defaults to the folder that digest names.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from medibio.atomic import write_json
 from medibio.errors import MedibioError
 from medibio.paths import results_root
 from medibio.pretrain.batching import BatchLayout, plan_batch
-from medibio.pretrain.configs import PretrainConfig, for_run, get_config
+from medibio.pretrain.configs import PretrainConfig
 
 SCHEMA = "medibio.pretrain.run/1"
 STATE_FILE = "trainer_state.json"
@@ -39,11 +41,6 @@ STATE_FILE = "trainer_state.json"
 
 class ResumeError(MedibioError, RuntimeError):
     """Checkpoints exist but resuming was not requested (or they belong to a different run)."""
-
-
-def default_out_dir(config: PretrainConfig, tag: str = "custom") -> Path:
-    """``<results_root>/pretrain/<config>/<tag>``."""
-    return results_root() / "pretrain" / config.name / tag
 
 
 def resolve_precision(setting: str) -> str:
@@ -137,34 +134,49 @@ def prepare_tokenizer(config: PretrainConfig, corpus: str, variant: str, out_dir
     return AutoTokenizer.from_pretrained(str(folder))
 
 
+def complete_record(out_dir: str | Path, digest: str | None = None) -> dict[str, Any] | None:
+    """The record of a finished run in ``out_dir`` (of configuration ``digest``, when given), else None."""
+    rec = load_record(out_dir)
+    if (rec and rec.get("status") == "complete" and (Path(out_dir) / "model" / "config.json").exists()
+            and (digest is None or rec.get("config_digest") == digest)):
+        return rec
+    return None
+
+
 def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstracts", variant: str = "abstract",
                     init: str | Path | None = None, out_dir: str | Path | None = None, resume: bool = False,
                     max_steps: int | None = None, effective_batch: int | None = None,
                     per_device_batch: int | None = None, stop_after: int | None = None,
                     data_root: str | Path | None = None, tokenizer_dir: str | Path | None = None,
                     tag: str = "custom", progress: bool = True, notes: list[str] | None = None) -> dict[str, Any]:
-    """Pretrain a masked LM and return its run record (also written to ``out_dir/run.json``).
+    """Pretrain a masked LM and return its run record (also written to ``run.json`` in its folder).
 
     ``init`` None trains from scratch (new vocabulary); otherwise it is a checkpoint folder or model name
-    to continue from (its vocabulary is kept). ``stop_after`` ends the run after that step as a kill
-    would, keeping only the checkpoints already written (tests); ``resume`` continues from the newest
-    checkpoint in ``out_dir``.
+    to continue from (its vocabulary is kept). Without ``out_dir`` the run lives in the folder its
+    configuration's digest names (:mod:`medibio.pretrain.plan`): a finished run there is returned as it is,
+    an interrupted one resumes, and a changed configuration gets a folder of its own. With ``out_dir``,
+    ``resume`` continues from its newest checkpoint (which must come from the same configuration).
+    ``stop_after`` ends the run after that step as a kill would, keeping only the checkpoints already
+    written (tests).
     """
     import torch
     from transformers import get_linear_schedule_with_warmup
 
     from medibio.pretrain.corpus import cached_blocks, tokenizer_fingerprint
     from medibio.pretrain.mlm import MLMCollator, load_checkpoint, mask_seed, new_model
+    from medibio.pretrain.plan import effective_config, plan_pretraining
 
-    cfg = for_run(get_config(config) if isinstance(config, str) else config)
-    cfg = cfg.with_overrides(max_steps=max_steps, effective_batch=effective_batch,
-                             per_device_batch=per_device_batch)
+    cfg = effective_config(config, max_steps, effective_batch, per_device_batch)
+    plan = plan_pretraining(cfg, corpus, variant, init, tokenizer_dir, data_root, tag)
     if cfg.paper:
         notes = [*(notes or []), f"config {cfg.name} holds the paper's settings; expect it not to fit here"]
-    out = Path(out_dir) if out_dir else default_out_dir(cfg, tag)
-    init_str = None if init is None else str(init)
+    keyed = out_dir is None
+    out = plan.folder(results_root()) if keyed else Path(out_dir)
+    if keyed and (done := complete_record(out, plan.digest)) is not None:
+        return done
+    init_str = plan.init
     ckpt = latest_checkpoint(out)
-    if ckpt is not None and not resume:
+    if ckpt is not None and not (resume or keyed):
         raise ResumeError(f"{out} already holds checkpoints (latest {ckpt.name}); pass --resume to continue "
                           "or choose another --out")
 
@@ -197,6 +209,10 @@ def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstract
     if ckpt is not None:
         accelerator.load_state(str(ckpt))
         state = json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8"))
+        if state.get("config_digest", plan.digest) != plan.digest:
+            raise ResumeError(f"{ckpt}: saved by a run of configuration {state['config_digest']}, this one is "
+                              f"{plan.digest} (another config, corpus, starting point or --limit); choose "
+                              "another --out, or leave --out out to train in the folder of this configuration")
         if state["effective_batch"] != layout.effective or state["seed"] != cfg.seed:
             raise ResumeError(f"{ckpt}: saved with effective batch {state['effective_batch']} and seed "
                               f"{state['seed']}, now {layout.effective} and {cfg.seed}; the data position "
@@ -205,8 +221,10 @@ def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstract
         elapsed, checkpoints = state["elapsed_s"], state["checkpoints"]
         resumed_from = [*state.get("resumed_from", []), step]
 
+    env = provenance.environment()
     record: dict[str, Any] = {
         "schema": SCHEMA, "kind": "pretrain", "run_id": uuid.uuid4().hex[:12], "config": cfg.name, "tag": tag,
+        "config_digest": plan.digest, "effective_config": plan.payload, "out_dir": str(out),
         "hyperparameters": cfg.to_dict(),
         "init": {"kind": "scratch" if init_str is None else "continual", "from": init_str},
         "corpus": {"spec": corpus, "variant": variant, "blocks": len(blocks), "block_size": blocks.block_size,
@@ -218,9 +236,9 @@ def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstract
         "batch": {"per_device": layout.per_device, "processes": layout.processes,
                   "accumulation": layout.accumulation, "effective": layout.effective,
                   "seq_length": cfg.seq_length, "tokens_per_step": layout.effective * cfg.seq_length},
-        "device": str(accelerator.device), "num_processes": accelerator.num_processes,
-        "mixed_precision": accelerator.mixed_precision, "versions": provenance.versions(),
-        "git_commit": provenance.git_commit(),
+        "device": env["device"], "num_processes": accelerator.num_processes,
+        "mixed_precision": accelerator.mixed_precision, "versions": env["versions"],
+        "git_commit": env["git_commit"], "torch_threads": env["torch_threads"],
         "notes": list(notes or []),
     }
 
@@ -244,7 +262,7 @@ def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstract
         checkpoints.append(folder.name)
         if accelerator.is_main_process:
             write_json(folder / STATE_FILE, {
-                "step": step, "data_offset": step * layout.effective, "effective_batch": layout.effective,
+                "config_digest": plan.digest, "step": step, "data_offset": step * layout.effective, "effective_batch": layout.effective,
                 "seed": cfg.seed, "tokens_seen": tokens_seen, "elapsed_s": elapsed, "curve": curve,
                 "checkpoints": checkpoints, "resumed_from": resumed_from})
             complete = sorted(p for p in folder.parent.glob("step-*") if (p / STATE_FILE).exists())

@@ -1,0 +1,75 @@
+"""The pretraining digest: it moves with what decides the trained model and with nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from medibio.pretrain.configs import get_config
+from medibio.pretrain.plan import effective_config, plan_pretraining
+
+CFG = get_config("smoke")
+
+
+@pytest.fixture()
+def inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    from medibio import profiles
+
+    monkeypatch.delenv(profiles.LIMIT_ENV, raising=False)
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("the kidney filters blood.\n\ninsulin lowers glucose.\n", encoding="utf-8")
+    vocab = tmp_path / "tok"
+    vocab.mkdir()
+    (vocab / "tokenizer.json").write_text('{"model": {}}', encoding="utf-8")
+    return corpus, vocab
+
+
+def _digest(corpus: Path, vocab: Path | None = None, config=CFG, **kwargs) -> str:
+    return plan_pretraining(config, str(corpus), tokenizer_dir=vocab, **kwargs).digest
+
+
+@pytest.mark.parametrize("change", [{"learning_rate": 5e-4}, {"seed": 7}, {"max_steps": 9},
+                                    {"effective_batch": 16}, {"seq_length": 64}, {"mlm_probability": 0.2},
+                                    {"whole_word_mask": True}, {"corpus_max_mb": 0.1}])
+def test_a_setting_changes_the_digest(inputs, change) -> None:
+    corpus, vocab = inputs
+    assert _digest(corpus, vocab, CFG.with_overrides(**change)) != _digest(corpus, vocab)
+
+
+@pytest.mark.parametrize("change", [{"save_every": 1}, {"keep_checkpoints": 5}, {"log_every": 2},
+                                    {"per_device_batch": 2}, {"description": "another text"}])
+def test_bookkeeping_leaves_the_digest_alone(inputs, change) -> None:
+    corpus, vocab = inputs
+    assert _digest(corpus, vocab, CFG.with_overrides(**change)) == _digest(corpus, vocab)
+
+
+def test_corpus_vocabulary_starting_point_and_limit_change_the_digest(inputs, monkeypatch) -> None:
+    from medibio import modelzoo, profiles
+
+    corpus, vocab = inputs
+    base = _digest(corpus, vocab)
+    assert _digest(corpus, vocab, variant="fulltext") != base
+    corpus.write_text(corpus.read_text(encoding="utf-8") + "\nthe liver stores glycogen.\n", encoding="utf-8")
+    after_corpus = _digest(corpus, vocab)
+    assert after_corpus != base
+    (vocab / "tokenizer.json").write_text('{"model": {"vocab": []}}', encoding="utf-8")
+    assert _digest(corpus, vocab) != after_corpus
+    scratch = _digest(corpus)
+    continual = _digest(corpus, init=str(modelzoo.minilm_path()))
+    assert len({scratch, continual, _digest(corpus, vocab)}) == 3
+    assert plan_pretraining(CFG, str(corpus), init="minilm").payload["init"] == modelzoo.fingerprint("minilm")
+    monkeypatch.setenv(profiles.LIMIT_ENV, "4")
+    limited = plan_pretraining(effective_config(CFG), str(corpus))
+    assert limited.config.name == "smoke-limit4" and limited.digest != scratch
+    assert limited.payload["limit"] == 4
+
+
+def test_the_folder_is_named_by_config_tag_and_digest(inputs, tmp_path) -> None:
+    corpus, _ = inputs
+    plan = plan_pretraining(CFG, str(corpus), tag="book")
+    assert plan.folder(tmp_path) == tmp_path / "pretrain" / "smoke" / "book" / plan.digest
+    moved = tmp_path / "elsewhere" / corpus.name
+    moved.parent.mkdir()
+    moved.write_bytes(corpus.read_bytes())
+    assert plan_pretraining(CFG, str(moved), tag="book").digest == plan.digest  # same bytes, same name
