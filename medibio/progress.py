@@ -29,6 +29,7 @@ ENV = "MEDIBIO_PROGRESS"
 Sink = Callable[[str, dict[str, Any]], None]  # sink(kind, info); kinds: "bar", "line", "run"
 _SINKS: list[Sink] = []
 _TERMINAL: IO[str] | None = None
+FALLBACK_SIZE = (100, 40)  # (columns, rows) of a terminal that reports no size
 
 
 def enabled() -> bool:
@@ -105,8 +106,20 @@ def bar(desc: str, total: int, unit: str = "step", leave: bool = False, disable:
     stream = terminal()
     tty = _is_tty(stream)
     off = disable or not enabled() or (minor and not tty)
+    # a pseudo-terminal that reports no size (script, some CI runners) has 0 rows, and tqdm hides every bar
+    # below the last row: give such a terminal a fixed size
+    sized = tty and _columns(stream) > 0
+    fixed = tty and not sized
     return _Bar(total=total, desc=desc, unit=unit, leave=leave, file=stream, disable=off, cell=not minor,
-                mininterval=0.5 if tty else 30.0, ascii=not tty, dynamic_ncols=tty)
+                mininterval=0.5 if tty else 30.0, ascii=not tty, dynamic_ncols=sized,
+                ncols=FALLBACK_SIZE[0] if fixed else None, nrows=FALLBACK_SIZE[1] if fixed else None)
+
+
+def _columns(stream: IO[str]) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 def say(line: str, kind: str = "line", **info: Any) -> None:

@@ -7,6 +7,7 @@ never pass by silently skipping them.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -36,3 +37,53 @@ def data_root() -> Path:
 @pytest.fixture()
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+class HandRuns:
+    """Run records with test predictions on a hand-made BioASQ test split (yes/no questions ``q0..q{n-1}``,
+    gold answers alternating yes/no), written without training: tables, significance tests and the book's
+    result functions can then be checked against numbers worked out by hand."""
+
+    MODEL = {"name": "minilm", "path": "/m", "tag": "minilm", "hash": "sha256:0", "model_type": "bert",
+             "parameters": 1}
+
+    def __init__(self, base: Path, n: int = 40) -> None:
+        self.data = base / "data"
+        self.results = base / "results"
+        self.gold = ["yes" if i % 2 == 0 else "no" for i in range(n)]
+        folder = self.data / "blurb" / "BioASQ"
+        folder.mkdir(parents=True)
+        folder.joinpath("test.tsv").write_text("".join(f"q{i}\tIs it?\tSome context.\t{g}\n"
+                                                       for i, g in enumerate(self.gold)))
+
+    def answers(self, wrong: set[int] | range) -> list[str]:
+        """The gold answers with the questions in ``wrong`` answered wrongly."""
+        return [("no" if g == "yes" else "yes") if i in wrong else g for i, g in enumerate(self.gold)]
+
+    def write(self, variant: str, seed: int, wrong: set[int] | range = frozenset(), *, root: Path | None = None,
+              answers: list[str] | None = None, ids: list[str] | None = None, profile: str = "cpu",
+              digest: str = "5eed5eed5eed", score_dev: float | None = None, commit: str = "c0ffee" * 6 + "abcd",
+              device: str = "cpu", intermediate: list[str] | None = None):
+        """Write one run's predictions and record (score = accuracy of ``answers``) and return the record."""
+        from medibio.runs import records
+        from medibio.runs.identity import RunKey
+
+        root = root or self.results
+        answers = answers if answers is not None else self.answers(wrong)
+        ids = ids if ids is not None else [f"q{i}" for i in range(len(answers))]
+        path = RunKey("finetune", profile, "minilm", variant, "BioASQ", seed, digest).predictions_path(root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps({"id": i, "prediction": a}) + "\n"
+                                for i, a in zip(ids, answers, strict=True)))
+        score = 100 * sum(a == self.gold[int(i[1:])] for a, i in zip(answers, ids, strict=True)) / len(answers)
+        record = records.RunRecord(dataset="BioASQ", model=self.MODEL, profile=profile, seed=seed, variant=variant,
+                                   predictions=path.name, score_test=score, score_dev=score_dev,
+                                   config_digest=digest, git_commit=commit, device=device,
+                                   intermediate=list(intermediate or []))
+        records.write_record(record, root)
+        return record
+
+
+@pytest.fixture()
+def hand_runs(tmp_path: Path) -> HandRuns:
+    return HandRuns(tmp_path)

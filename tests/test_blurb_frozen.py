@@ -155,3 +155,28 @@ def test_mean_pooling_head_pools_like_the_frozen_baseline():
         modeling.build_model(spec, "tiny-deberta", pooling="mean")
     with pytest.raises(ValueError, match="pooling"):
         modeling.build_model(spec, "minilm", pooling="max")
+
+
+def test_progress_while_encoding_and_a_finished_line_counted_as_a_run(data_root, tmp_path, monkeypatch):
+    """Encoding a test set takes minutes on the cpu profile: a bar per encoding pass, then a ✓ line with the
+    score that the cell summary counts like a fine-tuning run (a reused baseline: an = line, counted reused)."""
+    import re
+
+    from medibio import progress
+
+    events: list[tuple[str, dict]] = []
+    status = progress.CellStatus("frozen")
+    monkeypatch.setattr(status, "_show", lambda text: None)
+    with progress.sink(lambda kind, info: events.append((kind, info))), progress.sink(status):
+        first = frozen.baselines("smoke", "BIOSSES", data_root, tmp_path)
+        frozen.baselines("smoke", "BIOSSES", data_root, tmp_path)
+    bars = [info for kind, info in events if kind == "bar"]
+    assert {"frozen BIOSSES dev (sentence 1)", "frozen BIOSSES test (sentence 2)"} <= {b["desc"] for b in bars}
+    assert any(b["n"] == b["total"] > 0 for b in bars)  # each pass reports its end
+    runs = [info for kind, info in events if kind == "run"]
+    row = first.iloc[0]
+    assert runs[0]["text"].startswith(f"✓ frozen cosine BIOSSES [tiny-deberta]: test {row['frozen']:.2f} "
+                                      f"[{row['ci95_low']:.2f}, {row['ci95_high']:.2f}]")
+    assert runs[0]["reused"] is False and runs[0]["seconds"] == row["seconds"]
+    assert runs[1]["text"].startswith("= frozen cosine BIOSSES [tiny-deberta]: reused its record") and runs[1]["reused"]
+    assert re.fullmatch(r"frozen: 2 runs — 1 trained now \(\d+:\d\d\), 1 reused from their records", status.summary())

@@ -288,7 +288,8 @@ def test_chapter_records_tables_figures_and_values(tmp_path, monkeypatch) -> Non
     chapter.value("answer", 42)
     assert chapter.api("medibio.no_such_module", "run") is None
     summary = notebook.read_summary(tmp_path, "smoke", "99_test")
-    assert summary["tables"]["cmp"] == {"rows": ["a", "b"], "columns": list(frame.columns), "n_rows": 2}
+    assert summary["tables"]["cmp"] == {"rows": ["a", "b"], "columns": list(frame.columns), "n_rows": 2,
+                                       "caption": "A caption"}
     assert Path(summary["figures"]["line"]).stat().st_size > 0
     assert summary["values"]["answer"] == 42
     assert summary["pending"] == ["medibio.no_such_module.run"]

@@ -65,6 +65,22 @@ def test_audit_chapter(smoke) -> None:
     # the mis-copied ChemProt cell of Table 7 is among the flagged rows
     assert any("Chem Prot" in row for row in s["tables"]["inconsistent"]["rows"])
     _figure_ok(s, "aggregate_readings")
+    # the paper's quotes of other models against their own publications (the cross-source section)
+    from medibio.paper import sources
+
+    quoted, redone = sources.compare(), sources.recheck_claims()
+    assert s["tables"]["sources_quotes"]["n_rows"] == s["values"]["quoted_numbers"] == len(quoted)
+    for status in sources.COMPARISON_STATUSES:
+        assert s["values"][f"quoted_{status.replace(' ', '_')}"] == int((quoted["status"] == status).sum()), status
+    assert s["values"]["quoted_differs"] > 0  # BioLinkBERT's Table 7 column is not the one its authors publish
+    assert {"NER", "QA", "BLURB score (macro over groups)"} <= set(s["tables"]["sources_groups"]["rows"])
+    assert set(sources.GROUP_HEADERS.values()) <= set(s["tables"]["sources_groups"]["columns"])
+    verdicts = (sources.HOLDS, sources.PARTIAL, sources.FAILS, sources.UNCHECKABLE)
+    counts = {v: s["values"][f"claims_{v.replace(' ', '_')}"] for v in verdicts}
+    assert counts == {v: int((redone["verdict"] == v).sum()) for v in verdicts}
+    assert sum(counts.values()) == s["tables"]["sources_claims"]["n_rows"] == len(redone)
+    assert counts[sources.FAILS] >= 1 and s["values"]["claims_changed"] >= 1  # the QA claim no longer holds
+    assert s["tables"]["sources_claims"]["columns"] == ["location", "context", "printed_verdict", "verdict", "detail"]
 
 
 def test_reproducibility_appendix(smoke, data_root) -> None:
@@ -79,6 +95,11 @@ def test_reproducibility_appendix(smoke, data_root) -> None:
     assert "git commit" in s["tables"]["environment"]["rows"]
     assert s["tables"]["manifests"]["n_rows"] >= 1
     assert s["tables"]["runs"]["n_rows"] == s["values"]["run_records"]
+    # every kind of record the book made, with its commit and freshness, and no machine path on the page
+    assert {"finetune", "frozen", "scierc"} <= set(s["values"]["run_record_kinds"])
+    assert {"commit", "freshness", "record"} <= set(s["tables"]["runs"]["columns"])
+    caption = s["tables"]["runs"]["caption"]
+    assert smoke["results_root"] not in caption and "/tmp" not in caption and "$MEDIBIO_RESULTS" in caption
     assert s["tables"]["chapters"]["n_rows"] >= len([c for c in chapters.CHAPTERS if c.is_notebook]) - 1
 
 
@@ -121,6 +142,8 @@ def test_pretraining_configurations_chapter(smoke) -> None:
     columns = s["tables"]["ours_vs_paper"]["columns"]
     assert {"frozen encoder", "frozen 95% CI", "fine-tuning adds", "below frozen"} <= set(columns)
     assert set(s["values"]["frozen"]) == set(s["values"]["scores"])  # a frozen baseline beside every score
+    assert {"95% CI (test)", "digest", "commit"} <= set(columns)
+    assert isinstance(s["values"]["below_frozen"], list)
     assert all(isinstance(v, float) for v in s["values"]["frozen"].values())
     _figure_ok(s, "table6_heatmap")
     _figure_ok(s, "ours_vs_paper")
@@ -131,6 +154,14 @@ def test_intermediate_finetuning_chapter(smoke) -> None:
     assert s["tables"]["ift_biosses"]["rows"] == ["none (baseline)", "STS-B", "SICK-R"]
     assert s["values"]["stilt_targets"] == 2
     assert s["tables"]["stilt_scores"]["rows"] == ["BIOSSES", "BioASQ"]
+    # every score with its test interval, the gain's paired test, the frozen baseline and provenance
+    ift_columns = s["tables"]["ift_biosses"]["columns"]
+    assert {"95% CI (test)", "dev mean", "95% CI of the gain", "p", "significant", "frozen encoder",
+            "frozen 95% CI", "fine-tuning adds", "below frozen", "digest", "commit"} <= set(ift_columns)
+    assert set(s["values"]["ift_significant"]) <= {"STS-B", "SICK-R"}
+    cells = s["tables"]["stilt_cells"]
+    assert cells["n_rows"] == 4 and {"p", "significant", "95% CI (test)", "below frozen", "commit"} <= set(cells["columns"])
+    assert 0 <= s["values"]["stilt_significant"] <= 2
     _figure_ok(s, "ift_biosses")
     _figure_ok(s, "stilt_gain")
 
@@ -140,7 +171,11 @@ def test_final_comparison_chapter(smoke) -> None:
     assert s["tables"]["table7"]["columns"] == ["BioLinkBERT (base)", "SciDeBERTa v2 (full-FS)", "MediBioDeBERTa",
                                                 "MediBioDeBERTa-IFT"]
     assert s["tables"]["ours_vs_table7"]["rows"] == ["BIOSSES"]  # smoke: the profile's one task
+    assert {"95% CI (test)", "ours with IFT", "IFT gain p", "IFT gain significant", "frozen encoder",
+            "below frozen", "digest", "commit"} <= set(s["tables"]["ours_vs_table7"]["columns"])
     assert s["values"]["best_ift_chain"] in ("STS-B", "SICK-R")
+    assert "dev mean" in s["tables"]["ift_candidates"]["columns"]  # the chain is chosen on dev, shown beside test
+    assert isinstance(s["values"]["below_frozen"], list)
     assert s["reproductions"]["Table 7"]["status"].startswith("reproduced on this profile")
     _figure_ok(s, "ours_vs_table7")
 

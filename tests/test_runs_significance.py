@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -18,8 +19,8 @@ from medibio.cli import app, main
 from medibio.runs import records as R
 from medibio.runs import significance as S
 
-MODEL = {"name": "minilm", "path": "/m", "tag": "minilm", "hash": "sha256:0", "model_type": "bert",
-         "parameters": 1}
+if TYPE_CHECKING:
+    from conftest import HandRuns
 
 
 def _accuracy(correct) -> UnitStats:
@@ -184,46 +185,12 @@ def test_system_selection_syntax():
 # --------------------------------------------------------------------------- records and the CLI
 
 
-def _gold(n: int = 40) -> list[str]:
-    return ["yes" if i % 2 == 0 else "no" for i in range(n)]
-
-
-def _data_root(tmp_path: Path, n: int = 40) -> tuple[Path, list[str]]:
-    """A data root holding only a BioASQ test split: questions q0..q{n-1}, gold yes/no alternating."""
-    folder = tmp_path / "data" / "blurb" / "BioASQ"
-    folder.mkdir(parents=True)
-    gold = _gold(n)
-    folder.joinpath("test.tsv").write_text("".join(f"q{i}\tIs it?\tSome context.\t{g}\n"
-                                                   for i, g in enumerate(gold)))
-    return tmp_path / "data", gold
-
-
-def _write_run(root: Path, variant: str, seed: int, answers: list[str], ids: list[str] | None = None) -> None:
-    ids = ids if ids is not None else [f"q{i}" for i in range(len(answers))]
-    from medibio.runs.identity import RunKey
-
-    path = RunKey("finetune", "cpu", "minilm", variant, "BioASQ", seed, "5eed5eed5eed").predictions_path(root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"id": i, "prediction": a}) + "\n" for i, a in zip(ids, answers,
-                                                                                          strict=True)))
-    gold = _gold(len(answers))
-    score = 100 * sum(a == gold[int(i[1:])] for a, i in zip(answers, ids, strict=True)) / len(answers)
-    R.write_record(R.RunRecord(dataset="BioASQ", model=MODEL, profile="cpu", seed=seed, variant=variant,
-                               predictions=path.name, score_test=score, config_digest="5eed5eed5eed"), root)
-
-
-def _flip(gold: list[str], wrong: set[int]) -> list[str]:
-    return [("no" if g == "yes" else "yes") if i in wrong else g for i, g in enumerate(gold)]
-
-
 @pytest.fixture()
-def two_systems(tmp_path: Path) -> tuple[Path, Path]:
-    data, gold = _data_root(tmp_path)
-    root = tmp_path / "results"
-    _write_run(root, "ift-STS-B", 1, _flip(gold, {0, 7}))  # 95% right
-    _write_run(root, "ift-STS-B", 2, _flip(gold, {3, 11, 20}))  # 92.5%
-    _write_run(root, "base", 1, _flip(gold, set(range(0, 40, 3))))  # 14 wrong: 65%
-    return root, data
+def two_systems(hand_runs: HandRuns) -> tuple[Path, Path]:
+    hand_runs.write("ift-STS-B", 1, {0, 7})  # 95% right
+    hand_runs.write("ift-STS-B", 2, {3, 11, 20})  # 92.5%
+    hand_runs.write("base", 1, range(0, 40, 3))  # 14 wrong: 65%
+    return hand_runs.results, hand_runs.data
 
 
 def test_compare_systems_on_records(two_systems: tuple[Path, Path]):
@@ -284,13 +251,52 @@ def test_cli_selection_matching_nothing_exits_2_with_one_line(two_systems: tuple
     assert "cpu/minilm/base" in err  # names the systems that exist
 
 
-def test_cli_different_test_ids_exit_2_naming_the_files(two_systems: tuple[Path, Path],
+def test_cli_different_test_ids_exit_2_naming_the_files(two_systems: tuple[Path, Path], hand_runs: HandRuns,
                                                         capsys: pytest.CaptureFixture[str]):
     root, data = two_systems
-    _write_run(root, "capped", 1, ["yes"] * 30, ids=[f"q{i}" for i in range(30)])
+    hand_runs.write("capped", 1, answers=["yes"] * 30, ids=[f"q{i}" for i in range(30)])
     with pytest.raises(SystemExit) as exc:
         main(["results", "compare", "cpu/minilm/capped", "cpu/minilm/base", "--results-root", str(root),
               "--data-root", str(data)])
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "capped" in err and "seed1.test.jsonl" in err and "same test ids" in err
+
+
+# --------------------------------------------------------------------------- record sets (what run functions return)
+
+
+def test_compare_records_is_a_minus_b_and_none_without_predictions(two_systems: tuple[Path, Path]):
+    root, data = two_systems
+    ift, base = R.load_records(root, variant="ift-STS-B"), R.load_records(root, variant="base")
+    cmp = S.compare_records(ift, base, root, "BioASQ", "ift", "base", resamples=400, data_root=data)
+    assert (cmp.a, cmp.b, cmp.seeds_a, cmp.seeds_b) == ("ift", "base", (1, 2), (1,))
+    assert cmp.diff == pytest.approx(93.75 - 65.0) and 0 < cmp.low < cmp.diff < cmp.high and cmp.significant
+    back = S.compare_records(base, ift, root, "bioasq", "base", "ift", resamples=400, data_root=data)
+    assert back.diff == pytest.approx(-cmp.diff) and back.high < 0 and back.p_value == pytest.approx(cmp.p_value)
+    assert S.compare_records(ift, [], root, "BioASQ", data_root=data) is None
+    no_predictions = [R.RunRecord.from_dict({**base[0].to_dict(), "predictions": None})]
+    assert S.compare_records(ift, no_predictions, root, "BioASQ", data_root=data) is None
+
+
+def test_compare_groups_tests_every_pair_on_shared_datasets(two_systems: tuple[Path, Path], hand_runs: HandRuns):
+    root, data = two_systems
+    worse = hand_runs.write("worse", 1, range(0, 40, 2))  # every "yes" question wrong: 50%
+    groups = {"ift": R.load_records(root, variant="ift-STS-B"), "base": R.load_records(root, variant="base"),
+              "worse": [worse], "nothing": []}
+    frame = S.compare_groups(groups, root, data_root=data, resamples=300)
+    assert list(frame.columns) == list(S.COMPARISON_COLUMNS)
+    assert [(a, b) for a, b in zip(frame["a"], frame["b"], strict=True)] == [("ift", "base"), ("ift", "worse"),
+                                                                            ("base", "worse")]
+    diffs = dict(zip(zip(frame["a"], frame["b"], strict=True), frame["diff"], strict=True))
+    assert diffs[("ift", "base")] == pytest.approx(28.75) and diffs[("base", "worse")] == pytest.approx(15.0)
+    assert (frame["dataset"] == "BioASQ").all() and (frame["n_units"] == 40).all()
+    assert S.compare_groups({"only": groups["base"]}, root, data_root=data).empty
+
+
+def test_records_interval_covers_the_score(two_systems: tuple[Path, Path]):
+    root, data = two_systems
+    base = R.load_records(root, variant="base")
+    iv = S.records_interval(base, root, "BioASQ", resamples=400, data_root=data)
+    assert iv.score == 65.0 and iv.low < 65.0 < iv.high and iv.n_units == 40 and iv.n_runs == 1
+    assert S.records_interval([], root, "BioASQ", data_root=data) is None

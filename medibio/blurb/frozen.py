@@ -201,37 +201,41 @@ class Encoder:
             self._tokenizers[problem] = modeling.load_tokenizer(self.model_name, problem)
         return self._tokenizers[problem]
 
-    def hidden_states(self, encoded: Any, problem: Problem, batch_size: int):
-        """Yield (row indices, last hidden states, attention mask) per batch, longest batches first."""
+    def hidden_states(self, encoded: Any, problem: Problem, batch_size: int, desc: str = "frozen encoding"):
+        """Yield (row indices, last hidden states, attention mask) per batch, longest batches first, with a
+        progress bar (:mod:`medibio.progress`): encoding a full test set takes minutes on a CPU."""
         import torch
         from torch.utils.data import DataLoader
 
+        from medibio import progress
         from medibio.finetune import features
 
         tokenizer = self.tokenizer(problem)
         sampler = features.LengthBucketSampler(encoded["length"], batch_size, seed=0, shuffle=False)
         loader = DataLoader(encoded, batch_sampler=sampler, collate_fn=features.Collator(tokenizer, problem))
-        with torch.no_grad():
+        with torch.no_grad(), progress.bar(desc, len(loader), unit="batch") as bar:
             for batch in loader:
                 inputs = {k: batch[k] for k in features.MODEL_INPUTS if k in batch}
                 hidden = self.net(**inputs).last_hidden_state.float()
+                bar.update(1)
                 yield batch["index"].tolist(), hidden, batch["attention_mask"]
 
-    def sentence_embeddings(self, raw: Any, spec: Any, max_length: int, batch_size: int) -> np.ndarray:
+    def sentence_embeddings(self, raw: Any, spec: Any, max_length: int, batch_size: int,
+                            part: str = "") -> np.ndarray:
         """Masked mean of the last layer per example, on the fine-tuning input (text [+ text_pair])."""
         from medibio.finetune import features
 
         problem = Problem(spec.problem)
         encoded = features.encode(raw, spec, self.tokenizer(problem), max_length, desc="tokenise (frozen)")
         out = np.zeros((len(raw), self.net.config.hidden_size), dtype=np.float32)
-        for index, hidden, mask in self.hidden_states(encoded, problem, batch_size):
+        for index, hidden, mask in self.hidden_states(encoded, problem, batch_size, _desc(spec, part)):
             m = mask.unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
             out[index] = pooled.numpy()
         return out
 
-    def word_embeddings(self, raw: Any, spec: Any, max_length: int,
-                        batch_size: int) -> tuple[list[np.ndarray], list[list[int]], list[int]]:
+    def word_embeddings(self, raw: Any, spec: Any, max_length: int, batch_size: int,
+                        part: str = "") -> tuple[list[np.ndarray], list[list[int]], list[int]]:
         """Per sentence, the first-sub-token vectors of the words the model sees, their word numbers, and
         the sentence's word count (words cut off by ``max_length`` get no vector)."""
         from medibio.finetune import features
@@ -241,12 +245,17 @@ class Encoder:
         word_ids = encoded["word_ids"]
         vectors: list[np.ndarray] = [np.zeros((0, 0), dtype=np.float32)] * len(raw)
         words: list[list[int]] = [[] for _ in range(len(raw))]
-        for index, hidden, _ in self.hidden_states(encoded, problem, batch_size):
+        for index, hidden, _ in self.hidden_states(encoded, problem, batch_size, _desc(spec, part)):
             for row, i in enumerate(index):
                 positions = [p for p, w in enumerate(word_ids[i]) if w >= 0]
                 vectors[i] = hidden[row, positions].numpy()
                 words[i] = [word_ids[i][p] for p in positions]
         return vectors, words, list(encoded["n_words"])
+
+
+def _desc(spec: Any, part: str) -> str:
+    """The label of an encoding pass's progress bar: ``frozen BIOSSES test (left)``."""
+    return " ".join(filter(None, ["frozen", spec.name, part]))
 
 
 def load_encoder(model: str) -> Encoder:
@@ -358,8 +367,9 @@ def _cosine(encoder: Encoder, spec: Any, splits: Mapping[str, Any], caps: Mappin
         raw = splits[split]
         left = raw.remove_columns("text_pair")
         right = raw.remove_columns("text").rename_column("text_pair", "text")
-        a = encoder.sentence_embeddings(left, spec, caps["max_length"], settings.batch_size)
-        b = encoder.sentence_embeddings(right, spec, caps["max_length"], settings.batch_size)
+        size, length = settings.batch_size, caps["max_length"]
+        a = encoder.sentence_embeddings(left, spec, length, size, f"{split} (sentence 1)")
+        b = encoder.sentence_embeddings(right, spec, length, size, f"{split} (sentence 2)")
         cos = cosine_similarity(a, b).tolist()
         out[split] = (_metric(spec, raw["label"], cos, raw["id"]), cos)
     notes = ["no training: Pearson's r of the cosine, which no affine map to the label scale would change"]
@@ -383,7 +393,7 @@ def _sequence_probe(encoder: Encoder, spec: Any, splits: Mapping[str, Any], caps
     problem = Problem(spec.problem)
     labels = features.label_list(spec)
     index = {name: i for i, name in enumerate(labels)}
-    x = {s: encoder.sentence_embeddings(splits[s], spec, caps["max_length"], settings.batch_size)
+    x = {s: encoder.sentence_embeddings(splits[s], spec, caps["max_length"], settings.batch_size, s)
          for s in ("train", "dev", "test")}
     refs = {s: features.references(splits[s], problem) for s in ("dev", "test")}
     if problem is Problem.MULTILABEL:
@@ -432,7 +442,7 @@ def _token_probe(encoder: Encoder, spec: Any, splits: Mapping[str, Any], caps: M
     labels = features.label_list(spec)
     index = {name: i for i, name in enumerate(labels)}
     default = features.outside_label(spec)
-    emb = {s: encoder.word_embeddings(splits[s], spec, caps["max_length"], settings.batch_size)
+    emb = {s: encoder.word_embeddings(splits[s], spec, caps["max_length"], settings.batch_size, s)
            for s in ("train", "dev", "test")}
     vectors, words, _ = emb["train"]
     tags = splits["train"]["tags"]
@@ -566,15 +576,29 @@ def run_baseline(plan: FrozenPlan, results_root: str | Path, data_root: str | Pa
     root = Path(results_root)
     with rec.run_lock(plan.key, root):
         existing = None if force else rec.find_record(root, plan.key)
+        label = f"frozen {plan.method} {plan.spec.name} [{plan.key.model_tag}]"
         if existing is not None:
+            progress.say(f"= {label}: reused its record ({_score_text(existing)})", kind="run",
+                         reused=True)
             return existing, True
-        progress.say(f"▶ frozen {plan.method} {plan.spec.name} [{plan.key.model_tag}] (config "
-                     f"{plan.key.config_digest})")
+        progress.say(f"▶ {label} (config {plan.key.config_digest})")
         record, preds = compute(plan, data_root, encoder)
         if preds is not None:
             write_jsonl(plan.key.predictions_path(root), preds)
         rec.write_record(record, root)
+        mark = "✓" if record.ok else "–"  # a skipped baseline (no training split) is no finished run
+        progress.say(f"{mark} {label}: {_score_text(record)} ({record.wall_time_s or 0:.0f} s)", kind="run",
+                     reused=False, seconds=record.wall_time_s)
         return record, False
+
+
+def _score_text(record: Any) -> str:
+    """``test 71.20 [69.80, 72.60]``, or why the baseline was skipped."""
+    if not record.ok or record.score_test is None:
+        return f"skipped: {record.reason}"
+    low, high = record.test.get("ci95_low"), record.test.get("ci95_high")
+    interval = f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
+    return f"test {record.score_test:.2f}{interval}"
 
 
 def default_tasks() -> list[str]:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from medibio import provenance
 from medibio.errors import InputFormatError
+from medibio.paths import REPO_ROOT, RESULTS_ENV
 
 CHECKSUM_COLUMNS = ("path", "bytes", "sha256_16", "lines")
 
@@ -102,15 +103,35 @@ def manifests(root: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["manifest", "title", "sha256_16"])
 
 
-def run_index(results_root: Path) -> pd.DataFrame:
-    """One row per run record under ``results_root`` (all profiles, models, variants)."""
-    from medibio.runs.records import load_records
+def shown_path(path: str | Path, env: str = RESULTS_ENV) -> str:
+    """A folder as a reader can use it, never the build machine's absolute path: relative to the repository
+    when inside it, else ``$ENV`` when that environment variable names it, else ``$ENV`` with a note."""
+    path = Path(path).expanduser().resolve()
+    try:
+        return path.relative_to(REPO_ROOT.resolve()).as_posix() + "/"
+    except ValueError:
+        pass
+    named = os.environ.get(env)
+    if named and Path(named).expanduser().resolve() == path:
+        return f"${env}"
+    return f"${env} (a folder outside the repository)"
 
-    rows = [{"profile": r.profile, "model": r.model_tag, "variant": r.variant, "dataset": r.dataset,
-             "seed": r.seed, "digest": r.config_digest or "legacy", "status": r.status, "score_test": r.score_test,
-             "wall_time_s": r.wall_time_s, "created": r.created} for r in load_records(results_root)]
-    return pd.DataFrame(rows, columns=["profile", "model", "variant", "dataset", "seed", "digest", "status",
-                                       "score_test", "wall_time_s", "created"])
+
+INDEX_COLUMNS = ("kind", "profile", "model", "variant", "dataset", "seed", "status", "score_test", "digest",
+                 "commit", "freshness", "changed", "record")
+
+
+def run_index(results_root: Path, data_root: Path | None = None) -> pd.DataFrame:
+    """One row per run record under ``results_root`` of every kind (fine-tuning, frozen baselines, SciERC):
+    its digest, the commit that made it and whether today's request would still get it
+    (:func:`medibio.runs.listing.list_records`); the record's path relative to the results folder."""
+    from medibio.runs.listing import list_records
+
+    frame = list_records(results_root, data_root=data_root)
+    root = Path(results_root)
+    frame["record"] = [Path(p).relative_to(root).as_posix() if Path(p).is_relative_to(root) else Path(p).name
+                       for p in frame["path"]]
+    return frame[list(INDEX_COLUMNS)].reset_index(drop=True)
 
 
 def build_history(results_root: Path) -> pd.DataFrame:

@@ -35,7 +35,10 @@ CONFIG_FILES = ("_config.yml", "_toc.yml")
 
 
 class BookBuildError(MedibioError):
-    """The HTML build failed (the message carries the end of jupyter-book's log)."""
+    """The HTML build failed (the message carries the end of jupyter-book's log). Raised by
+    :func:`build_book` with the build's ``report``, so that the caller can still show the chapter times."""
+
+    report: BuildReport | None = None
 
 
 @dataclass
@@ -97,7 +100,8 @@ class BuildReport:
             where = f"  cell {c.cell_index}: {c.error}" if c.failed else ""
             lines.append(f"{c.slug:<{width}}  {c.status:<9} {clock(c.seconds):>8}{where}")
         lines.append(f"{'notebooks':<{width}}  {'':<9} {clock(self.execute_seconds):>8}")
-        lines.append(f"{'html':<{width}}  {'':<9} {clock(self.html_seconds):>8}")
+        html = "failed" if self.html_error else ""
+        lines.append(f"{'html':<{width}}  {html:<9} {clock(self.html_seconds):>8}")
         return "\n".join(lines)
 
 
@@ -290,12 +294,13 @@ def build_book(profile: str, *, root: Path = REPO_ROOT, only: Sequence[str] | No
         try:
             report.html_dir = str(build_html(root, keep_going=keep_going))
         except BookBuildError as exc:
+            report.html_seconds = time.perf_counter() - start
             report.html_error = str(exc)
+            exc.report = report
             if execute:
                 write_json(report_path, report.to_dict())
             raise
-        finally:
-            report.html_seconds = time.perf_counter() - start
+        report.html_seconds = time.perf_counter() - start
     if execute:
         write_json(report_path, report.to_dict())
     return report

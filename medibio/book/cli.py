@@ -53,8 +53,7 @@ def register(app: typer.Typer) -> None:
         import os
 
         from medibio import progress
-        from medibio.book.build import build_book
-        from medibio.book.chapters import CHAPTERS
+        from medibio.book.build import BookBuildError, build_book, select
         from medibio.finetune.runner import PROCESSES_ENV
 
         if limit:
@@ -67,7 +66,7 @@ def register(app: typer.Typer) -> None:
         def start(entry) -> None:
             started.append(entry.slug)
             if not as_json:
-                n = sum(c.is_notebook for c in CHAPTERS)
+                n = sum(c.is_notebook for c in select(only or None))
                 progress.say(typer.style(f"▶ [{len(started)}/{n}] {entry.title}", bold=True) + f"  ({entry.slug})")
 
         def show(result) -> None:
@@ -78,16 +77,24 @@ def register(app: typer.Typer) -> None:
         if not as_json:
             typer.echo(f"medibio book: profile {profile} ({profiles.get(profile).hardware}); live progress of "
                        "every chapter follows")
-        report = build_book(profile, only=only or None, execute=not no_execute, keep_going=keep_going,
-                            html=not no_html, data_root_dir=data_root, results_root_dir=results_root,
-                            on_result=show, on_start=start)
+        try:
+            report = build_book(profile, only=only or None, execute=not no_execute, keep_going=keep_going,
+                                html=not no_html, data_root_dir=data_root, results_root_dir=results_root,
+                                on_result=show, on_start=start)
+        except BookBuildError as exc:  # the chapters ran: their times and failures are still worth printing
+            if exc.report is None:
+                raise
+            report = exc.report
         if as_json:
             typer.echo(json.dumps(report.to_dict(), indent=2))
         else:
             typer.echo("\n" + report.timing_table())
             if report.html_dir:
                 typer.echo(f"book: {report.html_dir}/index.html")
+        if report.html_error:
+            typer.secho(f"the HTML build failed: {report.html_error}", err=True, fg=typer.colors.RED)
         if report.failures:
             names = ", ".join(f.slug for f in report.failures)
             typer.secho(f"{len(report.failures)} chapter(s) failed: {names}", err=True, fg=typer.colors.RED)
+        if report.failures or report.html_error:
             raise typer.Exit(1)

@@ -63,7 +63,7 @@ class ChapterContext:
         In a notebook the table is displayed right away, so every table of a cell reaches the page (a returned
         value shows only when it is the cell's last expression); outside IPython the Styler is returned."""
         self.tables[key] = {"rows": [str(i) for i in frame.index], "columns": [str(c) for c in frame.columns],
-                            "n_rows": int(len(frame))}
+                            "n_rows": int(len(frame)), "caption": caption}
         self.save()
         styler = style(frame, caption=caption, diff_columns=_diff_columns(frame) if paper_vs_ours else (),
                        precision=precision)

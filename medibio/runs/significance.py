@@ -474,6 +474,15 @@ def compare_records(a: Iterable[RunRecord], b: Iterable[RunRecord], results_root
     return paired_test(ra, rb, resamples, seed, method, confidence)
 
 
+def records_interval(records: Iterable[RunRecord], results_root: str | Path, dataset: str,
+                     resamples: int = DEFAULT_RESAMPLES, seed: int = 0, confidence: float = CONFIDENCE,
+                     data_root: str | Path | None = None) -> Interval | None:
+    """Bootstrap interval over test units of the mean over ``records``' seeds on ``dataset`` (what a run
+    function returned); None when none of them has test predictions."""
+    runs = runs_of(records, results_root, "runs", dataset, data_root)
+    return None if runs is None else bootstrap_interval(runs, resamples, seed, confidence)
+
+
 def compare_groups(groups: Mapping[str, Iterable[RunRecord]], results_root: str | Path,
                    data_root: str | Path | None = None, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
                    method: str = "bootstrap", confidence: float = CONFIDENCE) -> pd.DataFrame:
