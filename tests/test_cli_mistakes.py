@@ -93,6 +93,23 @@ MISTAKES: list[tuple[list[str], tuple[str, ...]]] = [
     (["blurb", "score", "{empty}"], ("expected a prediction file <dataset>.jsonl", "no *.jsonl file")),
     (["blurb", "score", "{empty}", "--split", "validation"], ("'--split'", "train, dev, test")),
     (["blurb", "gold", "/tmp/never", "--datasets", "XX"], ("'--datasets'", "unknown dataset 'XX'")),
+    (["results", "table", "--profile", "bogus"], ("'--profile'", "unknown profile 'bogus'", PROFILES)),
+    (["results", "list", "--profile", "bogus"], ("'--profile'", "unknown profile 'bogus'", PROFILES)),
+    (["results", "record", "--profile", "bogus"], ("'--profile'", "unknown profile 'bogus'", PROFILES)),
+    (["results", "table", "--dataset", "BOGUS"], ("'--dataset'", "unknown dataset 'BOGUS'", DATASETS, "STS-B",
+                                                  "SciERC")),
+    (["results", "list", "--dataset", "BOGUS"], ("'--dataset'", "unknown dataset 'BOGUS'", DATASETS)),
+    (["results", "table", "--split", "validation"], ("'--split'", "'test', 'dev'")),
+    (["results", "table", "--resamples", "0"], ("'--resamples'", "greater than or equal to 1")),
+    (["results", "table", "--bootstrap", "--split", "dev"], ("--bootstrap resamples the test predictions",)),
+    (["results", "compare", "cpu/minilm/a", "cpu/minilm/b", "--results-root", "{empty}"],
+     ("no run records match cpu/minilm/a", "systems there: none")),
+    (["results", "compare", "cpu/minilm/base", "cpu/minilm/b", "--task", "BOGUS"], ("'--task'",
+                                                                                   "unknown dataset 'BOGUS'")),
+    (["results", "compare", "cpu", "cpu/minilm/b"], ("'A'", "expected PROFILE/MODEL/VARIANT")),
+    (["results", "compare", "cpu/minilm/a", "bogus/minilm/b"], ("'B'", "unknown profile 'bogus'", PROFILES)),
+    (["results", "compare", "cpu/minilm/a"], ("Missing argument 'B'",)),
+    (["blurb", "frozen", "--profile", "bogus"], ("'--profile'", "unknown profile 'bogus'", PROFILES)),
     (["paper-table", "9"], ("'NUMBER'", "7")),
     (["audit", "--bogus"], ("No such option", "--bogus")),
     (["no-such-verb"], ("No such command 'no-such-verb'",)),
@@ -275,3 +292,17 @@ def test_every_dataset_of_a_request_is_checked_before_the_first_trains(tmp_path:
     code, err = _finetune("GAD,BIOSSES", root, tmp_path / "results", capsys)
     assert code == 2 and f"{bad}:4: expected a finite numeric score in [0, 4]" in err, err
     assert not list(tmp_path.rglob("seed*.json")) and "training" not in err
+
+
+@pytest.mark.parametrize("argv", [["blurb", "frozen", "--help"], ["results", "table", "--help"],
+                                  ["results", "list", "--help"], ["finetune", "--help"]])
+def test_profile_help_is_generated_from_the_profiles(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from medibio import profiles
+
+    code, out, _ = _run(argv, capsys)
+    text = " ".join(out.replace("│", " ").split())
+    assert code == 0
+    for name in profiles.names():
+        assert name in text
+    if argv[0] != "results":
+        assert " ".join(profiles.help_text().split()) in text
