@@ -176,6 +176,7 @@ def run_finetune(tasks: str | Sequence[str], model: str | None = None,
     """
     from medibio.paths import results_root as default_results_root
 
+    presets.check_overrides(config_overrides)  # a bad value stops here, also before launching processes
     processes = launch_processes()
     if processes > 1:
         if callbacks:
