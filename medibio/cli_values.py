@@ -17,6 +17,8 @@ from typing import Any
 
 import typer
 
+from medibio import checks
+
 Callback = Callable[[typer.CallbackParam, Any], Any]
 
 
@@ -42,51 +44,34 @@ def _bad(expected: str, value: Any) -> typer.BadParameter:
     return typer.BadParameter(f"expected {expected}, got {value!r}")
 
 
-def _number(value: Any, expected: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _bad(expected, value)
-    return float(value)
-
-
 def at_least(minimum: int) -> Callback:
     """An integer ``>= minimum`` (``--epochs``, ``--batch-size``: 1; ``--reinit-top``: 0)."""
-
-    def check(value: int) -> None:
-        if value < minimum:
-            raise _bad(f"an integer >= {minimum}", value)
-
-    return _checked(check)
+    return _checked(checks.integer(minimum))
 
 
 def positive() -> Callback:
     """A finite number ``> 0`` (``--lr``, ``--longer-training``)."""
-
-    def check(value: float) -> None:
-        if _number(value, "a finite number > 0") <= 0:
-            raise _bad("a finite number > 0", value)
-
-    return _checked(check)
+    return _checked(checks.positive())
 
 
 def non_negative() -> Callback:
     """A finite number ``>= 0`` (``--max-mb``, where 0 means no limit)."""
-
-    def check(value: float) -> None:
-        if _number(value, "a finite number >= 0") < 0:
-            raise _bad("a finite number >= 0", value)
-
-    return _checked(check)
+    return _checked(checks.non_negative())
 
 
 def interval(low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> Callback:
     """A finite number in an interval, e.g. ``--llrd`` in (0, 1]."""
-    text = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-    expected = f"a number in {text}"
+    return _checked(checks.interval(low, high, low_open=low_open, high_open=high_open))
 
-    def check(value: float) -> None:
-        x = _number(value, expected)
-        if x < low or x > high or (low_open and x == low) or (high_open and x == high):
-            raise _bad(expected, value)
+
+def option(name: str) -> Callback:
+    """A fine-tuning option's flag (``--epochs``, ``--lr``), checked by the very rule that
+    :class:`~medibio.finetune.presets.FinetuneConfig` and ``--config`` files apply to that option."""
+
+    def check(value: Any) -> None:
+        from medibio.finetune import presets
+
+        presets.check_option(name, value)
 
     return _checked(check)
 

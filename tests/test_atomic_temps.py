@@ -59,3 +59,45 @@ def test_a_writer_killed_mid_write_leaves_a_temp_that_the_next_run_removes(tmp_p
     assert len(leftovers) == 1 and not target.exists()
     assert atomic.remove_stale_temps(tmp_path) == leftovers
     assert list(tmp_path.iterdir()) == []
+
+
+def _aged(path: Path, seconds: float) -> Path:
+    then = path.stat().st_mtime - seconds
+    os.utime(path, (then, then))
+    return path
+
+
+def test_old_unlocked_temps_go_whatever_host_or_pid_they_name(tmp_path: Path) -> None:
+    """A pid reused after a container restart (even our own) or another host's writer that died: the
+    temporary file is unlocked, and once older than the grace period nothing can still be writing it."""
+    mine = _aged(_temp(tmp_path, "seed1.json", os.getpid()), atomic.TEMP_GRACE_S + 5)
+    elsewhere = _aged(_temp(tmp_path, "seed2.json", DEAD_PID, host="other-node"), atomic.TEMP_GRACE_S + 5)
+    fresh = _temp(tmp_path, "seed3.json", DEAD_PID, host="other-node")
+    assert sorted(atomic.remove_stale_temps(tmp_path)) == sorted([mine, elsewhere])
+    assert fresh.exists()
+
+
+def _write_slowly(path: str, started, release) -> None:
+    with atomic.atomic_open(path) as fh:
+        fh.write("{")
+        fh.flush()
+        started.set()
+        release.wait(60)
+        fh.write("}")
+
+
+def test_a_temp_being_written_is_never_removed_however_old(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("fork")
+    started, release = ctx.Event(), ctx.Event()
+    target = tmp_path / "record.json"
+    proc = ctx.Process(target=_write_slowly, args=(str(target), started, release))
+    proc.start()
+    try:
+        assert started.wait(60)
+        [temp] = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+        _aged(temp, atomic.TEMP_GRACE_S * 10)
+        assert atomic.remove_stale_temps(tmp_path) == [] and temp.exists()
+    finally:
+        release.set()
+        proc.join(60)
+    assert proc.exitcode == 0 and target.read_text() == "{}"

@@ -93,6 +93,23 @@ MISTAKES: list[tuple[list[str], tuple[str, ...]]] = [
     (["blurb", "score", "{empty}"], ("expected a prediction file <dataset>.jsonl", "no *.jsonl file")),
     (["blurb", "score", "{empty}", "--split", "validation"], ("'--split'", "train, dev, test")),
     (["blurb", "gold", "/tmp/never", "--datasets", "XX"], ("'--datasets'", "unknown dataset 'XX'")),
+    (["results", "table", "--profile", "bogus"], ("'--profile'", "unknown profile 'bogus'", PROFILES)),
+    (["results", "list", "--profile", "bogus"], ("'--profile'", "unknown profile 'bogus'", PROFILES)),
+    (["results", "record", "--profile", "bogus"], ("'--profile'", "unknown profile 'bogus'", PROFILES)),
+    (["results", "table", "--dataset", "BOGUS"], ("'--dataset'", "unknown dataset 'BOGUS'", DATASETS, "STS-B",
+                                                  "SciERC")),
+    (["results", "list", "--dataset", "BOGUS"], ("'--dataset'", "unknown dataset 'BOGUS'", DATASETS)),
+    (["results", "table", "--split", "validation"], ("'--split'", "'test', 'dev'")),
+    (["results", "table", "--resamples", "0"], ("'--resamples'", "greater than or equal to 1")),
+    (["results", "table", "--bootstrap", "--split", "dev"], ("--bootstrap resamples the test predictions",)),
+    (["results", "compare", "cpu/minilm/a", "cpu/minilm/b", "--results-root", "{empty}"],
+     ("no run records match cpu/minilm/a", "systems there: none")),
+    (["results", "compare", "cpu/minilm/base", "cpu/minilm/b", "--task", "BOGUS"], ("'--task'",
+                                                                                   "unknown dataset 'BOGUS'")),
+    (["results", "compare", "cpu", "cpu/minilm/b"], ("'A'", "expected PROFILE/MODEL/VARIANT")),
+    (["results", "compare", "cpu/minilm/a", "bogus/minilm/b"], ("'B'", "unknown profile 'bogus'", PROFILES)),
+    (["results", "compare", "cpu/minilm/a"], ("Missing argument 'B'",)),
+    (["blurb", "frozen", "--profile", "bogus"], ("'--profile'", "unknown profile 'bogus'", PROFILES)),
     (["paper-table", "9"], ("'NUMBER'", "7")),
     (["audit", "--bogus"], ("No such option", "--bogus")),
     (["no-such-verb"], ("No such command 'no-such-verb'",)),
@@ -161,3 +178,131 @@ def test_library_lookups_raise_one_error_type() -> None:
         err = info.value
         assert isinstance(err, MedibioError) and isinstance(err, KeyError) and isinstance(err, ValueError)
         assert str(err).startswith("unknown ") and "'nope'; known: " in str(err)
+
+
+# --- --config files: the same checks as the flags, with the file and the key's line -------------------
+
+CONFIG_MISTAKES: list[tuple[str, tuple[str, ...]]] = [
+    ("epochs: 0\n", ("bad.yaml:1:", "epochs to be an integer >= 1", "'0'")),
+    ("# per task\ntasks:\n  BIOSSES:\n    epochs: 0\n", ("bad.yaml:4:", "tasks.BIOSSES.epochs to be an integer >= 1")),
+    ("tasks:\n  BOGUS:\n    epochs: 2\n", ("bad.yaml:2:", "'BOGUS'", "BC5-chem", "BIOSSES", "STS-B")),
+    ("learning_rate: -1\n", ("bad.yaml:1:", "learning_rate to be a finite number > 0")),
+    ("learning_rate: .nan\n", ("bad.yaml:1:", "learning_rate to be a finite number > 0")),
+    ("epochs: abc\n", ("bad.yaml:1:", "epochs to be an integer >= 1", "'abc'")),
+    ("epochs: 2.5\n", ("bad.yaml:1:", "epochs to be an integer >= 1")),
+    ("tasks: [BIOSSES]\n", ("bad.yaml:1:", "tasks to map dataset names to their options")),
+    ("tasks:\n  BIOSSES: 3\n", ("bad.yaml:2:", "a mapping of fine-tuning options")),
+    ("tasks:\n  BIOSSES:\n    warmup_steps: 3\n", ("bad.yaml:3:", "a fine-tuning option", "under tasks.BIOSSES",
+                                                   "'warmup_steps'")),
+    ("warmup_ratio: 2\n", ("bad.yaml:1:", "warmup_ratio to be a number in [0, 1]")),
+    ("dropout: 1\n", ("bad.yaml:1:", "dropout to be a number in [0, 1)")),
+    ("llrd: 0\n", ("bad.yaml:1:", "llrd to be a number in (0, 1]")),
+    ("freeze_lower: maybe\n", ("bad.yaml:1:", "freeze_lower to be true or false")),
+    ("pooling: max\n", ("bad.yaml:1:", "pooling to be one of cls, mean")),
+    ("mixed_precision: fp8\n", ("bad.yaml:1:", "mixed_precision to be one of auto, bf16")),
+    ("max_train_examples:\n", ("bad.yaml:1:", "max_train_examples to have a value")),
+    ("epochs: 2\nepochs: 3\n", ("bad.yaml:2:", "each key once; epochs is already on line 1")),
+    ("tasks:\n  BIOSSES: {epochs: 2}\n  biosses: {epochs: 3}\n", ("bad.yaml:3:", "each dataset once")),
+    ("epochs: [\n", ("bad.yaml:", "valid YAML")),
+    ("- 1\n- 2\n", ("bad.yaml:1:", "a mapping of fine-tuning options")),
+]
+
+
+@pytest.mark.parametrize(("verb", "text", "fragments"),
+                         [(v, t, f) for v in ("finetune", "grid") for t, f in CONFIG_MISTAKES],
+                         ids=[f"{v} {t!r}" for v in ("finetune", "grid") for t, _ in CONFIG_MISTAKES])
+def test_config_file_mistake_gives_one_line_naming_file_and_line(verb: str, text: str, fragments: tuple[str, ...],
+                                                                tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text(text, encoding="utf-8")
+    (tmp_path / "empty").mkdir()
+    code, out, err = _run([verb, "--task", "BIOSSES", "--profile", "smoke", "--config", str(config),
+                           "--data-root", str(tmp_path / "empty"), "--results-root", str(tmp_path / "results")],
+                          capsys)
+    assert code == 2, (out, err)
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and str(config) in lines[0], err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    assert not (tmp_path / "results").exists()
+
+
+def test_config_file_that_is_not_utf8_names_the_line_and_byte(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_bytes(b"epochs: 2\nvariant_note: caf\xe9\n")
+    code, _, err = _run(["finetune", "--task", "BIOSSES", "--config", str(config), "--results-root",
+                         str(tmp_path / "results")], capsys)
+    assert code == 2 and f"{config}:2: expected UTF-8 text" in err and "0xe9 at column 18" in err
+
+
+def test_a_valid_config_file_with_a_bom_and_string_numbers_is_read(tmp_path: Path) -> None:
+    from medibio.finetune import presets
+
+    config = tmp_path / "ok.yaml"
+    config.write_bytes("\ufefflearning_rate: 3e-5\r\ntasks:\r\n  biosses:\r\n    epochs: 5\r\n".encode())
+    assert presets.load_config_file(config) == {"learning_rate": 3e-5, "tasks": {"BIOSSES": {"epochs": 5}}}
+
+
+# --- data a request needs: checked before anything trains ----------------------------------------------
+
+GAD_ROWS = ("index\tsentence\tlabel", "0\t@GENE$ causes @DISEASE$ .\t1", "1\t@GENE$ near @DISEASE$ .\t0")
+BIOSSES_ROWS = ("pair_id\tsent1\tsent2\tscore", "7\tA cat sat .\tA cat is sitting .\t3.8",
+                "8\tDogs run .\tA dog runs .\t2.5")
+
+
+def _write(root: Path, folder: str, split: str, rows: tuple[str, ...]) -> Path:
+    path = root / "blurb" / folder / f"{split}.tsv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def _finetune(task: str, data_root: Path, results: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code, out, err = _run(["finetune", "--task", task, "--profile", "smoke", "--model", "minilm",
+                           "--data-root", str(data_root), "--results-root", str(results)], capsys)
+    assert "Traceback" not in out + err
+    return code, err
+
+
+def test_a_missing_training_split_is_an_error_naming_the_file(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Only a split the registry documents as absent (EBM-PICO train) may be missing; BIOSSES without its
+    train file is an error naming that file, and nothing is recorded as skipped."""
+    root = tmp_path / "data"
+    _write(root, "BIOSSES", "dev", BIOSSES_ROWS)
+    code, err = _finetune("BIOSSES", root, tmp_path / "results", capsys)
+    assert code == 2 and f"missing data: {root / 'blurb' / 'BIOSSES' / 'train.tsv'}" in err, err
+    assert not list(tmp_path.rglob("seed*.json"))
+    (tmp_path / "empty").mkdir()
+    code, err = _finetune("BIOSSES", tmp_path / "empty", tmp_path / "results", capsys)
+    assert code == 2 and f"missing data: {tmp_path / 'empty' / 'blurb' / 'BIOSSES' / 'train.tsv'}" in err, err
+    assert "(has )" not in err and not list(tmp_path.rglob("seed*.json"))
+
+
+def test_every_dataset_of_a_request_is_checked_before_the_first_trains(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """GAD trains before BIOSSES (registry order); a bad BIOSSES test score stops the request first."""
+    root = tmp_path / "data"
+    for split in ("train", "dev", "test"):
+        _write(root, "GAD", split, (GAD_ROWS[0], *(f"{split}{row}" for row in GAD_ROWS[1:])))
+        _write(root, "BIOSSES", split, (BIOSSES_ROWS[0], *(f"{split}{row}" for row in BIOSSES_ROWS[1:])))
+    bad = _write(root, "BIOSSES", "test", (*BIOSSES_ROWS, "9\tA .\tB .\t9.5"))
+    code, err = _finetune("GAD,BIOSSES", root, tmp_path / "results", capsys)
+    assert code == 2 and f"{bad}:4: expected a finite numeric score in [0, 4]" in err, err
+    assert not list(tmp_path.rglob("seed*.json")) and "training" not in err
+
+
+@pytest.mark.parametrize("argv", [["blurb", "frozen", "--help"], ["results", "table", "--help"],
+                                  ["results", "list", "--help"], ["finetune", "--help"]])
+def test_profile_help_is_generated_from_the_profiles(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from medibio import profiles
+
+    code, out, _ = _run(argv, capsys)
+    text = " ".join(out.replace("│", " ").split())
+    assert code == 0
+    for name in profiles.names():
+        assert name in text
+    if argv[0] != "results":
+        assert " ".join(profiles.help_text().split()) in text

@@ -103,7 +103,7 @@ def test_class_weighting_is_validated_and_set_for_re_and_qa_on_cpu():
     assert presets.preset("BioASQ", "cpu").class_weighting == "balanced"
     assert presets.preset("GAD", "cpu").class_weighting == "none"
     assert presets.preset("DDI", "gpu").class_weighting == "none"  # full data: the plain BLURB loss
-    with pytest.raises(ValueError, match="class_weighting must be one of"):
+    with pytest.raises(ValueError, match="class_weighting: expected one of none, sqrt, balanced, got 'inverse'"):
         presets.FinetuneConfig().replace(class_weighting="inverse")
 
 
@@ -111,3 +111,60 @@ def test_budget_frame_says_all_where_nothing_is_capped():
     frame = presets.budget_frame("cpu")
     assert frame.loc["BIOSSES", "max_train_examples"] == "all" and frame.loc["BC5-chem", "max_train_examples"] == "800"
     assert frame.loc["DDI", "learning_rate"] == "0.0001" and frame.loc["DDI", "class_weighting"] == "balanced"
+
+
+def test_every_option_has_one_rule_used_by_config_overrides_and_flags():
+    assert set(presets.OPTION_RULES) == set(presets.field_names())
+    with pytest.raises(presets.OptionError, match=r"fine-tuning option epochs: expected an integer >= 1, got 0"):
+        presets.FinetuneConfig(epochs=0)
+    assert presets.check_option("learning_rate", "3e-5") == 3e-5
+    with pytest.raises(ValueError, match="unknown fine-tuning option 'lr'"):
+        presets.check_option("lr", 1)
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"epochs": 0}, "fine-tuning overrides epochs: expected epochs to be an integer >= 1, got 0"),
+    ({"epochs": "abc"}, "expected epochs to be an integer >= 1, got 'abc'"),
+    ({"learning_rate": -1}, "learning_rate to be a finite number > 0, got -1"),
+    ({"learning_rate": float("nan")}, "learning_rate to be a finite number > 0"),
+    ({"freeze_lower": "flase"}, "freeze_lower to be true or false, got 'flase'"),
+    ({"tasks": {"BIOSSES": {"epochs": 0}}}, "overrides tasks.BIOSSES.epochs: expected tasks.BIOSSES.epochs to be"),
+    ({"tasks": {"BOGUS": {"epochs": 2}}}, "overrides tasks.BOGUS: expected a dataset under tasks: a BLURB dataset "
+                                          "or intermediate task (BC5-chem"),
+    ({"tasks": ["BIOSSES"]}, "overrides tasks: expected tasks to map dataset names to their options"),
+    ({"tasks": {"BIOSSES": ["epochs"]}}, "tasks.BIOSSES: expected a mapping of fine-tuning options"),
+    ({"warmup_steps": 3}, "expected a fine-tuning option (adam_epsilon, "),
+    (["epochs"], "expected a mapping of fine-tuning options (and 'tasks')"),
+])
+def test_overrides_from_code_get_the_checks_of_config_files(overrides, message):
+    with pytest.raises(presets.OptionError) as info:
+        presets.apply_overrides(presets.preset("BIOSSES", "smoke"), "BIOSSES", overrides)
+    assert message in str(info.value)
+
+
+def test_overrides_from_code_are_converted_and_per_task_names_canonical():
+    checked = presets.check_overrides({"learning_rate": "1e-4", "epochs": None, "tasks": {"biosses": {"epochs": "5"}}})
+    assert checked == {"learning_rate": 1e-4, "tasks": {"BIOSSES": {"epochs": 5}}}  # None: not given
+    cfg = presets.apply_overrides(presets.preset("BIOSSES", "smoke"), "biosses", checked)
+    assert (cfg.learning_rate, cfg.epochs) == (1e-4, 5)
+    sts = presets.apply_overrides(presets.intermediate_preset("STS-B", "smoke"), "STS-B", {"tasks": {"stsb": {"epochs": 4}}})
+    assert sts.epochs == 4
+
+
+def test_run_finetune_refuses_bad_overrides_before_any_work(tmp_path):
+    with pytest.raises(presets.OptionError, match="epochs to be an integer >= 1, got 0"):
+        runner.run_finetune("BIOSSES", "minilm", profile="smoke", config_overrides={"epochs": 0},
+                            results_root=tmp_path / "results", data_root=tmp_path)
+    with pytest.raises(presets.OptionError, match="'BOGUS'"):
+        runner.run_finetune("BIOSSES", "minilm", profile="smoke", config_overrides={"tasks": {"BOGUS": {}}},
+                            results_root=tmp_path / "results", data_root=tmp_path)
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_notebooks_finetune_config_gets_the_file_checks(tmp_path):
+    from medibio.book.parameters import resolve
+
+    config = tmp_path / "ft.yaml"
+    config.write_text("tasks:\n  BIOSSES:\n    epochs: 0\n", encoding="utf-8")
+    with pytest.raises(InputFormatError, match=r"ft.yaml:3: expected tasks.BIOSSES.epochs to be an integer >= 1"):
+        resolve("smoke", finetune_config=str(config))

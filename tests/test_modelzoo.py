@@ -78,6 +78,32 @@ def test_two_processes_building_on_an_empty_cache_both_succeed(data_root: Path, 
     assert leftovers == []
 
 
+_BUILD_AND_HASH = ("import json; from medibio import modelzoo; path = modelzoo.tiny_deberta(); "
+                   "print(json.dumps([str(path), modelzoo.fingerprint(path)]))")
+
+
+def test_separate_processes_with_separate_cold_caches_build_identical_bytes(data_root: Path, tmp_path: Path) -> None:
+    """What two machines (or a cold CI cache and a warm laptop) see: each process builds from nothing, with its
+    own hash seed and thread count; every file of the model and the fingerprint must be the same."""
+    built = []
+    for name, hash_seed, threads in (("a", "1", "1"), ("b", "2", "2")):
+        env = {**os.environ, "MEDIBIO_CACHE": str(tmp_path / name), "PYTHONPATH": str(REPO),
+               "PYTHONHASHSEED": hash_seed, "OMP_NUM_THREADS": threads, "TOKENIZERS_PARALLELISM": "false"}
+        proc = subprocess.run([sys.executable, "-c", _BUILD_AND_HASH], env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        path, digest = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert Path(path).is_relative_to(tmp_path / name)  # really its own cache
+        built.append((Path(path), digest))
+    (first, first_digest), (second, second_digest) = built
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    assert {"config.json", "model.safetensors", "spm.model", "tokenizer.json"} <= {p.name for p in files}
+    for rel in files:
+        assert (first / rel).read_bytes() == (second / rel).read_bytes(), f"{rel} differs between the processes"
+    assert first_digest == second_digest and first_digest.startswith("sha256:")
+
+
 def test_a_killed_builds_leftovers_are_removed(data_root: Path, tmp_path: Path) -> None:
     out = tmp_path / "tiny"
     stale = tmp_path / f".{out.name}.dead1234.building"

@@ -252,6 +252,7 @@ def test_papermill_bad_profile_fails_in_the_first_cell_with_one_clear_error(tmp_
 
 @pytest.mark.parametrize(("given", "message"), [
     ({"tasks": "B"}, "parameter tasks: unknown dataset 'B'"),
+    ({"tasks": "BIOSSES,NOPE"}, "parameter tasks: unknown dataset 'NOPE'"),  # split on commas, not letters
     ({"seeds": "a,b"}, "parameter seeds: seeds are whole numbers, got 'a'"),
 ])
 def test_papermill_bad_chapter_parameters(tmp_path, given, message) -> None:
@@ -261,6 +262,31 @@ def test_papermill_bad_chapter_parameters(tmp_path, given, message) -> None:
     with pytest.raises(PapermillExecutionError) as info:
         _papermill(entry.source_path, tmp_path / "t56.ipynb", profile="smoke", **given)
     assert info.value.ename == "ParameterError" and message in info.value.evalue
+
+
+def test_papermill_tasks_given_as_one_string_runs_that_dataset(tmp_path, data_root) -> None:
+    """`-p tasks BIOSSES` arrives as a string: the set-up cell reads it as ["BIOSSES"] (not as the letters
+    B, I, O, ...) and the chapter's own run cell fine-tunes BIOSSES. Only the chapter's parameters, set-up and
+    run cells execute, from the source notebook, to keep it cheap."""
+    import papermill
+
+    entry = chapters.get("tables_5_6_pretraining_configurations")
+    source = nbformat.read(entry.source_path, as_version=4)
+    keep = {"t56-01", "t56-02", "t56-09"}  # parameters, set-up, "our runs"
+    assert keep <= {c.get("id") for c in source.cells}
+    source.cells = [c for c in source.cells if c.get("id") in keep]
+    source.cells.append(nbformat.v4.new_code_cell("print(repr(params.tasks), sorted({r.dataset for r in records}))"))
+    trimmed = tmp_path / "t56-trimmed.ipynb"
+    nbformat.write(source, trimmed)
+    out = tmp_path / "t56.ipynb"
+    papermill.execute_notebook(str(trimmed), str(out), parameters={"profile": "smoke", "tasks": "BIOSSES",
+                                                                   "results_root": str(tmp_path / "results"),
+                                                                   "data_root": str(data_root)},
+                               kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
+    printed = "".join(o.get("text", "") for o in nbformat.read(out, as_version=4).cells[-1].outputs)
+    assert printed.strip() == "['BIOSSES'] ['BIOSSES']"
+    summary = notebook.read_summary(tmp_path / "results", "smoke", entry.slug)
+    assert list(summary["values"]["scores"]) == ["BIOSSES"]
 
 
 def test_papermill_smoke_profile_derives_everything_from_profile(tmp_path, data_root) -> None:

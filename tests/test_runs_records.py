@@ -208,6 +208,79 @@ def test_a_lock_left_by_a_killed_process_is_recovered(tmp_path: Path):
     assert "stale lock" in seen[0]
 
 
+HOLD = """
+import json, sys, time
+from pathlib import Path
+from medibio.runs import records as R
+from medibio.runs.identity import RunKey
+
+key = RunKey(*json.loads(sys.argv[2]))
+with R.run_lock(key, sys.argv[1], log=lambda m: print(m, file=sys.stderr, flush=True)):
+    start = time.time()
+    print("held", flush=True)
+    time.sleep(float(sys.argv[3]))
+    end = time.time()
+print(json.dumps([start, end]), flush=True)
+"""
+
+
+def _holder_process(tmp_path: Path, hold_s: float):
+    import subprocess
+    import sys
+
+    key = _key()
+    args = [str(tmp_path), json.dumps([key.kind, key.profile, key.model_tag, key.variant, key.dataset, key.seed,
+                                       key.config_digest]), str(hold_s)]
+    return subprocess.Popen([sys.executable, "-c", HOLD, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def test_the_lock_of_a_process_killed_with_sigkill_is_free_at_once(tmp_path: Path):
+    """The kernel drops a dead process's lock: no pid check, no grace period, no waiting."""
+    import signal
+
+    proc = _holder_process(tmp_path, 600)
+    assert proc.stdout.readline().strip() == "held"
+    with pytest.raises(R.RunLockedError, match=f"is being trained by pid {proc.pid} on "), \
+            R.run_lock(_key(), tmp_path, wait=False):
+        pass
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL and _key().lock_path(tmp_path).is_file()  # the file stays ...
+    seen: list[str] = []
+    with R.run_lock(_key(), tmp_path, wait=False, log=seen.append):  # ... but its lock went with the process
+        pass
+    assert len(seen) == 1 and "stale lock" in seen[0] and f"pid {proc.pid}" in seen[0]
+    assert not _key().lock_path(tmp_path).exists()
+
+
+def test_processes_taking_over_one_stale_lock_hold_it_one_at_a_time(tmp_path: Path):
+    """The old pid-file lock let two processes remove the same stale lock and both train."""
+    path = _key().lock_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"pid": 2**22 + 1, "host": "gone", "started": "then"}))
+    procs = [_holder_process(tmp_path, 2.0) for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [err for _, err in outs]
+    spans = sorted(tuple(json.loads(out.splitlines()[-1])) for out, _ in outs)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False)), spans
+    assert sum("stale lock" in err for _, err in outs) == 1  # only the first one found it left over
+
+
+@pytest.mark.parametrize("holder", [
+    {"pid": __import__("os").getpid(), "host": __import__("socket").gethostname()},  # a restarted container
+    {"pid": 1, "host": "another-node"},  # another machine sharing the results folder
+])
+def test_a_left_over_lock_never_blocks_whatever_pid_and_host_it_names(tmp_path: Path, holder: dict):
+    path = _key().lock_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({**holder, "started": "then"}))
+    seen: list[str] = []
+    with R.run_lock(_key(), tmp_path, wait=False, log=seen.append):
+        assert json.loads(path.read_text())["started"] != "then"
+    assert "stale lock" in seen[0] and f"pid {holder['pid']} on {holder['host']}" in seen[0]
+
+
 def test_table_rows_carry_the_digest_and_commit_and_never_mix_configurations():
     from medibio.runs.aggregate import results_table
 

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from medibio import cli_values as check
+from medibio import profiles
 
 blurb_app = typer.Typer(
     name="blurb",
@@ -120,16 +121,10 @@ def _frozen_tasks(selection: str) -> object:
     return frozen.task_names(selection)
 
 
-def _profile(name: str) -> object:
-    from medibio import profiles
-
-    return profiles.get(name)
-
-
 @blurb_app.command("frozen")
 def frozen_cmd(
-    profile: Annotated[str, typer.Option("--profile", "-p", help="run profile (smoke, cpu, gpu, paper): its "
-                                         "model, caps and test sets", callback=check.lookup(_profile))] = "cpu",
+    profile: Annotated[str, typer.Option("--profile", "-p", help=f"{profiles.help_text()}. Gives the model, "
+                                         "caps and test sets", callback=check.lookup(profiles.get))] = "cpu",
     task: Annotated[str, typer.Option("--task", "-t", help="BLURB dataset, group, comma list or 'all', and/or "
                                       "the similarity sets STS-B, SICK-R (default: all of them)",
                                       callback=check.lookup(_frozen_tasks))] = "all",

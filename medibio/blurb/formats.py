@@ -73,6 +73,23 @@ def text_lines(path: str | Path, how_to_get: str = "") -> Iterator[tuple[int, st
         yield number, line.removesuffix("\r")
 
 
+def data_lines(path: str | Path, what: str, how_to_get: str = "") -> Iterator[tuple[int, str]]:
+    """Yield (line number, line) of a file with one record per line, under the :func:`text_lines` policy:
+    a blank line inside the file is an error, and so is a file without a single record. ``what`` names a
+    record in messages ("id (one per line)", "pair of the STS Benchmark")."""
+    path = Path(path)
+    last = 0
+    records = 0
+    for number, line in text_lines(path, how_to_get):
+        last = number
+        if not line.strip():
+            raise _blank(path, number, what)
+        records += 1
+        yield number, line
+    if not records:
+        raise _no_examples(path, last, what)
+
+
 def read_text(path: str | Path, how_to_get: str = "") -> str:
     """The whole file as text under the :func:`text_lines` policy (line numbers are preserved)."""
     return "\n".join(line for _, line in text_lines(path, how_to_get))
@@ -308,16 +325,8 @@ def read_id_list(path: str | Path, how_to_get: str = "") -> list[tuple[int, str]
     """One id per line -> (line number, id); ids are unique, blank lines may only end the file."""
     path = Path(path)
     ids = _Ids(path)
-    out: list[tuple[int, str]] = []
-    last = 0
-    for number, line in text_lines(path, how_to_get):
-        last = number
-        if not line.strip():
-            raise _blank(path, number, "one id per line")
-        out.append((number, ids.add(number, line.strip(), line)))
-    if not out:
-        raise _no_examples(path, last, "id (one per line)")
-    return out
+    return [(number, ids.add(number, line.strip(), line)) for number, line in data_lines(path, "id (one per line)",
+                                                                                          how_to_get)]
 
 
 class _DuplicateKey(Exception):

@@ -522,7 +522,7 @@ def score_interval(spec: Any, references: Sequence[Any], predictions: Sequence[A
 def compute(plan: FrozenPlan, data_root: str | Path | None = None,
             encoder: Encoder | None = None) -> tuple[Any, list[dict[str, Any]] | None]:
     """Compute one baseline; return its record and test predictions (None when skipped)."""
-    from medibio.blurb.loaders import available_splits
+    from medibio.blurb.loaders import OPTIONAL_SPLITS, required_splits
     from medibio.runs import records as rec
 
     spec = plan.spec
@@ -530,11 +530,11 @@ def compute(plan: FrozenPlan, data_root: str | Path | None = None,
              "variant": plan.method, "kind": KIND}
     started = time.perf_counter()
     if plan.method != "cosine" and _is_blurb(spec):
-        here = available_splits(spec.name, data_root)
+        here = required_splits(spec.name, data_root)  # only a documented absence may be missing
         if "train" not in here:
             return rec.skipped_record(spec.name, rec.model_info(plan.model), plan.profile.name, SEED,
                                       reason=f"train split absent in the data root (has {', '.join(here)}): "
-                                             f"no probe can be trained. Get it from: {spec.source}",
+                                             f"no probe can be trained. {OPTIONAL_SPLITS[(spec.name, 'train')]}",
                                       hyperparameters=dict(plan.caps), **ident), None
     splits = _splits(plan, data_root)
     encoder = encoder or load_encoder(plan.model)

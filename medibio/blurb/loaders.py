@@ -115,30 +115,41 @@ def _dataset(spec: DatasetSpec, split: str, rows: list[dict]) -> datasets.Datase
     return datasets.Dataset.from_dict(columns, features=features_for(spec), split=split)
 
 
+def required_splits(name: str, data_root: str | Path | None = None) -> list[str]:
+    """The splits a dataset must have in the data root: all three, less a documented absence
+    (:data:`OPTIONAL_SPLITS`, EBM-PICO train) that this data root indeed lacks."""
+    spec = registry.get(name)
+    present = set(available_splits(spec.name, data_root))
+    return [s for s in SPLITS if s in present or (spec.name, s) not in OPTIONAL_SPLITS]
+
+
 def load_blurb(name: str, data_root: str | Path | None = None,
                splits: list[str] | tuple[str, ...] | str | None = None) -> datasets.DatasetDict:
-    """Load a BLURB dataset; ``splits=None`` loads every split the dataset has in the data root.
+    """Load a BLURB dataset; ``splits=None`` loads the dataset's :func:`required_splits`.
 
-    A split missing from the data root raises :class:`DataMissingError` naming the file and its source,
-    except the known-absent EBM-PICO train split, which ``splits=None`` leaves out. The loaded splits must
-    not share examples (see :func:`validate_splits`): a model is never trained on overlapping splits.
+    A split missing from the data root raises :class:`DataMissingError` naming the expected file and its
+    source, except the known-absent EBM-PICO train split, which ``splits=None`` leaves out. The loaded splits
+    must not share examples (see :func:`validate_splits`): a model is never trained on overlapping splits.
     """
     import datasets
 
     spec = registry.get(name)
-    folder = blurb_root(data_root) / spec.folder
-    if not folder.is_dir():
-        raise DataMissingError(folder, spec.source)
-    if splits is None:
-        present = set(available_splits(spec.name, data_root))
-        wanted = [s for s in SPLITS if s in present or (spec.name, s) not in OPTIONAL_SPLITS]
-    else:
-        wanted = [splits] if isinstance(splits, str) else list(splits)
+    wanted = required_splits(spec.name, data_root) if splits is None else (
+        [splits] if isinstance(splits, str) else list(splits))
     for split in wanted:
         _check_split(split)
     rows = {split: read_rows(spec, split, data_root) for split in wanted}
     _raise_unknown(split_overlaps(spec, rows, data_root))
     return datasets.DatasetDict({split: _dataset(spec, split, rows[split]) for split in wanted})
+
+
+def validate_dataset(name: str, data_root: str | Path | None = None) -> list[str]:
+    """Parse every required split of a dataset and check them against each other, as :func:`load_blurb`
+    does, without building datasets; return the splits checked. Training code calls it for every dataset
+    of a request before the first run starts, so a bad file never surfaces after hours of other runs."""
+    wanted = required_splits(name, data_root)
+    validate_splits(name, data_root, wanted)
+    return wanted
 
 
 def features_for(spec: DatasetSpec) -> datasets.Features:

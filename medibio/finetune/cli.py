@@ -71,29 +71,30 @@ def register(app: typer.Typer) -> None:
                                     callback=PROFILE),
         config: Path = typer.Option(None, "--config", help="YAML file of option overrides (optionally per "
                                     "task under 'tasks:')", **CONFIG),
-        lr: float = typer.Option(None, "--lr", "--learning-rate", help="learning rate", callback=check.positive()),
-        batch_size: int = typer.Option(None, "--batch-size", help="global batch size", callback=check.at_least(1)),
-        epochs: int = typer.Option(None, "--epochs", help="training epochs", callback=check.at_least(1)),
+        lr: float = typer.Option(None, "--lr", "--learning-rate", help="learning rate", callback=check.option("learning_rate")),
+        batch_size: int = typer.Option(None, "--batch-size", help="global batch size",
+                                        callback=check.option("batch_size")),
+        epochs: int = typer.Option(None, "--epochs", help="training epochs", callback=check.option("epochs")),
         max_length: int = typer.Option(None, "--max-length", help="maximum sub-tokens per example",
-                                       callback=check.at_least(2)),
+                                       callback=check.option("max_length")),
         grad_accum: int = typer.Option(None, "--grad-accum", help="gradient accumulation steps",
-                                       callback=check.at_least(1)),
+                                       callback=check.option("grad_accum")),
         max_train_examples: int = typer.Option(None, "--max-train-examples", help="cap on training examples",
-                                               callback=check.at_least(1)),
+                                               callback=check.option("max_train_examples")),
         max_dev_examples: int = typer.Option(None, "--max-dev-examples", help="dev subsample for selection",
-                                             callback=check.at_least(1)),
+                                             callback=check.option("max_dev_examples")),
         intermediate: str = typer.Option(None, "--intermediate", help="intermediate task chain, e.g. "
                                          "STS-B or STS-B,SICK (the encoder is carried over, the head is new)",
                                          callback=check.lookup(_chain)),
         freeze_lower: bool = typer.Option(False, "--freeze-lower", help="freeze embeddings + lower half"),
         llrd: float = typer.Option(None, "--llrd", help="layer-wise learning-rate decay, e.g. 0.9",
-                                   callback=check.interval(0, 1, low_open=True)),
+                                   callback=check.option("llrd")),
         reinit_top: int = typer.Option(None, "--reinit-top", help="re-initialise the top k encoder layers",
-                                       callback=check.at_least(0)),
+                                       callback=check.option("reinit_top")),
         no_bias_correction: bool = typer.Option(False, "--no-bias-correction",
                                                 help="Adam without bias correction (original BERT)"),
         longer_training: float = typer.Option(None, "--longer-training", help="multiply the epochs",
-                                              callback=check.positive()),
+                                              callback=check.option("longer_training")),
         class_weighting: Weighting = typer.Option(None, "--class-weighting", case_sensitive=False,
                                                   help="class-weighted loss for RE/QA (1/count, 1/sqrt(count))"),
         variant: str = typer.Option(None, "--variant", help="name of this variant in the results tree",
@@ -152,16 +153,19 @@ def register(app: typer.Typer) -> None:
                                    callback=check.int_list(1, "2,3,5")),
         config: Path = typer.Option(None, "--config", help="YAML file of option overrides", **CONFIG),
         max_train_examples: int = typer.Option(None, "--max-train-examples", help="cap on training examples",
-                                               callback=check.at_least(1)),
+                                               callback=check.option("max_train_examples")),
         results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
         data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
         force: bool = typer.Option(False, "--force", help="rerun grid points that have records"),
         as_json: bool = typer.Option(False, "--json", help="print the summaries as JSON"),
     ) -> None:
         """Grid search lr x batch x epochs on dev for each task; print and save the best point."""
+        from medibio.blurb import loaders, registry
         from medibio.finetune import grid
 
         overrides = _overrides(config, max_train_examples=max_train_examples)
+        for spec in registry.resolve(task):  # every dataset's files, before the first grid point trains
+            loaders.validate_dataset(spec.name, data_root)
         summaries = grid.grid_search(task, model, _ints(seeds), profile, _floats(lrs), _ints(batch_sizes),
                                      _ints(epochs) if epochs else None, overrides, results_root, force, data_root)
         if not is_main_process():

@@ -15,7 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medibio import profiles
+from medibio import checks, profiles
+from medibio.accel import REQUESTS as PRECISIONS
+from medibio.checks import InvalidValueError
+from medibio.errors import InputFormatError, MedibioError, UnknownNameError
+from medibio.finetune.modeling import POOLINGS
 from medibio.profiles import DEFAULT_PROFILE, INTERMEDIATE_HYPERPARAMETERS, Profile
 
 # The BLURB paper's hyperparameter search space (Gu et al., section 6.2).
@@ -65,11 +69,11 @@ class FinetuneConfig:
     intermediate_epochs: int | None = None
 
     def __post_init__(self) -> None:
-        if self.pooling not in ("cls", "mean"):
-            raise ValueError(f"pooling must be 'cls' or 'mean', not {self.pooling!r}")
-        if self.class_weighting not in CLASS_WEIGHTINGS:
-            raise ValueError(f"class_weighting must be one of {', '.join(CLASS_WEIGHTINGS)}, "
-                             f"not {self.class_weighting!r}")
+        for name, rule in OPTION_RULES.items():  # one check for flags, --config files, overrides and profiles
+            try:
+                setattr(self, name, rule(getattr(self, name)))
+            except InvalidValueError as exc:
+                raise OptionError(f"fine-tuning option {name}: {exc}") from None
 
     @property
     def effective_epochs(self) -> int:
@@ -81,7 +85,7 @@ class FinetuneConfig:
         unknown = sorted(set(changes) - set(field_names()))
         if unknown:
             raise ValueError(f"unknown fine-tuning option(s) {unknown}; valid: {', '.join(field_names())}")
-        return dataclasses.replace(self, **{k: _coerce(k, v) for k, v in changes.items()})
+        return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -97,23 +101,147 @@ def field_names() -> list[str]:
     return [f.name for f in dataclasses.fields(FinetuneConfig)]
 
 
-_TYPES = {f.name: f.type for f in dataclasses.fields(FinetuneConfig)}
+class OptionError(MedibioError, ValueError):
+    """A fine-tuning option (or a block of overrides) with a value no run can use; says what is allowed."""
 
 
-def _coerce(name: str, value: Any) -> Any:
-    """Values from YAML/CLI strings into the field's type (``"3e-5"`` -> 3e-05)."""
-    if value is None:
-        return None
-    kind = str(_TYPES[name])
-    if kind.startswith("bool"):
-        if isinstance(value, str):
-            return value.strip().lower() in ("1", "true", "yes", "on")
-        return bool(value)
-    if kind.startswith("int"):
-        return int(value)
-    if kind.startswith("float"):
-        return float(value)
-    return value
+# The allowed values of every FinetuneConfig field (medibio.checks): FinetuneConfig applies them on
+# creation, check_overrides to config mappings, load_config_file with the file's lines, the CLI to its flags.
+OPTION_RULES: dict[str, checks.Rule] = {
+    "learning_rate": checks.positive(),
+    "batch_size": checks.integer(1),
+    "grad_accum": checks.integer(1),
+    "epochs": checks.integer(1),
+    "max_length": checks.integer(2),
+    "warmup_ratio": checks.interval(0, 1),
+    "weight_decay": checks.non_negative(),
+    "dropout": checks.interval(0, 1, high_open=True),
+    "max_grad_norm": checks.non_negative(),  # 0: no clipping
+    "adam_epsilon": checks.positive(),
+    "eval_batch_size": checks.integer(1),
+    "max_train_examples": checks.integer(1).or_none(),
+    "max_dev_examples": checks.integer(1).or_none(),
+    "max_test_examples": checks.integer(1).or_none(),
+    "mixed_precision": checks.choice(PRECISIONS),
+    "length_bucketing": checks.flag(),
+    "pad_to_max_length": checks.flag(),
+    "class_weighting": checks.choice(CLASS_WEIGHTINGS),
+    "freeze_lower": checks.flag(),
+    "llrd": checks.interval(0, 1, low_open=True).or_none(),
+    "reinit_top": checks.integer(0),
+    "bias_correction": checks.flag(),
+    "longer_training": checks.positive(),
+    "pooling": checks.choice(POOLINGS),
+    "head_lr_scale": checks.positive(),
+    "intermediate_max_train_examples": checks.integer(1).or_none(),
+    "intermediate_epochs": checks.integer(1).or_none(),
+}
+
+
+def check_option(name: str, value: Any) -> Any:
+    """``value`` converted by the option's rule (``"3e-5"`` -> 3e-05); :class:`InvalidValueError` if the
+    rule refuses it, :class:`UnknownNameError` for a name that is no option."""
+    if name not in OPTION_RULES:
+        raise UnknownNameError("fine-tuning option", name, field_names())
+    return OPTION_RULES[name](value)
+
+
+def _task_name(name: Any) -> str:
+    """The canonical name of a ``tasks:`` key: a BLURB dataset or an intermediate task (aliases allowed)."""
+    from medibio.ift import tasks
+
+    return str(tasks.get_task(str(name)).name)
+
+
+def _known_tasks() -> list[str]:
+    from medibio.blurb import registry
+    from medibio.ift import tasks
+
+    return [*registry.names(), *tasks.names()]
+
+
+Where = tuple[Any, ...]  # a key path in an overrides mapping: ("tasks", "BIOSSES", "epochs")
+
+
+def check_overrides(overrides: Mapping[str, Any] | None, path: str | Path | None = None,
+                    lines: Mapping[Where, int] | None = None) -> dict[str, Any]:
+    """Validate a mapping of overrides (``--config`` file, ``run_finetune(config_overrides=...)``, a
+    notebook's ``finetune_config``) and return it with values converted and ``tasks:`` keys canonical.
+
+    Every value goes through its option's rule; unknown options and unknown dataset names are errors that
+    list the known ones. ``None`` means "not given" in a mapping from code (dropped); in a file (``path``
+    given) it is an error, and errors are :class:`InputFormatError` naming the file and the key's line.
+    """
+    if not overrides:
+        return {}
+
+    def fail(where: Where, expected: str, got: Any) -> Exception:
+        if path is not None:
+            return InputFormatError(path, (lines or {}).get(where), expected,
+                                    got if isinstance(got, str) else repr(got))
+        at = ".".join(map(str, where))
+        return OptionError(f"fine-tuning overrides{' ' + at if at else ''}: expected {expected}, got {got!r}")
+
+    def values(where: Where, changes: Any, top: bool) -> dict[str, Any]:
+        if not isinstance(changes, Mapping):
+            what = "a mapping of fine-tuning options" + (" (and 'tasks')" if top else "")
+            raise fail(where, what, changes)
+        out: dict[str, Any] = {}
+        for key, value in changes.items():
+            if top and key == "tasks":
+                continue
+            at = (*where, key)
+            if key not in OPTION_RULES:
+                raise fail(at, f"a fine-tuning option ({', '.join(sorted(OPTION_RULES))})"
+                           + (" or 'tasks'" if top else f" under {'.'.join(map(str, where))}"), str(key))
+            if value is None:
+                if path is not None:
+                    raise fail(at, f"{'.'.join(map(str, at))} to have a value (leave the key out to keep the "
+                               "profile's)", "nothing")
+                continue
+            try:
+                out[key] = OPTION_RULES[key](value)
+            except InvalidValueError as exc:
+                raise fail(at, f"{'.'.join(map(str, at))} to be {exc.expected}", value) from None
+        return out
+
+    out = values((), overrides, top=True)
+    per_task = overrides.get("tasks")
+    if per_task is None:
+        return out
+    if not isinstance(per_task, Mapping):
+        raise fail(("tasks",), "tasks to map dataset names to their options, e.g. tasks: {BIOSSES: {epochs: 5}}",
+                   per_task)
+    out["tasks"] = {}
+    for name, changes in per_task.items():
+        try:
+            canonical = _task_name(name)
+        except KeyError:
+            raise fail(("tasks", name), "a dataset under tasks: a BLURB dataset or intermediate task "
+                       f"({', '.join(_known_tasks())})", str(name)) from None
+        if canonical in out["tasks"]:
+            raise fail(("tasks", name), f"each dataset once under tasks ({name!r} is {canonical} again)", str(name))
+        out["tasks"][canonical] = values(("tasks", name), changes, top=False)
+    return out
+
+
+def _key_lines(path: Path, node: Any, where: Where = ()) -> dict[Where, int]:
+    """1-based line of every mapping key in a YAML node tree; a key given twice is an error (YAML would
+    silently keep the last value)."""
+    import yaml
+
+    found: dict[Where, int] = {}
+    if not isinstance(node, yaml.MappingNode):
+        return found
+    for key, value in node.value:
+        at = (*where, key.value)
+        line = key.start_mark.line + 1
+        if at in found:
+            raise InputFormatError(path, line, f"each key once; {'.'.join(map(str, at))} is already "
+                                   f"on line {found[at]}", str(key.value))
+        found[at] = line
+        found.update(_key_lines(path, value, at))
+    return found
 
 
 def preset(dataset: str, profile: str | Profile = DEFAULT_PROFILE, max_length: int | None = None) -> FinetuneConfig:
@@ -165,48 +293,41 @@ def intermediate_preset(task: str, profile: str | Profile, max_length: int | Non
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """Read a YAML/JSON override file: top-level fields apply to every task, ``tasks:`` maps a dataset
-    name to its own fields. Unknown keys raise ``InputFormatError`` naming the file."""
+    name to its own fields. The file is read under the data files' text policy (UTF-8, BOM dropped) and
+    checked by :func:`check_overrides`: any bad key or value is an ``InputFormatError`` naming the file,
+    the key's line and what is allowed."""
     import yaml
 
-    from medibio.errors import InputFormatError
+    from medibio.blurb.formats import read_text
 
     path = Path(path)
+    text = read_text(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise InputFormatError(path, None if line is None else line + 1, "valid YAML", str(exc)) from exc
+        raise InputFormatError(path, None if line is None else line + 1, "valid YAML",
+                               " ".join(str(getattr(exc, "problem", None) or exc).split())) from exc
+    if data is None:
+        return {}
     if not isinstance(data, dict):
         raise InputFormatError(path, 1, "a mapping of fine-tuning options", type(data).__name__)
-    valid = set(field_names())
-    for key in data:
-        if key != "tasks" and key not in valid:
-            raise InputFormatError(path, None, f"a fine-tuning option ({', '.join(sorted(valid))}) or 'tasks'",
-                                   str(key))
-    for task, changes in (data.get("tasks") or {}).items():
-        bad = sorted(set(changes or {}) - valid)
-        if bad:
-            raise InputFormatError(path, None, f"fine-tuning options under tasks.{task}", ", ".join(bad))
-    return data
+    return check_overrides(data, path=path, lines=_key_lines(path, node))
 
 
 def apply_overrides(cfg: FinetuneConfig, dataset: str, overrides: Mapping[str, Any] | None) -> FinetuneConfig:
-    """Apply user overrides (a config-file mapping and/or CLI flags; ``None`` values are ignored)."""
-    if not overrides:
+    """Apply user overrides (a config-file mapping and/or CLI flags; ``None`` values are ignored), checked
+    by :func:`check_overrides` first."""
+    checked = check_overrides(overrides)
+    if not checked:
         return cfg
-    flat = {k: v for k, v in overrides.items() if k != "tasks" and v is not None}
-    cfg = cfg.replace(**flat)
-    per_task = overrides.get("tasks") or {}
-    from medibio.blurb import registry
-
-    for name, changes in per_task.items():
-        try:
-            same = registry.get(name).name == registry.get(dataset).name
-        except KeyError:
-            same = name == dataset
-        if same:
-            cfg = cfg.replace(**{k: v for k, v in (changes or {}).items() if v is not None})
-    return cfg
+    cfg = cfg.replace(**{k: v for k, v in checked.items() if k != "tasks"})
+    try:
+        name = _task_name(dataset)
+    except KeyError:
+        name = dataset
+    return cfg.replace(**checked.get("tasks", {}).get(name, {}))
 
 
 def budget_table(profile: str = "cpu") -> list[dict[str, Any]]:
@@ -239,5 +360,6 @@ def budget_frame(profile: str = "cpu") -> Any:
     return frame
 
 
-__all__ = ["BLURB_BATCH_SIZES", "BLURB_LEARNING_RATES", "DEFAULT_PROFILE", "FinetuneConfig", "apply_overrides",
-           "budget_frame", "budget_table", "intermediate_preset", "load_config_file", "preset"]
+__all__ = ["BLURB_BATCH_SIZES", "BLURB_LEARNING_RATES", "DEFAULT_PROFILE", "OPTION_RULES", "FinetuneConfig",
+           "OptionError", "apply_overrides", "budget_frame", "budget_table", "check_option", "check_overrides",
+           "intermediate_preset", "load_config_file", "preset"]

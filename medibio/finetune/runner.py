@@ -9,8 +9,10 @@ read-back after ``accelerate launch``, the book and ``medibio results list --sta
 A planned run whose record exists is reused (unless ``force``); any other configuration runs into its own
 record, so an old number can never stand in for a new request. Test predictions are written first and the
 record last, both atomically, and a lock file keeps two processes from training the same run: a run killed
-at any point leaves no record and is simply redone. Datasets without a train split in the data root
-(EBM-PICO) get a ``skipped`` record stating why, and no score.
+at any point leaves no record and is simply redone. Before the first run trains, every split the request
+needs is parsed (:func:`check_data`): a missing or malformed file stops the request with an error naming it.
+Only a split the registry documents as absent (EBM-PICO train, ``medibio.blurb.loaders.OPTIONAL_SPLITS``)
+gives a ``skipped`` record stating why, and no score.
 
 ``run_finetune`` works in a plain Python process and under ``accelerate launch`` (every process runs the
 same jobs; only the main process writes). ``launch`` starts the same thing through ``accelerate launch`` in
@@ -185,6 +187,7 @@ def run_finetune(tasks: str | Sequence[str], model: str | None = None,
     """
     from medibio.paths import results_root as default_results_root
 
+    presets.check_overrides(config_overrides)  # a bad value stops here, also before launching processes
     processes = launch_processes()
     if processes > 1:
         if callbacks:
@@ -194,9 +197,32 @@ def run_finetune(tasks: str | Sequence[str], model: str | None = None,
                                data_root, variant, processes)
     plans = plan_runs(tasks, model, seeds, profile, config_overrides, intermediate, variant, data_root)
     root = default_results_root(results_root)
+    check_data(plans, root, force, data_root)
     first_cfg = plans[0].config if plans else presets.FinetuneConfig()
     accelerator = trainer.make_accelerator(first_cfg.mixed_precision)
     return [run_plan(plan, root, force, data_root, accelerator, callbacks) for plan in plans]
+
+
+def check_data(plans: Sequence[RunPlan], results_root: Path, force: bool,
+               data_root: str | Path | None = None) -> None:
+    """Parse every split that the request's runs will train on, before the first run starts.
+
+    A missing, empty or malformed split of any dataset (or of an intermediate task of the chain) raises
+    its error now, naming the file and line, instead of after the runs before it have trained. Runs whose
+    record already exists (and that are not forced) read no data and are not checked.
+    """
+    from medibio.blurb import loaders, registry
+    from medibio.ift import tasks as ift_tasks
+    from medibio.runs import records as rec
+
+    todo = [p for p in plans if force or rec.find_record(results_root, p.key) is None]
+    for name in dict.fromkeys(p.spec.name for p in todo):
+        loaders.validate_dataset(name, data_root)
+    for task in dict.fromkeys(t for p in todo for t in p.chain):
+        if task in registry.names():
+            loaders.validate_dataset(task, data_root)
+        else:
+            ift_tasks.read_task_rows(task, data_root)
 
 
 def launch_processes() -> int:
@@ -262,22 +288,21 @@ def _score_text(record: Any) -> str:
 def _train(plan: RunPlan, results_root: Path, data_root: str | Path | None, accelerator: Any,
            callbacks: Sequence[trainer.Callback], log: Any) -> tuple[Any, list[dict[str, Any]] | None]:
     """Train and evaluate one planned run; return its record and test predictions (None when skipped)."""
-    from medibio.blurb.loaders import available_splits, load_blurb
+    from medibio.blurb.loaders import OPTIONAL_SPLITS, load_blurb
     from medibio.ift import chain as ift_chain
     from medibio.runs import records as rec
 
     spec, cfg, seed, model = plan.spec, plan.config, plan.seed, plan.model
     ident = {"config_digest": plan.key.config_digest, "config": plan.payload, "request": plan.request,
              "variant": plan.variant, "intermediate": list(plan.chain)}
-    splits_here = available_splits(spec.name, data_root)
-    if "train" not in splits_here:
+    data = load_blurb(spec.name, data_root)  # a missing split raises, unless the registry documents it absent
+    if "train" not in data:
         return rec.skipped_record(
             spec.name, rec.model_info(model), plan.profile.name, seed,
-            reason=f"train split absent in the data root (has {', '.join(splits_here)}); no score is "
-                   f"reported. Get it from: {spec.source}",
+            reason=f"train split absent in the data root (has {', '.join(data)}); no score is reported. "
+                   f"{OPTIONAL_SPLITS[(spec.name, 'train')]}",
             hyperparameters=cfg.to_dict(), **ident), None
 
-    data = load_blurb(spec.name, data_root)
     notes: list[str] = []
     splits = {"train": features.subsample(data["train"], cfg.max_train_examples, SUBSET_SEED),
               "dev": features.subsample(data["dev"], cfg.max_dev_examples, SUBSET_SEED),

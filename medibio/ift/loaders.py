@@ -2,7 +2,10 @@
 
 Rows are ``{"id", "text", "text_pair", "label"}`` dicts (label: float for regression, str for
 classification, list of str for multi-label). Every parser reads its file strictly: a malformed line raises
-:class:`InputFormatError` with the 1-based line number instead of being skipped.
+:class:`InputFormatError` with the 1-based line number instead of being skipped. Files follow the text policy
+of the BLURB files (:mod:`medibio.blurb.formats`): UTF-8 (a bad byte is named with its line and column), a
+leading byte-order mark dropped, CRLF accepted, blank lines only at the end, and a file without a single
+record is an error.
 
 Ranking tasks (SciRepEval proximity and search formats) are turned into scored pairs for a cross-encoder:
 ``text`` is the query, ``text_pair`` a candidate, ``label`` ``"1"`` (relevant) or ``"0"``; the pair id is
@@ -18,15 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from medibio.blurb.formats import data_lines, read_text
 from medibio.errors import InputFormatError
 
 PAIR_SEP = "::"
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            yield lineno, line.rstrip("\n").rstrip("\r")
 
 
 def _float(value: str, path: Path, lineno: int, what: str, lo: float | None = None,
@@ -35,8 +35,11 @@ def _float(value: str, path: Path, lineno: int, what: str, lo: float | None = No
         number = float(value)
     except ValueError:
         raise InputFormatError(path, lineno, what, value) from None
-    if math.isnan(number) or (lo is not None and number < lo) or (hi is not None and number > hi):
-        raise InputFormatError(path, lineno, f"{what} in [{lo}, {hi}]", value)
+    if not math.isfinite(number):
+        raise InputFormatError(path, lineno, f"{what} (a finite number)", value)
+    if (lo is not None and number < lo) or (hi is not None and number > hi):
+        raise InputFormatError(path, lineno, f"{what} in [{lo:g}, {hi:g}]" if lo is not None and hi is not None
+                               else f"{what} >= {lo:g}" if lo is not None else f"{what} <= {hi:g}", value)
     return number
 
 
@@ -49,9 +52,8 @@ def read_stsb(path: Path, split: str) -> list[dict]:
     (the files are not CSV-quoted), so lines are split on tabs only.
     """
     rows = []
-    for lineno, line in _lines(path):
-        if not line.strip():
-            continue
+    for lineno, line in data_lines(path, "sentence pair (genre<TAB>file<TAB>year<TAB>id<TAB>score<TAB>sentence1"
+                                   "<TAB>sentence2)"):
         fields = line.split("\t")
         if len(fields) < 7:
             raise InputFormatError(path, lineno, "at least 7 tab-separated fields (genre, file, year, id, "
@@ -73,19 +75,14 @@ def read_sick(path: Path, target: str) -> dict[str, list[dict]]:
     """
     need = ("pair_ID", "sentence_A", "sentence_B", "entailment_label", "relatedness_score", "SemEval_set")
     out: dict[str, list[dict]] = {s: [] for s in SICK_SPLITS.values()}
-    lines = _lines(path)
-    try:
-        _, header_line = next(lines)
-    except StopIteration:
-        raise InputFormatError(path, 1, "a header row", "empty file") from None
+    lines = data_lines(path, "header row, then one sentence pair per line")
+    _, header_line = next(lines)
     header = header_line.split("\t")
     missing = [c for c in need if c not in header]
     if missing:
         raise InputFormatError(path, 1, f"header columns {list(need)}", header_line)
     col = {name: header.index(name) for name in need}
     for lineno, line in lines:
-        if not line.strip():
-            continue
         fields = line.split("\t")
         if len(fields) != len(header):
             raise InputFormatError(path, lineno, f"{len(header)} tab-separated fields", line)
@@ -100,15 +97,17 @@ def read_sick(path: Path, target: str) -> dict[str, list[dict]]:
                 raise InputFormatError(path, lineno, f"entailment label in {SICK_LABELS}", label)
         out[split].append({"id": f"sick-{fields[col['pair_ID']]}", "text": fields[col["sentence_A"]],
                            "text_pair": fields[col["sentence_B"]], "label": label})
+    empty = [name for name, split in SICK_SPLITS.items() if not out[split]]
+    if empty:
+        raise InputFormatError(path, None, f"pairs of every SemEval_set ({', '.join(SICK_SPLITS)})",
+                               f"none for {', '.join(empty)}")
     return out
 
 
 def read_clinicalsts(path: Path, prefix: str) -> list[dict]:
     """n2c2/OHNLP ClinicalSTS file: ``sentence1<TAB>sentence2<TAB>score`` (score 0-5), one pair per line."""
     rows = []
-    for lineno, line in _lines(path):
-        if not line.strip():
-            continue
+    for lineno, line in data_lines(path, "sentence pair (sentence1<TAB>sentence2<TAB>score)"):
         fields = line.split("\t")
         if len(fields) != 3:
             raise InputFormatError(path, lineno, "3 tab-separated fields: sentence1, sentence2, score "
@@ -126,19 +125,18 @@ def read_json_records(path: Path) -> Iterator[tuple[int, dict]]:
     """Objects of a SciRepEval file: JSON lines (``.jsonl``) or one JSON array (``.json``), with line numbers."""
     if path.suffix == ".json":
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_text(path))
         except json.JSONDecodeError as exc:
             raise InputFormatError(path, exc.lineno, "a JSON array of objects", exc.msg) from exc
-        if not isinstance(data, list):
-            raise InputFormatError(path, 1, "a JSON array of objects", type(data).__name__)
+        if not isinstance(data, list) or not data:
+            raise InputFormatError(path, 1, "a non-empty JSON array of objects",
+                                   "[]" if isinstance(data, list) else type(data).__name__)
         for k, obj in enumerate(data, start=1):
             if not isinstance(obj, dict):
                 raise InputFormatError(path, None, f"object #{k} of the array to be a JSON object", repr(obj)[:80])
             yield k, obj
         return
-    for lineno, line in _lines(path):
-        if not line.strip():
-            continue
+    for lineno, line in data_lines(path, "JSON object (one per line)"):
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:

@@ -1,4 +1,9 @@
-"""CLI commands of medibio.runs (registered on the main app by medibio.cli): ``medibio results table|compare``."""
+"""CLI commands of medibio.runs (registered on the main app by medibio.cli): ``medibio results
+table|list|record|compare``.
+
+Every name a filter takes (profile, dataset, system, task) is checked against its registry before any record
+is read: a typo is one line listing what exists, never an empty table with exit code 0.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,9 @@ from enum import Enum
 from pathlib import Path
 
 import typer
+
+from medibio import cli_values as check
+from medibio import profiles
 
 
 class Format(str, Enum):
@@ -26,6 +34,43 @@ class Method(str, Enum):
 
 
 _RESULTS_ROOT_HELP = "Results root (default: $MEDIBIO_RESULTS or results/)."
+_PROFILE_HELP = f"Only records of this profile ({', '.join(profiles.names())})."
+_DATASET_HELP = "Only this dataset (a BLURB dataset, an intermediate task or SciERC)."
+
+
+def _dataset(name: str) -> str:
+    """A dataset some kind of run record can have: BLURB (fine-tuning, frozen), an IFT set (frozen), SciERC."""
+    from medibio.blurb import registry
+    from medibio.errors import UnknownNameError
+    from medibio.ift import tasks
+    from medibio.scierc.runner import DATASET
+
+    if name == DATASET:
+        return name
+    try:
+        return str(tasks.get_task(name).name)
+    except KeyError:
+        raise UnknownNameError("dataset", name, [*registry.names(), *tasks.names(), DATASET]) from None
+
+
+def _system(text: str) -> object:
+    """PROFILE/MODEL/VARIANT with a profile that exists."""
+    from medibio.runs.significance import System
+
+    system = System.parse(text)
+    profiles.get(system.profile)
+    return system
+
+
+def _tasks(items: list[str]) -> object:
+    from medibio.blurb import registry
+
+    return [registry.resolve(item) for item in items]
+
+
+PROFILE = check.lookup(profiles.get)
+DATASET = check.lookup(_dataset)
+SYSTEM = check.lookup(_system)
 _DATA_ROOT_HELP = "Data root holding blurb/, for the gold labels (default: $MEDIBIO_DATA or ../shared/data)."
 
 
@@ -37,10 +82,10 @@ def register(app: typer.Typer) -> None:
     def table(
         results_root: Path = typer.Option(None, "--results-root", help="Results root (default: $MEDIBIO_RESULTS "
                                           "or results/)."),
-        profile: str = typer.Option(None, "--profile", help="Only records of this profile (smoke|cpu|gpu|paper)."),
+        profile: str = typer.Option(None, "--profile", help=_PROFILE_HELP, callback=PROFILE),
         model: str = typer.Option(None, "--model", help="Only this model (name, folder or tag)."),
         variant: str = typer.Option(None, "--variant", help="Only this variant (base, ift-STS-B, ...)."),
-        dataset: str = typer.Option(None, "--dataset", help="Only this dataset."),
+        dataset: str = typer.Option(None, "--dataset", help=_DATASET_HELP, callback=DATASET),
         split: Split = typer.Option(Split.test, "--split", help="Which score to aggregate."),
         fmt: Format = typer.Option(Format.text, "--format", help="Output format."),
         as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
@@ -91,8 +136,8 @@ def register(app: typer.Typer) -> None:
                                    "current presets, model or data no longer give, legacy records without a "
                                    "configuration digest, and records whose request cannot be planned here "
                                    "(unknown; the reason is shown)."),
-        profile: str = typer.Option(None, "--profile", help="Only records of this profile."),
-        dataset: str = typer.Option(None, "--dataset", help="Only this dataset."),
+        profile: str = typer.Option(None, "--profile", help=_PROFILE_HELP, callback=PROFILE),
+        dataset: str = typer.Option(None, "--dataset", help=_DATASET_HELP, callback=DATASET),
         data_root: Path = typer.Option(None, "--data-root", help=_DATA_ROOT_HELP),
         as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
     ) -> None:
@@ -126,11 +171,11 @@ def register(app: typer.Typer) -> None:
     @results.command("record")
     def record_cmd(
         profile: str = typer.Option(..., "--profile", help="The profile whose runs become reference results "
-                                    "(usually gpu)."),
+                                    f"(usually gpu; one of {', '.join(profiles.names())}).", callback=PROFILE),
         results_root: Path = typer.Option(None, "--results-root", help=_RESULTS_ROOT_HELP),
         reference_root: Path = typer.Option(None, "--reference-root", help="Where reference results live "
                                             "(default: reference/ in the repository)."),
-        dataset: str = typer.Option(None, "--dataset", help="Only this dataset."),
+        dataset: str = typer.Option(None, "--dataset", help=_DATASET_HELP, callback=DATASET),
     ) -> None:
         """Copy finished runs (records + test predictions) into the committed reference results.
 
@@ -151,10 +196,10 @@ def register(app: typer.Typer) -> None:
     @results.command("compare")
     def compare(
         system_a: str = typer.Argument(..., metavar="A", help="System A as PROFILE/MODEL/VARIANT, e.g. "
-                                       "cpu/minilm/ift-STS-B (all its seeds)."),
-        system_b: str = typer.Argument(..., metavar="B", help="System B, e.g. cpu/minilm/base."),
+                                       "cpu/minilm/ift-STS-B (all its seeds).", callback=SYSTEM),
+        system_b: str = typer.Argument(..., metavar="B", help="System B, e.g. cpu/minilm/base.", callback=SYSTEM),
         task: list[str] = typer.Option(None, "--task", help="Dataset, group or comma list (repeatable; "
-                                       "default: every dataset both systems have)."),
+                                       "default: every dataset both systems have).", callback=check.lookup(_tasks)),
         resamples: int = typer.Option(1000, "--resamples", min=1, help="Resamples of the test units."),
         seed: int = typer.Option(0, "--seed", help="Random seed of the resampling."),
         method: Method = typer.Option(Method.bootstrap, "--method", help="p-value: paired bootstrap with "

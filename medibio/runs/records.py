@@ -6,8 +6,8 @@ test predictions beside it (``seed<seed>.test.jsonl``, the ``medibio blurb score
 covers the run's whole effective configuration (``config``, stored in the record), so a request finds its
 own earlier record — and only that one — without reading anything else: a changed preset runs into a new
 record and never reuses or overwrites an old one. Records are written atomically, so a killed run never
-leaves a half record that would be mistaken for a finished one, and a per-run lock file keeps two processes
-from training the same run at once.
+leaves a half record that would be mistaken for a finished one, and a per-run lock (a kernel lock, released
+when its process ends) keeps two processes from training the same run at once.
 
 Records of schema ``medibio.run/1`` (written before run identities, without a digest) stay readable: they
 are listed as legacy by ``medibio results list`` and never reused.
@@ -18,18 +18,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import re
-import socket
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from medibio.atomic import write_json
-from medibio.errors import InputFormatError, MedibioError
+from medibio.atomic import LockHeldError, describe_holder, exclusive_lock, write_json
+from medibio.errors import InputFormatError
 from medibio.runs.identity import RunKey
 
 SCHEMA = "medibio.run/2"
@@ -266,82 +263,41 @@ def find_record(results_root: str | Path, key: RunKey) -> RunRecord | None:
     return read_record(path) if path.is_file() else None
 
 
-class RunLockedError(MedibioError):
+class RunLockedError(LockHeldError):
     """Another live process is training this run."""
 
-
-def _lock_holder(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
-def _stale(path: Path, holder: dict[str, Any] | None, grace_s: float = 60.0) -> bool:
-    """A lock is stale when its process is gone (same host), or it is unreadable and older than the grace
-    period (a writer killed between creating and filling it)."""
-    if holder is None:
-        try:
-            return time.time() - path.stat().st_mtime > grace_s
-        except FileNotFoundError:
-            return True
-    if holder.get("host") != socket.gethostname():
-        return False  # another machine's process: cannot be checked from here
-    return not _pid_alive(int(holder.get("pid", -1)))
+    def __init__(self, key: RunKey, path: Path, holder: dict[str, Any] | None) -> None:
+        super().__init__(path, holder)
+        self.args = (f"{key} is being trained by {describe_holder(holder)} (lock {path})",)
 
 
 @contextlib.contextmanager
-def run_lock(key: RunKey, results_root: str | Path, wait: bool = True, poll_s: float = 2.0,
+def run_lock(key: RunKey, results_root: str | Path, wait: bool = True, poll_s: float = 0.5,
              log: Callable[[str], None] | None = None) -> Iterator[Path]:
-    """Hold ``seed<N>.lock`` beside the run's record while training it.
+    """Hold ``seed<N>.lock`` beside the run's record while training it (:func:`medibio.atomic.exclusive_lock`).
 
     A second process asking for the same run waits (``wait=True``; it then finds the finished record) or
-    gets :class:`RunLockedError`. A lock left by a killed process (its pid gone on this host) is removed.
+    gets :class:`RunLockedError`. The lock is the kernel's: a killed process's lock is free at once, so two
+    processes can never both take over one left behind, and nothing depends on process ids or hosts.
     """
     path = key.lock_path(results_root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    told = False
-    while True:
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            holder = _lock_holder(path)
-            if _stale(path, holder):
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-                if log:
-                    log(f"{key}: removed a stale lock ({path}, pid {holder and holder.get('pid')})")
-                continue
-            who = (f"pid {holder.get('pid')} on {holder.get('host')} since {holder.get('started')}"
-                   if holder else "another process")
-            if not wait:
-                raise RunLockedError(f"{key} is being trained by {who} (lock {path})") from None
-            if log and not told:
-                log(f"{key}: waiting for {who} to finish it (lock {path})")
-                told = True
-            time.sleep(poll_s)
-            continue
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"pid": os.getpid(), "host": socket.gethostname(),
-                       "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, fh)
-        break
+
+    def waiting(holder: dict[str, Any] | None) -> None:
+        if log:
+            log(f"{key}: waiting for {describe_holder(holder)} to finish it (lock {path})")
+
+    def stale(holder: dict[str, Any]) -> None:
+        if log:
+            log(f"{key}: took over a stale lock ({path}) left by {describe_holder(holder)}, which ended "
+                "without releasing it")
+
     try:
-        yield path
-    finally:
-        holder = _lock_holder(path)
-        if holder and holder.get("pid") == os.getpid() and holder.get("host") == socket.gethostname():
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+        with exclusive_lock(path, wait=wait, poll_s=poll_s, on_wait=waiting, on_stale=stale) as held:
+            yield held
+    except LockHeldError as exc:
+        if isinstance(exc, RunLockedError) or exc.path != path:
+            raise
+        raise RunLockedError(key, path, exc.holder) from None
 
 
 def read_record(path: str | Path) -> RunRecord:
