@@ -58,6 +58,8 @@ def register(app: typer.Typer) -> None:
         mixed_precision: str = typer.Option(None, "--mixed-precision", help="no, bf16 or fp16 (GPU)"),
         train_layers: int = typer.Option(None, "--train-layers", help="only the top N encoder layers learn",
                                          callback=check.at_least(0)),
+        config: Path = typer.Option(None, "--config", help="YAML file of SciERC options (flags win over it)",
+                                    exists=True, dir_okay=False),
         results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
         data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
         force: bool = typer.Option(False, "--force", help="rerun even when a record exists"),
@@ -67,6 +69,7 @@ def register(app: typer.Typer) -> None:
         """Train the span model on SciERC (one run record per seed; recorded runs are reused unless --force)."""
         import os
 
+        from medibio.scierc.presets import load_config_file
         from medibio.scierc.runner import run_scierc
 
         if limit:
@@ -76,8 +79,9 @@ def register(app: typer.Typer) -> None:
                      "max_span_width": max_span_width, "max_train_docs": max_train_docs,
                      "max_dev_docs": max_dev_docs, "max_test_docs": max_test_docs, "mixed_precision": mixed_precision,
                      "train_layers": train_layers}
-        records = run_scierc(model, seeds, profile, {k: v for k, v in overrides.items() if v is not None},
-                             results_root, data_root, force)
+        given = {**(load_config_file(config) if config else {}),
+                 **{k: v for k, v in overrides.items() if v is not None}}
+        records = run_scierc(model, seeds, profile, given, results_root, data_root, force)
         if not is_main_process():
             return
         if as_json:

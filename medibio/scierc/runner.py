@@ -85,15 +85,67 @@ def run_scierc(model: str | None = None, seeds: int | str | Sequence[int] | None
 
     ``overrides`` are :class:`~medibio.scierc.presets.SciercConfig` fields (``mode="pipeline"``, ``epochs``,
     caps ...). Works in a plain process and under ``accelerate launch`` (only the main process writes).
-    ``callbacks`` are the training loop's (``callback("epoch_end", epoch=..., ...)``).
+    ``callbacks`` are the training loop's (``callback("epoch_end", epoch=..., ...)``). With
+    ``$MEDIBIO_PROCESSES`` above 1 (``medibio book --processes N``) the request goes through ``accelerate
+    launch`` in that many processes (:func:`launch`), as fine-tuning does.
     """
     from medibio.finetune import trainer
+    from medibio.finetune.runner import PROCESSES_ENV, launch_processes
     from medibio.paths import results_root as default_results_root
 
+    processes = launch_processes()
+    if processes > 1:
+        if callbacks:
+            raise ValueError(f"callbacks cannot follow runs into {processes} launched processes; unset "
+                             f"${PROCESSES_ENV} to run in this process")
+        return launch(model, seeds, profile, overrides, results_root, data_root, force, num_processes=processes)
     plans = plan_runs(model, seeds, profile, overrides, data_root)
     root = default_results_root(results_root)
     accelerator = trainer.make_accelerator(plans[0].config.mixed_precision if plans else "no")
     return [run_plan(plan, root, force, data_root, accelerator, callbacks) for plan in plans]
+
+
+def launch(model: str | None = None, seeds: int | str | Sequence[int] | None = None,
+           profile: str | Profile = profiles.DEFAULT_PROFILE, overrides: Mapping[str, Any] | None = None,
+           results_root: str | Path | None = None, data_root: str | Path | None = None, force: bool = False,
+           num_processes: int = 2) -> list[Any]:
+    """The same request as ``medibio scierc train`` in ``num_processes`` processes of ``accelerate launch``
+    (overrides travel as a YAML ``--config`` file); the records are found by planning the request here."""
+    import os
+    import tempfile
+
+    import yaml
+
+    from medibio.finetune.runner import accelerate_launch, launch_env
+    from medibio.paths import results_root as default_results_root
+    from medibio.runs import records as rec
+
+    root = default_results_root(results_root)
+    args = ["scierc", "train", "--profile", profiles.get(profile).name, "--results-root", str(root)]
+    if model:
+        args += ["--model", str(model)]
+    seed_list = profiles.parse_seeds(seeds)
+    if seed_list:
+        args += ["--seeds", ",".join(map(str, seed_list))]
+    if data_root:
+        args += ["--data-root", str(data_root)]
+    if force:
+        args.append("--force")
+    plain = {k: v for k, v in (overrides or {}).items() if v is not None}
+    config_file = None
+    if plain:
+        (root / ".launch").mkdir(parents=True, exist_ok=True)
+        fd, config_file = tempfile.mkstemp(suffix=".yaml", dir=root / ".launch")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            yaml.safe_dump(plain, fh)
+        args += ["--config", config_file]
+    try:
+        accelerate_launch(args, num_processes, env=launch_env(num_processes))
+    finally:
+        if config_file:
+            os.unlink(config_file)
+    found = [rec.find_record(root, plan.key) for plan in plan_runs(model, seeds, profile, plain, data_root)]
+    return [r for r in found if r is not None]
 
 
 def _label(plan: RunPlan) -> str:
