@@ -42,18 +42,15 @@ def scierc_table(results: str | Path | Sequence[Any], profile: str | None = None
 def breakdown(records: Sequence[Any], results_root: str | Path, data_root: str | Path | None = None
               ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per entity type NER F1 and per relation type REL F1 (mean ± sd over the runs, gold counts)."""
-    import json
+    from medibio.scierc import data, metrics, predictions
 
-    from medibio.scierc import data, metrics
-
-    gold = {d.doc_key: d for d in data.load_split("test", data_root)}
+    gold = data.load_split("test", data_root)
     ner_rows, rel_rows = [], []
     for r in records:
         path = r.predictions_file(results_root)
         if not r.ok or path is None or not path.is_file():
             continue
-        preds = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        docs = [gold[p["doc_key"]] for p in preds]
+        docs, preds = predictions.read(path, gold, partial=True)  # a capped test set predicts a subset
         g_ent = [d.all_entities() for d in docs]
         p_ent = [[tuple(e) for e in p["entities"]] for p in preds]
         for t, s in metrics.ner_by_type(g_ent, p_ent).items():
