@@ -163,9 +163,8 @@ def intermediate_preset(task: str, profile: str | Profile, max_length: int | Non
     return cfg.replace(**changes)
 
 
-def load_config_file(path: str | Path) -> dict[str, Any]:
-    """Read a YAML/JSON override file: top-level fields apply to every task, ``tasks:`` maps a dataset
-    name to its own fields. Unknown keys raise ``InputFormatError`` naming the file."""
+def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
+    """A YAML/JSON file holding one mapping (``what`` names it in errors, which name the file and line)."""
     import yaml
 
     from medibio.errors import InputFormatError
@@ -177,7 +176,17 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         raise InputFormatError(path, None if line is None else line + 1, "valid YAML", str(exc)) from exc
     if not isinstance(data, dict):
-        raise InputFormatError(path, 1, "a mapping of fine-tuning options", type(data).__name__)
+        raise InputFormatError(path, 1, f"a mapping of {what}", type(data).__name__)
+    return data
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Read a YAML/JSON override file: top-level fields apply to every task, ``tasks:`` maps a dataset
+    name to its own fields. Unknown keys raise ``InputFormatError`` naming the file."""
+    from medibio.errors import InputFormatError
+
+    path = Path(path)
+    data = read_yaml_mapping(path, "fine-tuning options")
     valid = set(field_names())
     for key in data:
         if key != "tasks" and key not in valid:

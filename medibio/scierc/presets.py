@@ -113,18 +113,10 @@ def field_names() -> list[str]:
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """``medibio scierc train --config``: a YAML mapping of :class:`SciercConfig` fields (errors name the file)."""
-    import yaml
-
     from medibio.errors import InputFormatError
+    from medibio.finetune.presets import read_yaml_mapping
 
-    path = Path(path)
-    try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise InputFormatError(path, None if line is None else line + 1, "valid YAML", str(exc)) from exc
-    if not isinstance(values, dict):
-        raise InputFormatError(path, 1, "a mapping of SciERC options", type(values).__name__)
+    values = read_yaml_mapping(path, "SciERC options")
     unknown = sorted(set(map(str, values)) - set(field_names()))
     if unknown:
         raise InputFormatError(path, None, f"SciERC options ({', '.join(field_names())})", ", ".join(unknown))
