@@ -71,6 +71,15 @@ def test_finetuning_ran_the_gpu_presets_from_the_hub_name(limited) -> None:
     assert all("NOT an official score" in " ".join(r.notes) for r in biosses)
 
 
+def test_scierc_trained_in_two_processes_from_the_hub_name(limited) -> None:
+    """The Table 4 chapter under ``--processes 2``: run_scierc went through ``accelerate launch`` too."""
+    records = load_records(limited["results_root"], profile="gpu", kind="scierc", legacy=False)
+    assert records, "the gpu profile wrote no SciERC record"
+    assert {r.num_processes for r in records} == {2} and all(r.ok for r in records)
+    assert {r.model["name"] for r in records} == {HUB_MODEL}
+    assert all(r.train_examples <= limited["limit"] for r in records)
+
+
 def test_limited_pretraining_wrote_into_folders_of_its_own(limited) -> None:
     pretrain = Path(limited["results_root"]) / "pretrain"
     names = {p.name for p in pretrain.iterdir()} if pretrain.is_dir() else set()

@@ -4,8 +4,8 @@ A temporary ``HF_HOME`` gets MiniLM under the two BERT names and the tiny DeBERT
 layout (``spm.model`` only) under the two DeBERTa names. One child process, started with ``HF_HOME`` and
 ``HF_HUB_OFFLINE=1`` (both are read when ``huggingface_hub`` is imported), runs every head — token,
 sequence, multi-label classification, regression — for one optimiser step, one whole smoke run through the
-runner (4 examples per split) and one MLM continual-pretraining step from each name, all through medibio's
-normal loading path. A name absent from the cache keeps its error.
+runner (4 examples per split), one SciERC span-model step and prediction, and one MLM continual-pretraining
+step from each name, all through medibio's normal loading path. A name absent from the cache keeps its error.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ TINY_VOCAB = 2000
 # each layout caches the same bytes, so its heads and pretraining step are enough.
 RECORD_NAMES = (hub_cache.BERT_NAMES[0], hub_cache.DEBERTA_V3_NAMES[0])
 MISSING = "someorg/not-in-the-cache"
+SCIERC_DOCS = Path(__file__).parent / "fixtures" / "scierc" / "tiny.json"  # two hand-made SciERC abstracts
 pytestmark = pytest.mark.realdata
 
 DRIVER = r"""
@@ -43,7 +44,7 @@ from medibio.finetune import features, modeling, runner
 from medibio.pretrain.configs import get_config
 from medibio.pretrain.trainer import run_pretraining
 
-names, tasks, corpus, out, missing, tiny, record_names = json.loads(sys.argv[1])
+names, tasks, corpus, out, missing, tiny, record_names, scierc_file = json.loads(sys.argv[1])
 from transformers import AutoTokenizer
 tiny_tokenizer = AutoTokenizer.from_pretrained(tiny)  # the tiny model's own tokenizer.json
 torch.set_num_threads(2)
@@ -76,6 +77,32 @@ for name in names:
                                      results_root=out + "/results")
         rows[name + "|record"] = {"status": rec.status, "hash": rec.model["hash"], "model_type": rec.model["model_type"],
                                   "test": rec.test, "train_examples": rec.train_examples, "tag": rec.model["tag"]}
+    # the SciERC span model from the hub name: the runner's loading path, one optimiser step, one prediction
+    from medibio.blurb.registry import Problem
+    from medibio.scierc import data as scierc_data, runner as scierc_runner
+    from medibio.scierc.model import collate, featurize
+    plan = scierc_runner.plan_run(name, 1, "smoke")
+    span_model = scierc_runner._build(plan, ("ner", "relation", "coref"), typed=False)
+    span_tokenizer = modeling.load_tokenizer(name, Problem.TOKEN)
+    docs = scierc_data.read_documents(scierc_file)
+    feats = featurize(docs, span_tokenizer, plan.config)
+    batch = collate(feats, span_tokenizer.pad_token_id)
+    heads = span_model.head_parameters()
+    before = [p.detach().clone() for p in heads]
+    optimizer = torch.optim.AdamW(span_model.parameters(), lr=1e-3)
+    span_model.train()
+    loss = span_model(batch)["loss"]
+    loss.backward()
+    optimizer.step()
+    predictions = span_model.predict(batch)
+    rows[name + "|scierc"] = {
+        "loss": float(loss), "model_type": span_model.encoder.config.model_type,
+        "head_moved": all(not torch.equal(a, b.detach()) for a, b in zip(before, heads)),
+        "lost_words": sum(f.lost_words for f in feats),
+        "spans": [len(f.spans) for f in feats],
+        "all_spans": [len(scierc_data.enumerate_spans(d, plan.config.max_span_width)) for d in docs],
+        "predicted": [p["doc_key"] for p in predictions],
+        "fields": sorted(predictions[0])}
     cfg = get_config("smoke").with_overrides(max_steps=1, effective_batch=2, per_device_batch=2)
     rec = run_pretraining(cfg, corpus=corpus, init=name, out_dir=out + "/pretrain/" + name.replace("/", "__"),
                           progress=False)
@@ -105,7 +132,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory, data_root: Path) -> tuple[dict
     env.pop("HF_HUB_CACHE", None)
     env.pop("TRANSFORMERS_CACHE", None)
     args = json.dumps([list(hub_cache.HUB_NAMES), list(TASKS), str(corpus), str(base / "out"), MISSING,
-                       str(modelzoo.tiny_deberta()), list(RECORD_NAMES)])
+                       str(modelzoo.tiny_deberta()), list(RECORD_NAMES), str(SCIERC_DOCS)])
     done = subprocess.run([sys.executable, "-c", DRIVER, args], env=env, capture_output=True, text=True,
                           timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -154,6 +181,19 @@ def test_the_runner_records_the_cached_model(hub: tuple[dict[str, Path], dict], 
     assert row["hash"] == modelzoo.fingerprint(snapshots[name])
     if name in hub_cache.BERT_NAMES:
         assert row["hash"] == modelzoo.fingerprint(modelzoo.minilm_path())
+
+
+@pytest.mark.parametrize("name", hub_cache.HUB_NAMES)
+def test_the_scierc_span_model_steps_and_predicts_from_the_hub_name(hub: tuple[dict[str, Path], dict],
+                                                                    name: str) -> None:
+    _, rows = hub
+    row = rows[f"{name}|scierc"]
+    assert row["model_type"] == ("deberta-v2" if name in hub_cache.DEBERTA_V3_NAMES else "bert")
+    assert row["loss"] == row["loss"] and row["loss"] > 0
+    assert row["head_moved"], "the optimiser step left the span heads unchanged"
+    # the hub tokenizer (spm.model alone for the DeBERTa-v3 layout) maps every word: every span is a candidate
+    assert row["lost_words"] == 0 and row["spans"] == row["all_spans"]
+    assert row["predicted"] == ["D1", "D2"] and row["fields"] == ["clusters", "doc_key", "entities", "relations"]
 
 
 @pytest.mark.parametrize("name", hub_cache.HUB_NAMES)

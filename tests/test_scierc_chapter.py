@@ -10,6 +10,7 @@ import pytest
 
 from medibio.book import notebook
 from medibio.paths import REPO_ROOT
+from medibio.scierc import data, presets, published
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 
@@ -35,3 +36,16 @@ def test_chapter_shows_ours_next_to_table4(tmp_path, data_root) -> None:
         assert Path(s["figures"][key]).stat().st_size > 1000
     records = list((tmp_path / "results" / "scierc").rglob("seed1.json"))
     assert len(records) == 1 and json.loads(records[0].read_text())["kind"] == "scierc"
+    record = json.loads(records[0].read_text())
+
+    # prose numbers come from computations: Table 4's gains, the records' cost, the unreachable entities
+    assert s["tables"]["table4_gains"]["rows"] == ["NER", "JRE", "Coref"]
+    assert s["values"]["wall_total_s"] == pytest.approx(record["wall_time_s"], abs=0.1)
+    width = presets.preset("smoke").max_span_width
+    wide = sum(e - b + 1 > width for d in data.load_split("test", data_root) for b, e, _ in d.all_entities())
+    assert s["values"]["unreachable_test_entities"] == wide > 0
+    rows = s["tables"]["published"]["rows"]
+    assert len(rows) == len(published.RESULTS) + 2 and rows[-2].startswith("SciDeBERTa v2")
+    assert rows[-1].startswith("ours (smoke profile")
+    text = (tmp_path / "out.ipynb").read_text()
+    assert "standard deviations of SciDeBERTa" in text and "cannot be predicted at all" in text

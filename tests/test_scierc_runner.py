@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 
 import pytest
 
 from medibio.runs import listing
 from medibio.runs import records as rec
-from medibio.scierc import report, runner
+from medibio.scierc import data, report, runner
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
@@ -50,6 +52,23 @@ def test_smoke_run_writes_a_complete_record(tmp_path, data_root) -> None:
     assert list(table["task"]) == ["NER", "REL", "REL+", "Coref"] and set(table["seeds"]) == {1}
     ner, rel = report.breakdown([record], tmp_path, data_root)
     assert set(ner.columns) == {"F1", "± (sd)", "gold"}
+    # one row per entity / relation type of the scored test documents (gold or predicted), gold counted right
+    gold = {d.doc_key: d for d in data.load_split("test", data_root)}
+    docs = [gold[p["doc_key"]] for p in predictions]
+    gold_types = Counter(e[2] for d in docs for e in d.all_entities())
+    predicted_types = {e[2] for p in predictions for e in p["entities"]}
+    assert set(ner.index) == set(gold_types) | predicted_types
+    assert {t: int(ner.loc[t, "gold"]) for t in ner.index} == {t: gold_types.get(t, 0) for t in ner.index}
+    gold_relations = Counter(r[4] for d in docs for r in d.all_relations())
+    assert set(gold_relations) <= set(rel.index)
+    assert all(int(rel.loc[t, "gold"]) == n for t, n in gold_relations.items())
+    assert ((ner["F1"] >= 0) & (ner["F1"] <= 100)).all()
+
+    # provenance: the commit the run was made from, and what its wall time and peak memory cover
+    assert re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", record.git_commit), record.git_commit
+    training_s = record.hyperparameters["epochs"] * record.train_examples / record.train_examples_per_s
+    assert record.wall_time_s > training_s  # data preparation, model loading and evaluation are inside
+    assert runner.CPU_MEMORY_NOTE in record.notes
 
 
 def test_pipeline_mode_trains_two_models(tmp_path, data_root) -> None:

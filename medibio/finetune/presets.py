@@ -291,16 +291,13 @@ def intermediate_preset(task: str, profile: str | Profile, max_length: int | Non
     return cfg.replace(**changes)
 
 
-def load_config_file(path: str | Path) -> dict[str, Any]:
-    """Read a YAML/JSON override file: top-level fields apply to every task, ``tasks:`` maps a dataset
-    name to its own fields. The file is read under the data files' text policy (UTF-8, BOM dropped) and
-    checked by :func:`check_overrides`: any bad key or value is an ``InputFormatError`` naming the file,
-    the key's line and what is allowed."""
+def _read_yaml(path: Path) -> tuple[Any, Any]:
+    """A YAML/JSON file under the data files' text policy (UTF-8, BOM dropped): its data and its node tree
+    (for the line of each key); a syntax error names the file and line."""
     import yaml
 
     from medibio.blurb.formats import read_text
 
-    path = Path(path)
     text = read_text(path)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -309,6 +306,27 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         raise InputFormatError(path, None if line is None else line + 1, "valid YAML",
                                " ".join(str(getattr(exc, "problem", None) or exc).split())) from exc
+    return data, node
+
+
+def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
+    """A YAML/JSON file holding one mapping (``what`` names it in errors, which name the file and line)."""
+    path = Path(path)
+    data, _ = _read_yaml(path)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise InputFormatError(path, 1, f"a mapping of {what}", type(data).__name__)
+    return data
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Read a YAML/JSON override file: top-level fields apply to every task, ``tasks:`` maps a dataset
+    name to its own fields. The file is read under the data files' text policy (UTF-8, BOM dropped) and
+    checked by :func:`check_overrides`: any bad key or value is an ``InputFormatError`` naming the file,
+    the key's line and what is allowed."""
+    path = Path(path)
+    data, node = _read_yaml(path)
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -259,14 +259,21 @@ def _launch_request(tasks: str | Sequence[str], model: str | None, seeds: Any, p
         fd, config_file = tempfile.mkstemp(suffix=".yaml", dir=folder)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             yaml.safe_dump(_plain_overrides(config_overrides), fh)
-    threads = str(max(1, (os.cpu_count() or processes) // processes))
     try:
         return launch(tasks, model, seeds, profile, num_processes=processes, config_file=config_file,
                       intermediate=intermediate, results_root=root, force=force, data_root=data_root,
-                      variant=variant, env={"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads)})
+                      variant=variant, env=launch_env(processes))
     finally:
         if config_file:
             os.unlink(config_file)
+
+
+def launch_env(processes: int) -> dict[str, str]:
+    """Environment of launched processes: the CPU threads shared out between them (unless set already)."""
+    import os
+
+    threads = str(max(1, (os.cpu_count() or processes) // processes))
+    return {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads)}
 
 
 def run_plan(plan: RunPlan, results_root: Path, force: bool, data_root: str | Path | None, accelerator: Any,
@@ -410,22 +417,11 @@ def launch(tasks: str | Sequence[str], model: str | None = None, seeds: int | st
     flags (``learning_rate=3e-5``, ``max_train_examples=100``, ``llrd=0.9``, ``bias_correction=False``).
     The records are found by planning the same request here (:func:`plan_runs`), not by rebuilding paths.
     """
-    import os
-
     from medibio.paths import results_root as default_results_root
     from medibio.runs import records as rec
 
     args = command_args(tasks, model, seeds, profile, **kwargs)
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(num_processes)]
-    if multi_gpu and num_processes > 1:
-        cmd.append("--multi_gpu")
-    cmd += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", *accelerate_args]
-    if multi_gpu and num_processes > 1 and not any(a.startswith("--main_process_port") for a in accelerate_args):
-        # a free port, not accelerate's fixed 29500: two launches on one machine must not meet on it
-        cmd += ["--main_process_port", str(_free_port())]
-    cmd += ["-m", "medibio", *args]
-    full_env = {**os.environ, **(env or {})}
-    subprocess.run(cmd, check=check, env=full_env)
+    accelerate_launch(args, num_processes, multi_gpu, accelerate_args, check, env)
     root = default_results_root(kwargs.get("results_root"))
     overrides = {k: v for k, v in kwargs.items() if k in presets.field_names()}
     if kwargs.get("config_file"):
@@ -434,6 +430,24 @@ def launch(tasks: str | Sequence[str], model: str | None = None, seeds: int | st
                       kwargs.get("data_root"))
     found = [rec.find_record(root, plan.key) for plan in plans]
     return [r for r in found if r is not None]
+
+
+def accelerate_launch(medibio_args: Sequence[str], num_processes: int = 2, multi_gpu: bool = True,
+                      accelerate_args: Sequence[str] = (), check: bool = True,
+                      env: Mapping[str, str] | None = None) -> None:
+    """``python -m medibio <medibio_args>`` in ``num_processes`` processes of ``accelerate launch`` (a
+    subprocess; fine-tuning and SciERC runs both go through it)."""
+    import os
+
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(num_processes)]
+    if multi_gpu and num_processes > 1:
+        cmd.append("--multi_gpu")
+    cmd += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", *accelerate_args]
+    if multi_gpu and num_processes > 1 and not any(a.startswith("--main_process_port") for a in accelerate_args):
+        # a free port, not accelerate's fixed 29500: two launches on one machine must not meet on it
+        cmd += ["--main_process_port", str(_free_port())]
+    cmd += ["-m", "medibio", *medibio_args]
+    subprocess.run(cmd, check=check, env={**os.environ, **(env or {})})
 
 
 def shell_command(*args: Any, **kwargs: Any) -> str:

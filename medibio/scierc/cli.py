@@ -15,6 +15,7 @@ from medibio.accel import is_main_process
 
 PROFILE = check.lookup(profiles.get)
 SEEDS = check.int_list(0)
+SPLIT = check.choice(("train", "dev", "test"))
 
 
 def _mode(value: str | None) -> str | None:
@@ -58,6 +59,8 @@ def register(app: typer.Typer) -> None:
         mixed_precision: str = typer.Option(None, "--mixed-precision", help="no, bf16 or fp16 (GPU)"),
         train_layers: int = typer.Option(None, "--train-layers", help="only the top N encoder layers learn",
                                          callback=check.at_least(0)),
+        config: Path = typer.Option(None, "--config", help="YAML file of SciERC options (flags win over it)",
+                                    exists=True, dir_okay=False),
         results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
         data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
         force: bool = typer.Option(False, "--force", help="rerun even when a record exists"),
@@ -67,6 +70,7 @@ def register(app: typer.Typer) -> None:
         """Train the span model on SciERC (one run record per seed; recorded runs are reused unless --force)."""
         import os
 
+        from medibio.scierc.presets import load_config_file
         from medibio.scierc.runner import run_scierc
 
         if limit:
@@ -76,8 +80,9 @@ def register(app: typer.Typer) -> None:
                      "max_span_width": max_span_width, "max_train_docs": max_train_docs,
                      "max_dev_docs": max_dev_docs, "max_test_docs": max_test_docs, "mixed_precision": mixed_precision,
                      "train_layers": train_layers}
-        records = run_scierc(model, seeds, profile, {k: v for k, v in overrides.items() if v is not None},
-                             results_root, data_root, force)
+        given = {**(load_config_file(config) if config else {}),
+                 **{k: v for k, v in overrides.items() if v is not None}}
+        records = run_scierc(model, seeds, profile, given, results_root, data_root, force)
         if not is_main_process():
             return
         if as_json:
@@ -90,22 +95,29 @@ def register(app: typer.Typer) -> None:
     def evaluate_cmd(
         predictions: Path = typer.Argument(..., help="json lines: doc_key, entities, relations, clusters",
                                            exists=True, dir_okay=False),
-        split: str = typer.Option("test", "--split", help="train, dev or test"),
+        split: str = typer.Option("test", "--split", help="train, dev or test", callback=SPLIT),
         data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
+        partial: bool = typer.Option(False, "--partial", help="score only the documents the file predicts "
+                                     "(otherwise a document of the split without a prediction is an error)"),
         as_json: bool = typer.Option(False, "--json", help="print every score as JSON"),
     ) -> None:
         """Score predictions against a SciERC split (NER, REL, REL+, MUC/B3/CEAF-e and CoNLL F1)."""
         from medibio.scierc import data, metrics
+        from medibio.scierc import predictions as reader
 
-        scores = metrics.flat(metrics.score_documents(*_aligned(predictions, data.load_split(split, data_root))))
+        gold = data.load_split(split, data_root)
+        docs, preds = reader.read(predictions, gold, partial=partial)
+        scores = metrics.flat(metrics.score_documents(docs, preds))
         if as_json:
-            typer.echo(json.dumps(scores, indent=2))
+            typer.echo(json.dumps({**scores, "documents": len(docs), "split_documents": len(gold)}, indent=2))
             return
-        typer.echo(_metrics_line(scores))
+        typer.echo(_metrics_line(scores) + (f"  ({len(docs)} of {len(gold)} {split} documents)"
+                                            if len(docs) < len(gold) else ""))
 
     @group.command("table")
     def table_cmd(
-        profile: str = typer.Option(None, "--profile", "-p", help="only this profile's runs"),
+        profile: str = typer.Option(None, "--profile", "-p", help="only this profile's runs; "
+                                    + profiles.help_text(), callback=PROFILE),
         results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
     ) -> None:
         """Mean ± sd over seeds of the recorded SciERC runs."""
@@ -115,22 +127,3 @@ def register(app: typer.Typer) -> None:
         table = scierc_table(resolve(results_root), profile)
         typer.echo("no SciERC records" if table.empty else table.to_string(index=False, float_format="%.2f"))
 
-
-def _aligned(path: Path, gold: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
-    """Gold documents and predictions in the same order; every predicted document must exist in ``gold``."""
-    from medibio.errors import InputFormatError
-
-    by_key = {d.doc_key: d for d in gold}
-    docs, preds = [], []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputFormatError(path, n, f"valid json ({exc.msg})", line) from None
-        if not isinstance(row, dict) or row.get("doc_key") not in by_key:
-            raise InputFormatError(path, n, "an object whose doc_key is a document of the split", line)
-        docs.append(by_key[row["doc_key"]])
-        preds.append({k: row.get(k, []) for k in ("entities", "relations", "clusters")})
-    return docs, preds

@@ -162,6 +162,7 @@ class SpanModel(nn.Module):
         embs = self.span_embeddings(batch)
         device = embs[0].device
         losses = {h: torch.zeros((), device=device) for h in self.heads}
+        scored = dict.fromkeys(self.heads, False)
         for f, g in zip(batch["features"], embs, strict=True):
             index = {(s, e): k for k, (s, e, _) in enumerate(f.spans)}
             gold_ent = {(s, e): t for s, e, t in f.doc.all_entities() if (s, e) in index}
@@ -175,6 +176,7 @@ class SpanModel(nn.Module):
                 losses["ner"] = losses["ner"] + nn.functional.cross_entropy(logits[keep].float(), target[keep],
                                                                             weight=self._ner_weights(device))
                 score = self._entity_score(logits.detach())
+                scored["ner"] = True
             gold_idx = {index[span] for span in gold_ent}
             if "relation" in self.heads:
                 cand = set(gold_idx)
@@ -184,6 +186,7 @@ class SpanModel(nn.Module):
                 rel_loss = self._relation_loss(f, g, sorted(cand), types, index)
                 if rel_loss is not None:
                     losses["relation"] = losses["relation"] + rel_loss
+                    scored["relation"] = True
             if "coref" in self.heads:
                 cand = set(gold_idx)
                 if score is not None:
@@ -191,10 +194,26 @@ class SpanModel(nn.Module):
                 coref_loss = self._coref_loss(f, g, sorted(cand, key=lambda k: f.spans[k][:2]), index)
                 if coref_loss is not None:
                     losses["coref"] = losses["coref"] + coref_loss
+                    scored["coref"] = True
+        for head in (h for h in self.heads if not scored[h]):
+            losses[head] = losses[head] + self._zero_loss(head, embs)
         n = len(batch["features"])
         weights = {"ner": self.cfg.ner_weight, "relation": self.cfg.relation_weight, "coref": self.cfg.coref_weight}
         total = sum(weights[h] * losses[h] / n for h in self.heads)
         return {"loss": total, **{h: (losses[h] / n).detach() for h in self.heads}}
+
+    def _head_modules(self, head: str) -> list[nn.Module]:
+        names = {"ner": ("ner",), "relation": ("relation_proj", "relation", "type_emb"),
+                 "coref": ("mention", "coref_proj", "antecedent")}[head]
+        return [getattr(self, name) for name in names if hasattr(self, name)]
+
+    def _zero_loss(self, head: str, embs: Sequence[torch.Tensor]) -> torch.Tensor:
+        """A loss of value 0 that still reaches ``head``'s parameters and the encoder (through the span
+        embeddings), for a batch that gives the head nothing to score (a document without two entities in one
+        sentence: 3 of SciERC's 350 training abstracts). Backward then always has a graph, and under several
+        processes every parameter gets its (zero) gradient, as DistributedDataParallel requires of each step."""
+        params = [p.sum() for m in self._head_modules(head) for p in m.parameters()]
+        return 0.0 * (torch.stack(params).sum() + sum(g.sum() for g in embs))
 
     def _ner_sample(self, target: torch.Tensor) -> torch.Tensor:
         """Indices of the spans in the NER loss: all, or every entity plus ``ner_negatives`` random others."""

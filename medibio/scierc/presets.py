@@ -1,4 +1,5 @@
-"""The SciERC configuration of a run (:class:`SciercConfig`) and its values under each profile.
+"""The SciERC configuration of a run (:class:`SciercConfig`); each profile's values are ``Profile.scierc`` and
+``Profile.scierc_seeds`` in :mod:`medibio.profiles`.
 
 How the options map to the literature:
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from medibio import profiles
@@ -109,43 +111,29 @@ def field_names() -> list[str]:
     return [f.name for f in dataclasses.fields(SciercConfig)]
 
 
-# Per profile. smoke: the tiny random model on a few documents (seconds; scores meaningless).
-# cpu: MiniLM on this 2-core machine, fp32, sized so that the chapter's three seeds fit in 12 minutes including
-# evaluation on the full official test set. Only MiniLM's top two layers learn (train_layers=2): backpropagation
-# then stops there, which took training from ~1 to ~7.4 abstracts/s on a quiet machine, and buys 300 of the 350
-# training abstracts x 5 epochs instead of 120 x 2 (measured, seed 1, full test set: 120 docs x 2 epochs of full
-# fine-tuning gave NER 12.4 / REL 0 / Coref 0; all 350 x 5 epochs with the top two layers, head lr 5e-3 and 50
-# negative relation pairs per document: NER 46.7 / REL 8.9 / Coref 23.8; without relation negative sampling
-# the relation head stays at "no relation"). gpu / paper: the full data, all layers and DyGIE++-like epochs.
-PROFILE_VALUES: dict[str, dict[str, Any]] = {
-    "smoke": {"max_train_docs": 8, "max_dev_docs": 4, "max_test_docs": 4, "epochs": 2, "batch_size": 4,
-              "max_length": 128, "learning_rate": 5e-4, "head_learning_rate": 5e-3, "max_span_width": 4,
-              "head_hidden": 32, "mixed_precision": "no"},
-    "cpu": {"max_train_docs": 300, "max_dev_docs": 20, "epochs": 5, "batch_size": 2, "max_length": 256,
-            "learning_rate": 1e-4, "head_learning_rate": 5e-3, "max_span_width": 6, "mixed_precision": "no",
-            "ner_negatives": 100, "relation_negatives": 50, "train_layers": 2},
-    "gpu": {"epochs": 20, "batch_size": 8, "learning_rate": 2e-5, "head_learning_rate": 5e-4},
-    "paper": {"epochs": 20, "batch_size": 8, "learning_rate": 2e-5, "head_learning_rate": 5e-4},
-}
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """``medibio scierc train --config``: a YAML mapping of :class:`SciercConfig` fields (errors name the file)."""
+    from medibio.errors import InputFormatError
+    from medibio.finetune.presets import read_yaml_mapping
 
-
-# Seeds per profile: the paper reports five runs; the cpu profile affords three (the issue's budget).
-SEEDS: dict[str, tuple[int, ...]] = {"smoke": (1,), "cpu": (1, 2, 3), "gpu": (1, 2, 3, 4, 5), "paper": (1, 2, 3, 4, 5)}
+    values = read_yaml_mapping(path, "SciERC options")
+    unknown = sorted(set(map(str, values)) - set(field_names()))
+    if unknown:
+        raise InputFormatError(path, None, f"SciERC options ({', '.join(field_names())})", ", ".join(unknown))
+    return values
 
 
 def seeds(profile: str | profiles.Profile) -> tuple[int, ...]:
-    """The profile's SciERC seeds (``Profile.scierc["seeds"]`` wins, then :data:`SEEDS`, then the profile's)."""
+    """The profile's SciERC seeds (``Profile.scierc_seeds``, else the profile's seeds)."""
     prof = profiles.get(profile)
-    given = dict(prof.scierc).get("seeds")
-    return tuple(given) if given else SEEDS.get(prof.name, prof.seeds)
+    return tuple(prof.scierc_seeds or prof.seeds)
 
 
 def preset(profile: str | profiles.Profile, overrides: Mapping[str, Any] | None = None) -> SciercConfig:
-    """The profile's SciERC configuration (this module's values, then ``Profile.scierc``, then overrides);
-    a profile ``limit`` (``--limit``) caps every split."""
+    """The profile's SciERC configuration (the defaults here, then ``Profile.scierc`` in
+    :mod:`medibio.profiles`, then overrides); a profile ``limit`` (``--limit``) caps every split."""
     prof = profiles.get(profile)
-    values = {**PROFILE_VALUES.get(prof.name, {}), **{k: v for k, v in prof.scierc.items() if k != "seeds"}}
-    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    values = {**prof.scierc, **{k: v for k, v in (overrides or {}).items() if v is not None}}
     cfg = SciercConfig().replace(**values)
     if prof.limit is not None:
         cfg = cfg.replace(max_train_docs=prof.cap(cfg.max_train_docs), max_dev_docs=prof.cap(cfg.max_dev_docs),

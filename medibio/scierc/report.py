@@ -42,18 +42,15 @@ def scierc_table(results: str | Path | Sequence[Any], profile: str | None = None
 def breakdown(records: Sequence[Any], results_root: str | Path, data_root: str | Path | None = None
               ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per entity type NER F1 and per relation type REL F1 (mean ± sd over the runs, gold counts)."""
-    import json
+    from medibio.scierc import data, metrics, predictions
 
-    from medibio.scierc import data, metrics
-
-    gold = {d.doc_key: d for d in data.load_split("test", data_root)}
+    gold = data.load_split("test", data_root)
     ner_rows, rel_rows = [], []
     for r in records:
         path = r.predictions_file(results_root)
         if not r.ok or path is None or not path.is_file():
             continue
-        preds = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        docs = [gold[p["doc_key"]] for p in preds]
+        docs, preds = predictions.read(path, gold, partial=True)  # a capped test set predicts a subset
         g_ent = [d.all_entities() for d in docs]
         p_ent = [[tuple(e) for e in p["entities"]] for p in preds]
         for t, s in metrics.ner_by_type(g_ent, p_ent).items():
@@ -71,3 +68,49 @@ def breakdown(records: Sequence[Any], results_root: str | Path, data_root: str |
         return out.sort_values("gold", ascending=False)
 
     return summarise(ner_rows), summarise(rel_rows)
+
+
+def paper_gains(table4: pd.DataFrame) -> pd.DataFrame:
+    """Table 4's SciDeBERTa v2 − SciDeBERTa difference per task, in units of each model's std, and Welch's
+    t-test from the printed mean ± std (five runs each, ± read as the sample std)."""
+    from scipy import stats
+
+    from medibio.paper.audit import RUNS_TABLE4
+
+    mean = table4.pivot(index="task", columns="model", values="mean")
+    sd = table4.pivot(index="task", columns="model", values="std")
+    rows = []
+    for task in ("NER", "JRE", "Coref"):
+        v1, v2 = "SciDeBERTa", "SciDeBERTa v2"
+        test = stats.ttest_ind_from_stats(mean.loc[task, v2], sd.loc[task, v2], RUNS_TABLE4,
+                                          mean.loc[task, v1], sd.loc[task, v1], RUNS_TABLE4, equal_var=False)
+        diff = mean.loc[task, v2] - mean.loc[task, v1]
+        rows.append({"task": task, "v2 − v1": diff, "in sd of SciDeBERTa": diff / sd.loc[task, v1],
+                     "in sd of v2": diff / sd.loc[task, v2], "Welch t": test.statistic, "p": test.pvalue})
+    return pd.DataFrame(rows).set_index("task")
+
+
+def unreachable(docs: Sequence[Any], max_span_width: int) -> dict[str, int]:
+    """Gold entities wider than ``max_span_width`` words (no candidate span covers them) and the gold relations
+    with such an argument: what no model with that width can find."""
+    wide = {(d.doc_key, s, e) for d in docs for s, e, _ in d.all_entities() if e - s + 1 > max_span_width}
+    relations = [(d.doc_key, r) for d in docs for r in d.all_relations()]
+    touching = sum((k, r[0], r[1]) in wide or (k, r[2], r[3]) in wide for k, r in relations)
+    return {"entities": sum(len(d.all_entities()) for d in docs), "too_wide": len(wide),
+            "relations": len(relations), "relations_touching": touching}
+
+
+def runs_summary(records: Sequence[Any]) -> dict[str, Any]:
+    """What the records say about the cost of the chapter's runs (wall time covers data preparation, model
+    loading, training, dev evaluation and test prediction; see :func:`medibio.scierc.runner.train`)."""
+    ok = [r for r in records if r.ok]
+    walls = pd.Series([r.wall_time_s for r in ok], dtype=float)
+    speed = pd.Series([r.train_examples_per_s for r in ok], dtype=float)
+    return {"runs": len(ok), "wall_total_s": float(walls.sum()), "wall_per_run_s": float(walls.mean()),
+            "train_docs_per_s": float(speed.mean()), "train_docs_per_s_min": float(speed.min()),
+            "train_docs_per_s_max": float(speed.max()),
+            "train_docs": int(ok[0].train_examples) if ok else 0,
+            "epochs": int(ok[0].hyperparameters.get("epochs", 0)) if ok else 0,
+            "peak_memory_mb": float(max((r.peak_memory_mb for r in ok), default=0.0)),
+            "device": ok[0].device if ok else ""}
+

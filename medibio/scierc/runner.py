@@ -24,6 +24,10 @@ KIND = "scierc"
 DATASET = "SciERC"
 SUBSET_SEED = 12345
 PROTOCOL = 1
+# what peak memory means in a CPU record (the trainer reads the process-wide maximum resident set size)
+CPU_MEMORY_NOTE = ("peak_memory_mb on CPU: the process's largest resident set size so far (getrusage "
+                   "ru_maxrss), not this run's alone: later seeds in one process report at least the earlier ones' "
+                   "peak")
 
 
 @dataclass(frozen=True)
@@ -85,15 +89,67 @@ def run_scierc(model: str | None = None, seeds: int | str | Sequence[int] | None
 
     ``overrides`` are :class:`~medibio.scierc.presets.SciercConfig` fields (``mode="pipeline"``, ``epochs``,
     caps ...). Works in a plain process and under ``accelerate launch`` (only the main process writes).
-    ``callbacks`` are the training loop's (``callback("epoch_end", epoch=..., ...)``).
+    ``callbacks`` are the training loop's (``callback("epoch_end", epoch=..., ...)``). With
+    ``$MEDIBIO_PROCESSES`` above 1 (``medibio book --processes N``) the request goes through ``accelerate
+    launch`` in that many processes (:func:`launch`), as fine-tuning does.
     """
     from medibio.finetune import trainer
+    from medibio.finetune.runner import PROCESSES_ENV, launch_processes
     from medibio.paths import results_root as default_results_root
 
+    processes = launch_processes()
+    if processes > 1:
+        if callbacks:
+            raise ValueError(f"callbacks cannot follow runs into {processes} launched processes; unset "
+                             f"${PROCESSES_ENV} to run in this process")
+        return launch(model, seeds, profile, overrides, results_root, data_root, force, num_processes=processes)
     plans = plan_runs(model, seeds, profile, overrides, data_root)
     root = default_results_root(results_root)
     accelerator = trainer.make_accelerator(plans[0].config.mixed_precision if plans else "no")
     return [run_plan(plan, root, force, data_root, accelerator, callbacks) for plan in plans]
+
+
+def launch(model: str | None = None, seeds: int | str | Sequence[int] | None = None,
+           profile: str | Profile = profiles.DEFAULT_PROFILE, overrides: Mapping[str, Any] | None = None,
+           results_root: str | Path | None = None, data_root: str | Path | None = None, force: bool = False,
+           num_processes: int = 2) -> list[Any]:
+    """The same request as ``medibio scierc train`` in ``num_processes`` processes of ``accelerate launch``
+    (overrides travel as a YAML ``--config`` file); the records are found by planning the request here."""
+    import os
+    import tempfile
+
+    import yaml
+
+    from medibio.finetune.runner import accelerate_launch, launch_env
+    from medibio.paths import results_root as default_results_root
+    from medibio.runs import records as rec
+
+    root = default_results_root(results_root)
+    args = ["scierc", "train", "--profile", profiles.get(profile).name, "--results-root", str(root)]
+    if model:
+        args += ["--model", str(model)]
+    seed_list = profiles.parse_seeds(seeds)
+    if seed_list:
+        args += ["--seeds", ",".join(map(str, seed_list))]
+    if data_root:
+        args += ["--data-root", str(data_root)]
+    if force:
+        args.append("--force")
+    plain = {k: v for k, v in (overrides or {}).items() if v is not None}
+    config_file = None
+    if plain:
+        (root / ".launch").mkdir(parents=True, exist_ok=True)
+        fd, config_file = tempfile.mkstemp(suffix=".yaml", dir=root / ".launch")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            yaml.safe_dump(plain, fh)
+        args += ["--config", config_file]
+    try:
+        accelerate_launch(args, num_processes, env=launch_env(num_processes))
+    finally:
+        if config_file:
+            os.unlink(config_file)
+    found = [rec.find_record(root, plan.key) for plan in plan_runs(model, seeds, profile, plain, data_root)]
+    return [r for r in found if r is not None]
 
 
 def _label(plan: RunPlan) -> str:
@@ -160,13 +216,19 @@ def _groups(model: Any, cfg: Any) -> list[dict[str, Any]]:
 
 def train(plan: RunPlan, results_root: Path, data_root: str | Path | None, accelerator: Any,
           callbacks: Sequence[Any] = ()) -> tuple[Any, list[dict[str, Any]]]:
-    """Train and evaluate one planned run (joint: one model; pipeline: entity model, then relation model)."""
+    """Train and evaluate one planned run (joint: one model; pipeline: entity model, then relation model).
+
+    The record's ``wall_time_s`` is this whole function: reading and featurising the data, loading the
+    encoder(s), training with the dev evaluation of every epoch, predicting and scoring test."""
+    import time
+
     from medibio.blurb.registry import Problem
     from medibio.finetune import modeling, trainer
     from medibio.runs import records as rec
     from medibio.scierc import data, metrics
     from medibio.scierc.task import SciercTask
 
+    started = time.perf_counter()
     cfg = plan.config
     full = {s: data.load_split(s, data_root) for s in data.SPLITS}
     splits = {"train": subsample(full["train"], cfg.max_train_docs), "dev": subsample(full["dev"], cfg.max_dev_docs),
@@ -219,6 +281,8 @@ def train(plan: RunPlan, results_root: Path, data_root: str | Path | None, accel
     env = rec.environment_info()
     info = rec.model_info(plan.model)
     info["parameters"] = sum(sum(p.numel() for p in net.parameters()) for _, _, net in stages)
+    if accelerator.device.type != "cuda":
+        notes.append(CPU_MEMORY_NOTE)
     train_time = sum(res.train_time_s for _, res, _ in stages)
     seen = sum(res.train_examples_per_s * res.train_time_s for _, res, _ in stages)
     hyper = cfg.to_dict()
@@ -231,7 +295,7 @@ def train(plan: RunPlan, results_root: Path, data_root: str | Path | None, accel
         best_epoch=stages[0][1].best_epoch, dev=dev, test=test, score_dev=dev.get("score"),
         score_test=test.get("score"), predictions=plan.key.predictions_path(results_root).name,
         train_examples=len(splits["train"]), eval_examples=len(splits["test"]),
-        wall_time_s=round(sum(res.wall_time_s for _, res, _ in stages), 2),
+        wall_time_s=round(time.perf_counter() - started, 2),
         train_examples_per_s=round(seen / train_time, 3) if train_time else 0.0,
         peak_memory_mb=round(max(res.peak_memory_mb for _, res, _ in stages), 1),
         device=trainer.device_name(accelerator), num_processes=accelerator.num_processes, versions=env["versions"],

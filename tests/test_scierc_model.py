@@ -1,0 +1,132 @@
+"""The span model on documents that give a head nothing to score (no two entities in one sentence: 3 of
+SciERC's 350 training abstracts): every loss stays connected to the graph, so a batch of such documents
+trains (batch size 1, joint and pipeline) and every trainable parameter gets a gradient, as
+DistributedDataParallel requires of each step; and a run with ``$MEDIBIO_PROCESSES=2`` goes through
+``accelerate launch`` in two processes (on those documents, in pipeline mode)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from medibio.scierc import data
+
+TINY = Path(__file__).parent / "fixtures" / "scierc" / "tiny.json"
+# one word per sentence: no span pair within a sentence (no relation candidate in any mode) and, with four
+# words, one coreference candidate at most besides its single gold entity
+NO_PAIR = {"doc_key": "NOPAIR", "sentences": [["Parsing"], ["works"], ["."]],
+           "ner": [[[0, 0, "Task"]], [], []], "relations": [[], [], []], "clusters": []}
+
+
+def _doc(raw: dict) -> data.Document:
+    return data.parse_document(raw, Path("hand.json"), 1)
+
+
+@pytest.fixture()
+def hand_root(tmp_path: Path) -> Path:
+    """A data root whose training split holds two documents without any pair, D1 and D2."""
+    tiny = [json.loads(line) for line in TINY.read_text().splitlines()]
+    splits = {"train": [NO_PAIR, tiny[0], {**NO_PAIR, "doc_key": "NOPAIR2"}, tiny[1]], "dev": tiny,
+              "test": [*tiny, NO_PAIR]}
+    folder = tmp_path / "data" / "scierc"
+    folder.mkdir(parents=True)
+    for split, docs in splits.items():
+        (folder / f"{split}.json").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    return tmp_path / "data"
+
+
+def _model(heads: tuple[str, ...], typed: bool):
+    import torch
+    from transformers import AutoModel
+
+    from medibio import modelzoo
+    from medibio.blurb.registry import Problem
+    from medibio.finetune import modeling
+    from medibio.scierc import presets
+    from medibio.scierc.model import SpanModel
+
+    torch.manual_seed(0)
+    cfg = presets.preset("smoke")
+    encoder = AutoModel.from_pretrained(modelzoo.tiny_deberta())
+    tokenizer = modeling.load_tokenizer(str(modelzoo.tiny_deberta()), Problem.TOKEN)
+    return SpanModel(encoder, cfg, heads, typed_relations=typed), tokenizer, cfg
+
+
+@pytest.mark.parametrize(("heads", "typed"), [(("ner", "relation", "coref"), False), (("relation",), True),
+                                              (("ner", "coref"), False)],
+                         ids=["joint", "pipeline-relation", "pipeline-entity"])
+def test_a_document_without_pairs_gives_every_parameter_a_gradient(heads, typed) -> None:
+    from medibio.scierc.model import collate, featurize
+
+    model, tokenizer, cfg = _model(heads, typed)
+    doc = _doc(NO_PAIR)
+    assert not model._pairs(featurize([doc], tokenizer, cfg)[0], range(3))  # truly nothing to relate
+    batch = collate(featurize([doc], tokenizer, cfg), tokenizer.pad_token_id)
+    model.train()
+    out = model(batch)
+    assert out["loss"].requires_grad
+    if "relation" in heads:
+        assert float(out["relation"]) == 0.0  # the zero-weighted connection adds nothing to the loss
+    if heads == ("relation",):
+        assert float(out["loss"].detach()) == 0.0
+    out["loss"].backward()
+    missing = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
+    assert not missing, missing
+
+
+def test_a_document_with_pairs_keeps_its_loss() -> None:
+    """The connection is added only to a head that scored nothing: elsewhere the loss is the heads' own."""
+    import torch
+
+    from medibio.scierc.model import collate, featurize
+
+    model, tokenizer, cfg = _model(("relation",), True)
+    doc = data.read_documents(TINY)[0]
+    batch = collate(featurize([doc], tokenizer, cfg), tokenizer.pad_token_id)
+    model.eval()  # no dropout: the two evaluations below see the same network
+    out = model(batch)
+    assert float(out["relation"]) > 0
+    g = model.span_embeddings(batch)[0]
+    index = {(s, e): k for k, (s, e, _) in enumerate(batch["features"][0].spans)}
+    types = {index[(s, e)]: t for s, e, t in doc.all_entities()}
+    own = model._relation_loss(batch["features"][0], g, sorted(types), types, index)
+    assert torch.isclose(out["loss"], own)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["joint", "pipeline"])
+def test_batch_size_one_trains_on_documents_without_pairs(mode, hand_root, tmp_path) -> None:
+    from medibio.scierc import runner
+
+    [record] = runner.run_scierc(profile="smoke", overrides={"mode": mode, "batch_size": 1, "epochs": 1},
+                                 results_root=tmp_path / "results", data_root=hand_root)
+    assert record.ok and record.variant == mode and record.train_examples == 4
+    steps = record.hyperparameters["optimizer_steps"]
+    assert steps == (4 if mode == "joint" else 8)  # one step per document (and per model in the pipeline)
+
+
+@pytest.mark.slow
+def test_medibio_processes_launches_two_processes_in_pipeline_mode(hand_root, tmp_path, monkeypatch) -> None:
+    """``$MEDIBIO_PROCESSES=2`` (``medibio book --processes 2``): ``run_scierc`` goes through ``accelerate
+    launch``; each process gets one document per step, so both meet documents without pairs."""
+    from medibio.finetune.runner import PROCESSES_ENV
+    from medibio.runs import records as rec
+    from medibio.scierc import runner
+
+    monkeypatch.setenv(PROCESSES_ENV, "2")
+    overrides = {"mode": "pipeline", "batch_size": 2, "epochs": 2}
+    [record] = runner.run_scierc(profile="smoke", overrides=overrides, results_root=tmp_path / "results",
+                                 data_root=hand_root)
+    assert record.ok and record.num_processes == 2 and record.device.endswith("x2")
+    assert record.hyperparameters["per_device_batch_size"] == 1
+    assert {e["stage"] for e in record.dev_curve} == {"entity", "relation"}
+    monkeypatch.delenv(PROCESSES_ENV)
+    plan = runner.plan_run(profile="smoke", overrides=overrides, data_root=hand_root)
+    assert rec.find_record(tmp_path / "results", plan.key).created == record.created
+    assert not list((tmp_path / "results" / ".launch").glob("*.yaml"))  # the overrides file is removed
+    with pytest.raises(ValueError, match="callbacks cannot follow"):
+        monkeypatch.setenv(PROCESSES_ENV, "2")
+        runner.run_scierc(profile="smoke", overrides=overrides, results_root=tmp_path / "results",
+                          data_root=hand_root, callbacks=[print])
