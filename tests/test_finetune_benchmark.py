@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from medibio.finetune import benchmark
+from medibio import accel
+from medibio.finetune import benchmark, presets
 
 pytestmark = pytest.mark.realdata
 
@@ -37,9 +38,11 @@ def test_trainer_comparison_runs_both_engines_on_the_same_data(data_root):
                              isolate=False, progress=False)
     ours, hf = rows
     assert (ours["engine"], hf["engine"]) == ("medibio", "hf-trainer")
+    # both engines take the machine's precision decision for the preset (bf16 on CPUs with native bf16)
+    expected = accel.precision_for(requested=presets.preset("BIOSSES", "smoke").mixed_precision)
     for row in rows:
         assert row["task"] == "BIOSSES" and row["train_examples"] == 8 and row["epochs"] == 1
-        assert row["train_examples_per_s"] > 0 and row["peak_memory_mb"] > 0 and row["precision"] == "no"
+        assert row["train_examples_per_s"] > 0 and row["peak_memory_mb"] > 0 and row["precision"] == expected
         assert row["test_score"] == row["test_score"]  # a number, not NaN
     text = benchmark.compare_table(rows)
     ratio = ours["train_examples_per_s"] / hf["train_examples_per_s"]

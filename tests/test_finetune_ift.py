@@ -138,3 +138,19 @@ def test_an_overridden_intermediate_budget_trains_the_stage(tmp_path, data_root,
     assert stage["train_examples"] == 16 and [e["epoch"] for e in stage["dev_curve"]] == [1, 2]
     assert stage["hyperparameters"] == record.config["intermediate"][0]["hyperparameters"]
     assert str(built[1]["init_from"]) == str(folder / "encoder")
+
+
+def test_a_cosine_target_trains_its_regression_stages_with_the_cosine_head(tmp_path, data_root, spies):
+    """A bi-encoder target (``pooling: cosine``) gets stages in the same geometry where the stage is a
+    sentence-pair regression (STS-B); a classification stage (SICK-E) keeps its own head."""
+    built, _ = spies
+    overrides = {"pooling": "cosine", "head_lr_scale": 10.0}
+    [record] = runner.run_finetune("BIOSSES", profile="smoke", intermediate=["STS-B", "SICK-E"],
+                                   config_overrides=overrides, results_root=tmp_path, data_root=data_root)
+    assert record.ok and record.hyperparameters["pooling"] == "cosine"
+    stages = record.config["intermediate"]
+    assert [s["task"] for s in stages] == ["STS-B", "SICK-E"]
+    assert stages[0]["hyperparameters"]["pooling"] == "cosine" and stages[0]["hyperparameters"]["head_lr_scale"] == 10.0
+    assert "pooling" not in stages[1]["hyperparameters"]  # the default head, left out of the digest
+    assert [b["task"] for b in built] == ["STS-B", "SICK-E", "BIOSSES"]
+    assert [sorted(b["head"]) for b in built][0] == ["scale", "shift"] == sorted(built[2]["head"])

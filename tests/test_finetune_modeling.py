@@ -103,3 +103,58 @@ def test_seeded_head_does_not_depend_on_earlier_random_draws(model_dirs):
         names = set(modeling.head_parameter_names(model))
         heads.append({n: p.detach().clone() for n, p in model.named_parameters() if n in names})
     assert heads[0].keys() and all(torch.equal(heads[0][k], heads[1][k]) for k in heads[0])
+
+
+def test_split_pairs_gives_each_sentence_as_the_tokenizer_would_alone():
+    from medibio import modelzoo
+
+    tokenizer = modelzoo.load_tokenizer("minilm")
+    pair = tokenizer(["aspirin helps", "no"], ["it does not", "yes indeed it is"], padding=True, return_tensors="pt")
+    ids, mask = modeling.split_pairs(pair["input_ids"], pair["attention_mask"], pair["token_type_ids"],
+                                     tokenizer.cls_token_id, tokenizer.pad_token_id)
+    alone = tokenizer(["aspirin helps", "no", "it does not", "yes indeed it is"], padding=True, return_tensors="pt")
+    assert torch.equal(ids, alone["input_ids"]) and torch.equal(mask, alone["attention_mask"])
+    with pytest.raises(ValueError, match="token_type_ids"):
+        modeling.split_pairs(pair["input_ids"], pair["attention_mask"], None, 101, 0)
+    single = tokenizer(["aspirin helps"], return_tensors="pt")
+    with pytest.raises(ValueError, match="second sentence"):
+        modeling.split_pairs(single["input_ids"], single["attention_mask"], single["token_type_ids"], 101, 0)
+
+
+@pytest.mark.realdata
+def test_cosine_head_starts_at_the_frozen_cosine_baseline_and_learns(data_root):
+    """At step 0 the bi-encoder head ranks BIOSSES test pairs exactly like the frozen encoder's cosine
+    (medibio.blurb.frozen), which is why it cannot start below that baseline; a step changes its output."""
+    from scipy.stats import pearsonr
+
+    from medibio.blurb import frozen
+    from medibio.blurb.loaders import load_blurb
+
+    spec = registry.get("BIOSSES")
+    test = load_blurb("BIOSSES", data_root, splits=["test"])["test"]
+    tokenizer = modeling.load_tokenizer("minilm", spec.problem)
+    model = modeling.build_model(spec, "minilm", seed=1, pooling="cosine").eval()
+    assert modeling.head_parameter_names(model) == ["scale", "shift"]
+    enc = features.encode(test, spec, tokenizer, 128)
+    batch = features.Collator(tokenizer, spec.problem)([enc[i] for i in range(len(enc))])
+    batch.pop("index")
+    labels = batch.pop("labels")
+    with torch.no_grad():
+        predicted = model(**batch).logits[:, 0]
+    low, high = spec.value_range
+    cosine = (predicted - (high + low) / 2) / ((high - low) / 2)
+    encoder = frozen.Encoder("minilm")
+    left = encoder.sentence_embeddings(test.remove_columns("text_pair"), spec, 128, 8)
+    right = encoder.sentence_embeddings(test.remove_columns("text").rename_column("text_pair", "text"), spec, 128, 8)
+    expected = torch.tensor(frozen.cosine_similarity(left, right), dtype=torch.float)
+    assert torch.allclose(cosine, expected, atol=1e-5)
+    assert pearsonr(predicted.numpy(), labels.numpy())[0] > 0.5  # the encoder's similarity is already there
+    model.train()
+    out = model(**batch, labels=labels)
+    out.loss.backward()
+    assert model.scale.grad is not None and model.base_model.embeddings.word_embeddings.weight.grad is not None
+
+
+def test_cosine_head_is_refused_outside_sentence_pair_regression(model_dirs):
+    with pytest.raises(ValueError, match="sentence-pair regression"):
+        modeling.build_model(registry.get("ChemProt"), str(model_dirs["bert"]), pooling="cosine")

@@ -6,8 +6,10 @@ subsets, epochs, learning rate, batch size, warm-up, weight decay, clipping, pre
 (a) ``medibio.finetune.runner.run_finetune`` (length-bucketed dynamic padding, best dev epoch kept in
 memory) and (b) ``transformers.Trainer`` as a user would set it up: ``DataCollatorWithPadding``
 (``DataCollatorForTokenClassification`` for NER, the same dynamic padding plus label padding), random
-batches, evaluation on dev and a checkpoint every epoch, ``load_best_model_at_end``. Both are scored on
-test by the same code. Printed: training examples/s (time inside the epochs' training loops), end-to-end
+batches, evaluation on dev and a checkpoint every epoch, ``load_best_model_at_end``. The Trainer gets the
+same model (head and pooling), loss (class weighting) and optimiser parameter groups (head learning rate) as
+our engine, so that the two differ only in the loop around them and reach comparable scores. Both are
+scored on test by the same code. Printed: training examples/s (time inside the epochs' training loops), end-to-end
 wall time, peak memory, test score and the speed ratio.
 
 For each task (default: one per task type: token BC5-chem, relation ChemProt and GAD, regression BIOSSES,
@@ -264,7 +266,7 @@ def run_hf_trainer(task: str, model_name: str, profile: str, sizes: tuple[int, i
     splits = {"train": features.subsample(data["train"], cfg.max_train_examples, SUBSET_SEED),
               "dev": features.subsample(data["dev"], cfg.max_dev_examples, SUBSET_SEED),
               "test": features.subsample(data["test"], cfg.max_test_examples, SUBSET_SEED)}
-    model = modeling.build_model(spec, model_name, cfg.dropout, seed=seed)
+    model = modeling.build_model(spec, model_name, cfg.dropout, seed=seed, pooling=cfg.pooling)
     tokenizer = modeling.load_tokenizer(model_name, spec.problem)
     keep = {*features.MODEL_INPUTS, "labels"}
 
@@ -299,6 +301,13 @@ def run_hf_trainer(task: str, model_name: str, profile: str, sizes: tuple[int, i
 
     collator = (DataCollatorForTokenClassification(tokenizer) if problem is Problem.TOKEN
                 else DataCollatorWithPadding(tokenizer))
+    # The same model, loss and optimiser parameter groups as our engine (pooling, class-weighted loss, head
+    # learning rate): what differs is only the training loop around them, which is what is measured.
+    loss_fn = trainer.class_weighted_loss(cfg, spec, train["labels"], accelerator.device, [])
+    optimizer, _ = trainer.build_optimizer(model, cfg)
+
+    def compute_loss(outputs: Any, labels: Any, num_items_in_batch: Any = None) -> Any:
+        return loss_fn(outputs.logits, labels) if loss_fn is not None else outputs.loss
     precision = accel.precision_for(requested=cfg.mixed_precision)
     timer = EpochTimer()
     with tempfile.TemporaryDirectory() as tmp:
@@ -313,7 +322,8 @@ def run_hf_trainer(task: str, model_name: str, profile: str, sizes: tuple[int, i
             report_to=[], logging_strategy="no", disable_tqdm=True, dataloader_num_workers=0)
         hf = Trainer(model=model, args=args, train_dataset=train,
                      eval_dataset=hf_columns(dev_encoded), data_collator=collator,
-                     compute_metrics=compute_metrics, callbacks=[timer])
+                     compute_metrics=compute_metrics, callbacks=[timer], optimizers=(optimizer, None),
+                     compute_loss_func=compute_loss if loss_fn is not None else None)
         hf.train()
         best = hf.state.best_metric
         model = hf.model

@@ -59,7 +59,8 @@ class FinetuneConfig:
     bias_correction: bool = True
     longer_training: float = 1.0  # multiplies the epochs
     # Sequence-head pooling (medibio.finetune.modeling.POOLINGS): "cls" = the architecture's pooler, "mean" =
-    # masked mean of the last layer. Left out of to_dict() at its default so earlier runs keep their digests.
+    # masked mean of the last layer, "cosine" = bi-encoder cosine head (sentence-pair regression). Left out
+    # of to_dict() at its default so earlier runs keep their digests.
     pooling: str = "cls"
     # The new task head learns at learning_rate x head_lr_scale (the encoder at learning_rate): a randomly
     # initialised head needs larger steps than pretrained weights. Left out of to_dict() at 1.0 (as pooling).

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from medibio.atomic import write_json
+from medibio.blurb.registry import Problem
 from medibio.finetune import features, modeling, presets, trainer
 from medibio.ift import tasks
 from medibio.profiles import Profile
@@ -52,6 +53,10 @@ def stage_preset(task: str, profile: Profile, target: presets.FinetuneConfig | N
                                "intermediate_epochs": target.intermediate_epochs}
     if target.intermediate_epochs:
         changes["epochs"] = target.intermediate_epochs
+    if target.pooling == "cosine" and Problem(spec.problem) is Problem.REGRESSION:
+        # a bi-encoder target learns best from a stage trained in the same geometry (both sentences encoded
+        # apart, cosine); a cross-encoder stage would hand on an encoder tuned for the other use
+        changes.update(pooling="cosine", head_lr_scale=target.head_lr_scale)
     return cfg.replace(**changes)
 
 
@@ -121,7 +126,8 @@ def run_stage(source: str | Path, stage: dict[str, Any], folder: Path, seed: int
     splits = {"train": features.subsample(data["train"], cfg.max_train_examples, 0),
               "dev": features.subsample(data["dev"], cfg.max_dev_examples, 0)}
     is_path = Path(str(source)).is_dir() and (Path(str(source)) / "config.json").is_file()
-    model = modeling.build_model(spec, source, cfg.dropout, init_from=source if is_path else None, seed=seed)
+    model = modeling.build_model(spec, source, cfg.dropout, init_from=source if is_path else None, seed=seed,
+                                 pooling=cfg.pooling)
     tokenizer = modeling.load_tokenizer(source, spec.problem)
     try:
         result = trainer.fit(model, tokenizer, spec, splits, cfg, accelerator, seed, run_test=False)

@@ -54,6 +54,7 @@ class IFTTaskSpec:
     reader: str = ""  # which parser reads it
     label_field: str = ""  # SciRepEval: field holding the label
     aliases: tuple[str, ...] = ()
+    value_range: tuple[float, float] | None = None  # regression: the gold scale (STS-B 0-5, SICK 1-5)
 
     @property
     def reported_metric(self) -> str:
@@ -97,21 +98,21 @@ _SICK = "SICK (Marelli et al. 2014, https://marcobaroni.org/composes/sick.html),
 TASKS: tuple[IFTTaskSpec, ...] = (
     IFTTaskSpec("STS-B", Problem.REGRESSION, (), "pearson", 128, True, source=_STS,
                 paper_sizes=((5750, 5750), (1501, 1501)), format="CLF", paper_target="BIOSSES", folder="stsb",
-                reader="stsb", aliases=("STSB", "STS", "stsbenchmark")),
+                reader="stsb", aliases=("STSB", "STS", "stsbenchmark"), value_range=(0.0, 5.0)),
     IFTTaskSpec("SICK-R", Problem.REGRESSION, (), "pearson", 128, True, source=_SICK, folder="sick",
-                reader="sick-relatedness", aliases=("SICK", "SICK-relatedness")),
+                reader="sick-relatedness", aliases=("SICK", "SICK-relatedness"), value_range=(1.0, 5.0)),
     IFTTaskSpec("SICK-E", Problem.CLASSIFY, loaders.SICK_LABELS, "accuracy", 128, True, source=_SICK,
                 folder="sick", reader="sick-entailment", aliases=("SICK-entailment",)),
     IFTTaskSpec("ClinicalSTS-2018", Problem.REGRESSION, (), "pearson", 128, True,
                 source="ClinicalSTS 2018 (BioCreative/OHNLP task 2), " + _N2C2.format(year="2018"),
-                format="CLF", paper_target="BIOSSES", folder="clinicalsts/2018", reader="clinicalsts"),
+                format="CLF", paper_target="BIOSSES", folder="clinicalsts/2018", reader="clinicalsts", value_range=(0.0, 5.0)),
     IFTTaskSpec("ClinicalSTS-2019", Problem.REGRESSION, (), "pearson", 128, True,
                 source="ClinicalSTS 2019 (n2c2/OHNLP track 1), " + _N2C2.format(year="2019"),
-                format="CLF", paper_target="BIOSSES", folder="clinicalsts/2019", reader="clinicalsts"),
+                format="CLF", paper_target="BIOSSES", folder="clinicalsts/2019", reader="clinicalsts", value_range=(0.0, 5.0)),
     IFTTaskSpec("ClinicalSTS", Problem.REGRESSION, (), "pearson", 128, True,
                 source="ClinicalSTS 2018 + 2019, " + _N2C2.format(year="2018|2019"),
                 paper_sizes=((2392, 2392), (730, 730)), format="CLF", paper_target="BIOSSES",
-                folder="clinicalsts", reader="clinicalsts-both"),
+                folder="clinicalsts", reader="clinicalsts-both", value_range=(0.0, 5.0)),
     IFTTaskSpec("citation-count", Problem.REGRESSION, (), "kendall_tau", 512, True,
                 source=_scirepeval_source("cite_count"), paper_sizes=((175_000, 175_000), (26_000, 26_000)),
                 format="RGN", paper_target="HoC", folder="scirepeval/cite_count", reader="scirepeval-regression",
