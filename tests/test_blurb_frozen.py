@@ -180,3 +180,24 @@ def test_progress_while_encoding_and_a_finished_line_counted_as_a_run(data_root,
     assert runs[0]["reused"] is False and runs[0]["seconds"] == row["seconds"]
     assert runs[1]["text"].startswith("= frozen cosine BIOSSES [tiny-deberta]: reused its record") and runs[1]["reused"]
     assert re.fullmatch(r"frozen: 2 runs — 1 trained now \(\d+:\d\d\), 1 reused from their records", status.summary())
+
+
+def test_encoding_precision_follows_the_cpu_and_is_part_of_the_digest(data_root, monkeypatch):
+    """bf16 autocast where the CPU has native bf16, fp32 elsewhere; the precision used names the record."""
+    from medibio import accel
+
+    digests = {}
+    for native in (True, False):
+        monkeypatch.setattr(accel, "cpu_has_bf16", lambda native=native: native)
+        plan = frozen.plan_frozen("BIOSSES", profile="smoke", data_root=data_root)
+        assert plan.payload["probe"]["precision"] == ("bf16" if native else "fp32")
+        assert frozen.ProbeSettings(precision="fp32").effective_precision == "fp32"
+        digests[native] = plan.key.config_digest
+    assert digests[True] != digests[False]
+    encoder = frozen.Encoder("tiny-deberta", precision="bf16")
+    monkeypatch.setattr(accel, "cpu_has_bf16", lambda: True)
+    split = frozen._splits(frozen.plan_frozen("BIOSSES", profile="smoke", data_root=data_root), data_root)["test"]
+    spec = frozen._spec("BIOSSES")
+    fast = encoder.sentence_embeddings(split.remove_columns("text_pair"), spec, 64, 8)
+    exact = frozen.Encoder("tiny-deberta").sentence_embeddings(split.remove_columns("text_pair"), spec, 64, 8)
+    assert fast.dtype == np.float32 and np.allclose(fast, exact, atol=0.1) and not np.array_equal(fast, exact)
