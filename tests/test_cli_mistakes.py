@@ -9,18 +9,12 @@ from pathlib import Path
 import pytest
 
 from medibio.blurb import predictions
-from medibio.cli import main
+from medibio.testing.cli import run_main as _run
 
 METRICS_ROOT = Path(__file__).parent / "fixtures" / "metrics" / "data"
 DATASETS = "BC5-chem, BC5-disease, NCBI-disease"
 PROFILES = "smoke, cpu, gpu, paper"
 
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out = capsys.readouterr()
-    return exit_info.value.code, out.out, out.err
 
 
 # (argv, fragments of the one error line). A missing option check would start real work, so every finetune

@@ -9,17 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from medibio.cli import main
+from medibio.testing.cli import run_main as _run
 
 TINY = Path(__file__).parent / "fixtures" / "scierc" / "tiny.json"
 PROFILES = "smoke, cpu, gpu, paper"
 
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out = capsys.readouterr()
-    return exit_info.value.code, out.out, out.err
 
 
 @pytest.fixture()
