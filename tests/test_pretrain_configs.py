@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from medibio.pretrain.configs import CONFIGS, get_config, lr_at, lr_schedule, table3
@@ -120,3 +122,18 @@ def test_limit_runs_the_same_config_shape_on_a_few_sequences(monkeypatch) -> Non
     assert limited.effective_batch // limited.per_device_batch == full.effective_batch // full.per_device_batch == 2
     assert limited.model.vocab_size == 2_000 and limited.model.layers == full.model.layers
     assert configs.for_run(limited) is limited  # idempotent
+
+
+def test_pretrain_cli_limit_reaches_the_run_and_is_checked(monkeypatch, capsys) -> None:
+    """``medibio pretrain --limit N`` sets the limit every process reads (as ``finetune --limit`` does); 0 is a
+    one-line mistake; the default config is the default profile's."""
+    from medibio import profiles
+    from medibio.pretrain import configs
+    from medibio.testing.cli import run_main
+
+    monkeypatch.delenv(profiles.LIMIT_ENV, raising=False)  # monkeypatch restores it, whatever the CLI sets
+    code, _, _ = run_main(["pretrain", "--limit", "3", "--show", "configs"], capsys)
+    assert code == 0 and os.environ[profiles.LIMIT_ENV] == "3"
+    assert configs.for_run(get_config(profiles.get(profiles.DEFAULT_PROFILE).pretrain_config)).name == "mini-limit3"
+    code, _, err = run_main(["pretrain", "--limit", "0"], capsys)
+    assert code == 2 and "--limit" in err and "Traceback" not in err

@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 
 from medibio import cli_values as check
+from medibio import profiles
 
 
 class Show(str, Enum):
@@ -49,8 +50,9 @@ def _print_frame(frame, as_json: bool) -> None:
 
 
 def pretrain(
-    config: str = typer.Option("mini", "--config", "-c", help="Named config: mini, gpu-mini, smoke, "
-                               "scideberta-v2, medibiodeberta (see --show configs).", callback=check.lookup(_config)),
+    config: str = typer.Option(profiles.get(profiles.DEFAULT_PROFILE).pretrain_config, "--config", "-c",
+                               help="Named config: mini, gpu-mini, smoke, scideberta-v2, medibiodeberta (see "
+                               "--show configs); default: the default profile's.", callback=check.lookup(_config)),
     experiment: str = typer.Option(None, "--experiment", "-e", help="Table 5 stage(s) at small scale: "
                                    "table5-1 .. table5-5, science, 1,3 or all; prerequisites run first.",
                                    callback=check.lookup(_experiments)),
@@ -80,9 +82,17 @@ def pretrain(
                               "configs or schedule (of --config)."),
     as_json: bool = typer.Option(False, "--json", help="With --show: print JSON; after training: print the "
                                  "run record as JSON."),
+    limit: int = typer.Option(None, "--limit", help="At most N optimizer steps of at most N sequences per "
+                              "device: the config's exact code path in seconds (a folder of its own).",
+                              callback=check.at_least(1)),
 ) -> None:
     """Masked-language-model pretraining of DeBERTa-v2 (paper Tables 3 and 5)."""
+    import os
+
     from medibio.pretrain import configs as cfgs
+
+    if limit:
+        os.environ[profiles.LIMIT_ENV] = str(limit)  # read by the configs; accelerate's processes inherit it
 
     if show is not None:
         from medibio.pretrain.experiments import table5
