@@ -258,7 +258,7 @@ class Encoder:
 
         problem = Problem.TOKEN
         encoded = features.encode(raw, spec, self.tokenizer(problem), max_length, desc="tokenise (frozen)")
-        word_ids = encoded["word_ids"]
+        word_ids = list(encoded["word_ids"])  # a datasets column read row by row is slow: read it once
         vectors: list[np.ndarray] = [np.zeros((0, 0), dtype=np.float32)] * len(raw)
         words: list[list[int]] = [[] for _ in range(len(raw))]
         for index, hidden, _ in self.hidden_states(encoded, problem, batch_size, _desc(spec, part)):

@@ -12,6 +12,7 @@ HTML in that case (the failed page shows its error), which helps to see everythi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -282,13 +283,22 @@ def build_book(profile: str, *, root: Path = REPO_ROOT, only: Sequence[str] | No
     The report goes to ``<results_root>/book/<profile>/build.json`` (the appendix shows the last one)
     unless nothing was executed.
     """
+    from medibio import progress
+    from medibio.book import background
+
     report = BuildReport(profile=profile)
     start = time.perf_counter()
-    report.chapters = execute_all(profile, book_dir=root / "book", only=only, execute=execute,
-                                  data_root_dir=data_root_dir, results_root_dir=results_root_dir, extra=extra,
-                                  on_result=on_result, on_start=on_start)
-    report.execute_seconds = time.perf_counter() - start
     report_path = Path(results_root(results_root_dir)) / "book" / profile / "build.json"
+    with contextlib.ExitStack() as stack:
+        if background.wanted(profile, select(only), execute):
+            folder = data_root(data_root_dir, must_exist=False)
+            stack.enter_context(background.frozen_baselines(
+                profile, Path(results_root(results_root_dir)).resolve(), folder if folder.is_dir() else None,
+                report_path.with_name("frozen-background.log"), say=progress.say))
+        report.chapters = execute_all(profile, book_dir=root / "book", only=only, execute=execute,
+                                      data_root_dir=data_root_dir, results_root_dir=results_root_dir,
+                                      extra=extra, on_result=on_result, on_start=on_start)
+    report.execute_seconds = time.perf_counter() - start
     if html and (keep_going or not report.failures):
         start = time.perf_counter()
         try:

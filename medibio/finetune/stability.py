@@ -288,8 +288,18 @@ def make_optimizer(params: Iterable, lr: float, opts: StabilityOptions, betas: t
     ``weight_decay`` is the default for groups that do not set their own (those of :func:`param_groups` do).
     """
     if opts.bias_correction:
-        return torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        return adamw(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
     return AdamWNoBiasCorrection(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+
+def adamw(params: Iterable, **kwargs: Any) -> torch.optim.Optimizer:
+    """``torch.optim.AdamW`` with its fused kernel where every parameter is a float tensor on the CPU or a
+    GPU. On CPU tensors torch otherwise steps parameter by parameter: for MiniLM's 22M parameters that was
+    0.71 s per optimiser step against 0.10 s fused on this 2-core machine, 14 % of an NER run's time."""
+    params = list(params)
+    tensors = [p for item in params for p in (item["params"] if isinstance(item, dict) else [item])]
+    fused = bool(tensors) and all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in tensors)
+    return torch.optim.AdamW(params, fused=fused or None, **kwargs)
 
 
 def scaled_epochs(epochs: int | float, opts: StabilityOptions) -> int | float:

@@ -184,8 +184,8 @@ class Evaluator:
         collate = features.Collator(tokenizer, self.problem, cfg.max_length if cfg.pad_to_max_length else None)
         self.loader = accelerator.prepare(DataLoader(self.encoded, batch_sampler=sampler, collate_fn=collate))
         if self.problem is Problem.TOKEN:
-            self.word_ids = self.encoded["word_ids"]
-            self.n_words = self.encoded["n_words"]
+            self.word_ids = list(self.encoded["word_ids"])  # read once: a datasets column is slow row by row
+            self.n_words = list(self.encoded["n_words"])
         self.references = features.references(raw, self.problem)
 
     def predict(self, model: Any, threshold: float = 0.5) -> tuple[list[Any], int]:

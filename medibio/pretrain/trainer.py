@@ -97,7 +97,6 @@ def _peak_memory_mb(device_type: str) -> float:
 
 def _optimizer(model: Any, config: PretrainConfig):
     """AdamW with weight decay on weights only (not biases or LayerNorm), as in BERT/DeBERTa."""
-    import torch
 
     decay, no_decay = [], []
     for name, p in model.named_parameters():
@@ -105,7 +104,9 @@ def _optimizer(model: Any, config: PretrainConfig):
             continue
         (no_decay if p.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
     groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=config.learning_rate, betas=config.adam_betas, eps=config.adam_eps)
+    from medibio.finetune.stability import adamw
+
+    return adamw(groups, lr=config.learning_rate, betas=config.adam_betas, eps=config.adam_eps)
 
 
 def prepare_tokenizer(config: PretrainConfig, corpus: str, variant: str, out_dir: Path, init: str | None,

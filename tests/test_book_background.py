@@ -1,0 +1,86 @@
+"""The book's background process for the frozen-encoder baselines: when it runs, what it runs, how it ends."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from medibio.book import background, build, chapters
+
+
+def _entries(*parts: str):
+    return [chapters.get(p) for p in parts]
+
+
+def test_it_runs_only_when_an_executed_chapter_shows_baselines_on_a_profile_that_asks():
+    assert background.wanted("cpu", _entries("tables_5_6"), execute=True)
+    assert background.wanted("gpu", _entries("table_7", "audit"), execute=True)
+    assert not background.wanted("cpu", _entries("audit", "scierc"), execute=True)
+    assert not background.wanted("cpu", _entries("tables_5_6"), execute=False)
+    assert not background.wanted("smoke", _entries("tables_5_6"), execute=True)  # the smoke book tests chapters
+
+
+def test_command_asks_for_the_book_plans_tasks_with_the_profile(tmp_path):
+    cmd = background.frozen_command("cpu", tmp_path / "results", tmp_path / "data")
+    assert cmd[:5] == [sys.executable, "-m", "medibio", "blurb", "frozen"]
+    assert cmd[cmd.index("--profile") + 1] == "cpu"
+    assert cmd[cmd.index("--task") + 1].split(",") == ["all", "BIOSSES", "BioASQ"]
+    assert cmd[cmd.index("--results-root") + 1] == str(tmp_path / "results")
+    assert "--data-root" not in background.frozen_command("cpu", tmp_path, None)
+    assert background.CHILD_ENV["OMP_NUM_THREADS"] == "1"
+
+
+def _fake(monkeypatch, script: str) -> None:
+    monkeypatch.setattr(background, "frozen_command", lambda *a: [sys.executable, "-c", script])
+
+
+def test_a_finished_process_is_waited_for_and_reported(monkeypatch, tmp_path):
+    _fake(monkeypatch, "import os, time; time.sleep(0.5); print('threads', os.environ['OMP_NUM_THREADS'])")
+    said: list[str] = []
+    log = tmp_path / "book" / "bg.log"
+    with background.frozen_baselines("cpu", tmp_path, None, log, say=said.append) as proc:
+        assert proc.poll() is None  # the chapters run while it works
+    assert proc.returncode == 0 and "threads 1" in log.read_text()
+    assert said[0].startswith("… frozen-encoder baselines") and said[-1].startswith("✓ frozen-encoder baselines")
+
+
+def test_a_failing_process_is_reported_but_does_not_fail_the_build(monkeypatch, tmp_path):
+    _fake(monkeypatch, "import sys; print('boom'); sys.exit(3)")
+    said: list[str] = []
+    with background.frozen_baselines("cpu", tmp_path, None, tmp_path / "bg.log", say=said.append):
+        pass
+    assert "exited with 3" in said[-1] and "boom" in (tmp_path / "bg.log").read_text()
+
+
+def test_an_interrupted_build_stops_the_process(monkeypatch, tmp_path):
+    _fake(monkeypatch, "import time; time.sleep(60)")
+    started = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        with background.frozen_baselines("cpu", tmp_path, None, tmp_path / "bg.log", say=lambda _: None) as proc:
+            raise KeyboardInterrupt
+    assert proc.returncode is not None and time.perf_counter() - started < 30
+
+
+def test_build_book_runs_it_around_the_chapters(monkeypatch, tmp_path):
+    """build_book starts the background work before the first chapter and waits for it after the last."""
+    events: list[str] = []
+
+    class Recorder:
+        def __init__(self, *args, **kwargs) -> None:
+            events.append("start")
+
+        def __enter__(self):
+            return None
+
+        def __exit__(self, *exc) -> None:
+            events.append("end")
+
+    monkeypatch.setattr(background, "frozen_baselines", Recorder)
+    monkeypatch.setattr(build, "execute_all", lambda *a, **k: events.append("chapters") or [])
+    build.build_book("cpu", root=tmp_path, only=["tables_5_6"], html=False, results_root_dir=tmp_path / "r")
+    assert events == ["start", "chapters", "end"]
+    events.clear()
+    build.build_book("cpu", root=tmp_path, only=["audit"], html=False, results_root_dir=tmp_path / "r")
+    assert events == ["chapters"]
