@@ -23,6 +23,17 @@ def require_data() -> bool:
     return os.environ.get("MEDIBIO_REQUIRE_DATA", "") not in ("", "0", "false", "False")
 
 
+@pytest.fixture(autouse=True)
+def _restore_environment():
+    """The CLI sets ``MEDIBIO_LIMIT`` and friends for the processes it starts; run in-process by a test, that
+    must not reach the tests after it (a leaked limit once cut later runs' data and steps)."""
+    saved = dict(os.environ)
+    yield
+    if dict(os.environ) != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     """The real data root, or skip (fail under MEDIBIO_REQUIRE_DATA=1) when it is absent."""
