@@ -15,11 +15,13 @@ def _entries(*parts: str):
 
 
 def test_it_runs_only_when_an_executed_chapter_shows_baselines_on_a_profile_that_asks():
-    assert background.wanted("cpu", _entries("tables_5_6"), execute=True)
-    assert background.wanted("gpu", _entries("table_7", "audit"), execute=True)
-    assert not background.wanted("cpu", _entries("audit", "scierc"), execute=True)
-    assert not background.wanted("cpu", _entries("tables_5_6"), execute=False)
+    assert background.wanted("gpu", _entries("tables_5_6"), execute=True)
+    assert background.wanted("paper", _entries("table_7", "audit"), execute=True)
+    assert not background.wanted("gpu", _entries("audit", "scierc"), execute=True)
+    assert not background.wanted("gpu", _entries("tables_5_6"), execute=False)
     assert not background.wanted("smoke", _entries("tables_5_6"), execute=True)  # the smoke book tests chapters
+    # on the 2-core CPU the chapters' training needs both cores: a third thread slows it many times over
+    assert not background.wanted("cpu", _entries("tables_5_6"), execute=True)
 
 
 def test_command_asks_for_the_book_plans_tasks_with_the_profile(tmp_path):
@@ -57,9 +59,10 @@ def test_a_failing_process_is_reported_but_does_not_fail_the_build(monkeypatch, 
 def test_an_interrupted_build_stops_the_process(monkeypatch, tmp_path):
     _fake(monkeypatch, "import time; time.sleep(60)")
     started = time.perf_counter()
-    with pytest.raises(KeyboardInterrupt):
-        with background.frozen_baselines("cpu", tmp_path, None, tmp_path / "bg.log", say=lambda _: None) as proc:
-            raise KeyboardInterrupt
+    log = tmp_path / "bg.log"
+    with pytest.raises(KeyboardInterrupt), background.frozen_baselines("cpu", tmp_path, None, log,
+                                                                      say=lambda _: None) as proc:
+        raise KeyboardInterrupt
     assert proc.returncode is not None and time.perf_counter() - started < 30
 
 
@@ -79,8 +82,8 @@ def test_build_book_runs_it_around_the_chapters(monkeypatch, tmp_path):
 
     monkeypatch.setattr(background, "frozen_baselines", Recorder)
     monkeypatch.setattr(build, "execute_all", lambda *a, **k: events.append("chapters") or [])
-    build.build_book("cpu", root=tmp_path, only=["tables_5_6"], html=False, results_root_dir=tmp_path / "r")
+    build.build_book("gpu", root=tmp_path, only=["tables_5_6"], html=False, results_root_dir=tmp_path / "r")
     assert events == ["start", "chapters", "end"]
     events.clear()
-    build.build_book("cpu", root=tmp_path, only=["audit"], html=False, results_root_dir=tmp_path / "r")
+    build.build_book("gpu", root=tmp_path, only=["audit"], html=False, results_root_dir=tmp_path / "r")
     assert events == ["chapters"]

@@ -1,9 +1,10 @@
 """Work a book build starts beside its chapters: the frozen-encoder baselines, in a one-thread process.
 
 The baselines (:mod:`medibio.blurb.frozen`) depend on nothing a chapter computes, and several chapters show
-them. On this project's 2-core CPU a fine-tuning run keeps its two threads busy only ~80 % of the time
-(two threads train MiniLM 1.5-1.6x faster than one, not 2x), so a one-thread process encoding test sets
-beside it uses capacity that would otherwise idle; on a GPU machine the CPU is free anyway. The chapters
+them. On a GPU machine the CPU cores idle while the GPU trains, so a one-thread process encoding test sets
+beside the chapters costs them nothing (``BookPlan.background_frozen``, on for the gpu and paper profiles).
+Not on a 2-core CPU: a third thread beside a chapter's two slowed its training many times over (each
+operation waits for both of its threads), so the cpu profile computes the baselines in its chapters. The chapters
 ask for the same baselines as before: each one is a run record under a kernel lock, so a chapter that
 needs a baseline the background process is computing waits for it and then reuses it, and one the process
 has not reached yet (or could not compute) the chapter computes itself. Nothing depends on the background
