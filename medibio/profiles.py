@@ -31,10 +31,8 @@ class BookPlan:
     stilt_tasks: tuple[str, ...] = ("BIOSSES", "BioASQ")  # tasks of the STILT transfer matrix
     stilt_seeds: tuple[int, ...] | None = (1,)  # None: the profile's seeds
     table5_experiments: bool = False  # pretrain the five Table 5 stages and fine-tune each
-    # compute the frozen-encoder baselines in a one-thread background process while the chapters run
-    # (medibio.book.background): for GPU machines, whose CPU cores idle while the GPU trains. Off where the
-    # chapters' own training needs every core: on the 2-core CPU the third thread slowed SciERC training from
-    # 0.27 to ~5 s a step (its two threads wait for each other at every operation), a loss, not a gain.
+    # compute the frozen-encoder baselines in a one-thread background process while the chapters run: on
+    # GPU machines only, where CPU cores idle (medibio.book.background says why not on the 2-core CPU)
     background_frozen: bool = False
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -27,11 +28,8 @@ def require_data() -> bool:
 def _restore_environment():
     """The CLI sets ``MEDIBIO_LIMIT`` and friends for the processes it starts; run in-process by a test, that
     must not reach the tests after it (a leaked limit once cut later runs' data and steps)."""
-    saved = dict(os.environ)
-    yield
-    if dict(os.environ) != saved:
-        os.environ.clear()
-        os.environ.update(saved)
+    with mock.patch.dict(os.environ):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -3,9 +3,9 @@
 The baselines (:mod:`medibio.blurb.frozen`) depend on nothing a chapter computes, and several chapters show
 them. On a GPU machine the CPU cores idle while the GPU trains, so a one-thread process encoding test sets
 beside the chapters costs them nothing (``BookPlan.background_frozen``, on for the gpu and paper profiles).
-Not on a 2-core CPU: a third thread beside a chapter's two slowed its training many times over (each
-operation waits for both of its threads), so the cpu profile computes the baselines in its chapters. The chapters
-ask for the same baselines as before: each one is a run record under a kernel lock, so a chapter that
+Not on a 2-core CPU: a third thread beside a chapter's two slowed SciERC training from 0.27 to ~5 s a step
+(each operation waits for both of the chapter's threads), so the cpu profile computes the baselines in its
+chapters. The chapters ask for the same baselines as before: each one is a run record under a kernel lock, so a chapter that
 needs a baseline the background process is computing waits for it and then reuses it, and one the process
 has not reached yet (or could not compute) the chapter computes itself. Nothing depends on the background
 process succeeding; its log is kept beside the build report.
