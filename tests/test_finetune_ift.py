@@ -154,3 +154,32 @@ def test_a_cosine_target_trains_its_regression_stages_with_the_cosine_head(tmp_p
     assert "pooling" not in stages[1]["hyperparameters"]  # the default head, left out of the digest
     assert [b["task"] for b in built] == ["STS-B", "SICK-E", "BIOSSES"]
     assert [sorted(b["head"]) for b in built][0] == ["scale", "shift"] == sorted(built[2]["head"])
+
+
+def test_an_intermediate_seed_trains_each_stage_once_for_all_target_seeds(tmp_path, data_root, spies):
+    """``intermediate_seed`` (the cpu profile sets 1): one intermediate model per chain, every target seed
+    fine-tuned from it; without it each target seed trains its own stage."""
+    built, _ = spies
+    shared = {"intermediate_seed": 1}
+    records = runner.run_finetune("BIOSSES", profile="smoke", seeds=[1, 2], intermediate="STS-B",
+                                  config_overrides=shared, results_root=tmp_path, data_root=data_root)
+    assert [b["task"] for b in built] == ["STS-B", "BIOSSES", "BIOSSES"]
+    stage = _stage(tmp_path, ["STS-B"], data_root) / "encoder"
+    assert [str(b["init_from"]) for b in built[1:]] == [str(stage)] * 2
+    assert [r.seed for r in records] == [1, 2]
+    assert all(r.hyperparameters["intermediate_seed"] == 1 for r in records)
+    assert records[0].config_digest != runner.plan_run("BIOSSES", profile="smoke", intermediate="STS-B",
+                                                       data_root=data_root).key.config_digest
+    built.clear()
+    runner.run_finetune("BIOSSES", profile="smoke", seeds=[1, 2], intermediate="STS-B", results_root=tmp_path,
+                        data_root=data_root)
+    assert [b["task"] for b in built] == ["BIOSSES", "STS-B", "BIOSSES"]  # seed 1's stage is reused, seed 2 trains its own
+    assert str(built[2]["init_from"]).endswith("seed2/encoder")
+
+
+def test_an_intermediate_seed_leaves_runs_without_a_chain_alone(data_root):
+    """A run with no intermediate stage keeps its identity whatever ``intermediate_seed`` says."""
+    plain = runner.plan_run("BIOSSES", profile="smoke", data_root=data_root)
+    seeded = runner.plan_run("BIOSSES", profile="smoke", overrides={"intermediate_seed": 1}, data_root=data_root)
+    assert seeded.key.config_digest == plain.key.config_digest
+    assert "intermediate_seed" not in seeded.payload["hyperparameters"]

@@ -222,7 +222,7 @@ class Encoder:
         import torch
         from torch.utils.data import DataLoader
 
-        from medibio import progress
+        from medibio import cores, progress
         from medibio.finetune import features
 
         tokenizer = self.tokenizer(problem)
@@ -230,6 +230,7 @@ class Encoder:
         loader = DataLoader(encoded, batch_sampler=sampler, collate_fn=features.Collator(tokenizer, problem))
         with torch.no_grad(), progress.bar(desc, len(loader), unit="batch") as bar:
             for batch in loader:
+                cores.follow()
                 inputs = {k: batch[k] for k in features.MODEL_INPUTS if k in batch}
                 with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"):
                     hidden = self.net(**inputs).last_hidden_state.float()

@@ -2,13 +2,15 @@
 
 The baselines (:mod:`medibio.blurb.frozen`) depend on nothing a chapter computes, and several chapters show
 them. On a GPU machine the CPU cores idle while the GPU trains, so a one-thread process encoding test sets
-beside the chapters costs them nothing (``BookPlan.background_frozen``, on for the gpu and paper profiles).
-Not on a 2-core CPU: a third thread beside a chapter's two slowed SciERC training from 0.27 to ~5 s a step
-(each operation waits for both of the chapter's threads), so the cpu profile computes the baselines in its
-chapters. The chapters ask for the same baselines as before: each one is a run record under a kernel lock, so a chapter that
-needs a baseline the background process is computing waits for it and then reuses it, and one the process
-has not reached yet (or could not compute) the chapter computes itself. Nothing depends on the background
-process succeeding; its log is kept beside the build report.
+beside the chapters costs them little. On the 2-core CPU it pays too, provided the chapters give it a core:
+the build names the process in ``$MEDIBIO_SHARE_CORES_WITH`` and the chapters' loops drop to one thread
+while it runs and take the second back when it ends (:mod:`medibio.cores` has the measurements: without
+that, three threads on two cores slowed SciERC from 0.27 to ~5 s a step). SciERC's span heads use a second
+thread poorly, so the SciERC chapter loses little by giving one up while the baselines are computed beside it.
+The chapters ask for the same baselines as before: each one is a run record under a kernel lock, so a
+chapter that needs a baseline the background process is computing waits for it and then reuses it, and one
+the process has not reached yet (or could not compute) the chapter computes itself. Nothing depends on the
+background process succeeding; its log is kept beside the build report.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from unittest import mock
 
-from medibio import profiles
+from medibio import cores, profiles
 from medibio.book.chapters import TocEntry
 
 # Chapters that show frozen-encoder baselines of the profile's model on the book plan's tasks.
@@ -62,10 +65,14 @@ def frozen_baselines(profile: str, results_root: Path, data_root: Path | None, l
                                 stderr=subprocess.STDOUT, env={**os.environ, **CHILD_ENV})
         say(f"… frozen-encoder baselines: computing in a background process (1 thread, log {log.name})")
         ok = False
+        shared = contextlib.ExitStack()
         try:
+            # the chapters' kernels start with this environment: they leave the process a core while it runs
+            shared.enter_context(mock.patch.dict(os.environ, {cores.ENV: str(proc.pid)}))
             yield proc
             ok = True
         finally:
+            shared.close()
             if not ok and proc.poll() is None:
                 proc.terminate()  # records are written atomically and locks are the kernel's: nothing is lost
             code = proc.wait()

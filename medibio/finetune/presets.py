@@ -68,6 +68,11 @@ class FinetuneConfig:
     # Intermediate fine-tuning stages use these instead of the task's own caps.
     intermediate_max_train_examples: int | None = None
     intermediate_epochs: int | None = None
+    # Seed of the intermediate stages. None: a chain's stages are trained once per target seed. A number:
+    # they are trained once, with that seed, and every target seed starts from that one encoder, so the
+    # spread over seeds is the target stage's (the cpu profile: it saves two stage trainings per chain).
+    # Left out of to_dict() when None (as pooling), so earlier runs keep their digests.
+    intermediate_seed: int | None = None
 
     def __post_init__(self) -> None:
         for name, rule in OPTION_RULES.items():  # one check for flags, --config files, overrides and profiles
@@ -94,6 +99,8 @@ class FinetuneConfig:
             del data["pooling"]
         if data["head_lr_scale"] == 1.0:
             del data["head_lr_scale"]
+        if data["intermediate_seed"] is None:
+            del data["intermediate_seed"]
         data["effective_epochs"] = self.effective_epochs
         return data
 
@@ -136,6 +143,7 @@ OPTION_RULES: dict[str, checks.Rule] = {
     "head_lr_scale": checks.positive(),
     "intermediate_max_train_examples": checks.integer(1).or_none(),
     "intermediate_epochs": checks.integer(1).or_none(),
+    "intermediate_seed": checks.integer(0).or_none(),
 }
 
 
@@ -286,7 +294,8 @@ def intermediate_preset(task: str, profile: str | Profile, max_length: int | Non
         if max_length:
             cfg = cfg.replace(max_length=min(cfg.max_length, max_length))
     changes: dict[str, Any] = {"max_train_examples": prof.cap(cfg.intermediate_max_train_examples),
-                               "max_dev_examples": prof.cap(cfg.max_dev_examples)}
+                               "max_dev_examples": prof.cap(cfg.max_dev_examples),
+                               "intermediate_seed": None}  # the stage's seed is given to it, not configured
     if cfg.intermediate_epochs:
         changes["epochs"] = cfg.intermediate_epochs
     return cfg.replace(**changes)

@@ -121,6 +121,8 @@ def plan_run(dataset: str, model: str | None = None, seed: int = 1,
     model = model or prof.model
     cfg = presets.apply_overrides(presets.preset(spec.name, prof), spec.name, overrides)
     chain = tuple(ift_chain.parse_chain(intermediate))
+    if not chain and cfg.intermediate_seed is not None:  # no stage to seed: not part of this run's identity
+        cfg = cfg.replace(intermediate_seed=None)
     stages = tuple(ift_chain.stage_config(t, prof, data_root, cfg) for t in chain)
     model_hash = rec.model_fingerprint(model)
     root = resolve_data_root(data_root, must_exist=False)
@@ -326,7 +328,8 @@ def _train(plan: RunPlan, results_root: Path, data_root: str | Path | None, acce
     source: str | Path = model
     init_from = None
     if plan.chain:
-        init_from = ift_chain.prepare_encoder(model, plan.stages, plan.model_hash, seed, plan.profile,
+        stage_seed = seed if cfg.intermediate_seed is None else cfg.intermediate_seed
+        init_from = ift_chain.prepare_encoder(model, plan.stages, plan.model_hash, stage_seed, plan.profile,
                                               results_root, data_root, accelerator, log=log)
         source = init_from
     net = modeling.build_model(spec, model, cfg.dropout, init_from=init_from, seed=seed, pooling=cfg.pooling)

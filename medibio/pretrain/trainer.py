@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from medibio import provenance
+from medibio import cores, provenance
 from medibio.accel import accelerator as make_accelerator
 from medibio.atomic import write_json
 from medibio.errors import MedibioError
@@ -281,6 +281,7 @@ def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstract
     window_loss, window_tokens, window_time = [], 0, 0.0
     model.train()
     while step < cfg.max_steps:
+        cores.follow()
         t0 = time.perf_counter()
         lr_used = scheduler.get_last_lr()[0]
         micro_losses = []

@@ -1,0 +1,77 @@
+"""CPU threads of this process, given up to a process that a book build runs beside its chapters.
+
+On the 2-core CPU a chapter's two OpenMP threads and a one-thread background process (the frozen-encoder
+baselines, :mod:`medibio.book.background`) are three threads on two cores, and every operation of the
+chapter waits for its slower thread: SciERC training went from 0.27 to ~5 s a step. One thread each shares
+the cores well (two one-thread SciERC trainings side by side ran at 1.47x the throughput of one on two
+threads), so while the background process runs, the chapters use one thread less, and take it back once it
+has ended. The build names that process in ``$MEDIBIO_SHARE_CORES_WITH`` (its pid); the kernels of the
+chapters inherit it, and the training, evaluation and encoding loops call :func:`follow` between batches,
+which looks at the process at most every :data:`CHECK_EVERY_S` seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+ENV = "MEDIBIO_SHARE_CORES_WITH"
+CHECK_EVERY_S = 5.0
+_state: dict[str, float | int | None] = {"base": None, "checked": None}
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a finished child its parent has not reaped yet does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return False
+    except OSError:  # no procfs: ask the kernel whether the pid exists
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+
+def sharing_with() -> int | None:
+    """The pid named in ``$MEDIBIO_SHARE_CORES_WITH`` while that process runs, else None."""
+    text = os.environ.get(ENV, "").strip()
+    if not text.isdigit():
+        return None
+    pid = int(text)
+    return pid if alive(pid) else None
+
+
+def wanted_threads(base: int, cpus: int | None = None) -> int:
+    """This process's intra-op threads: ``base`` (what it started with), one core less than the machine
+    has while the named process runs."""
+    if sharing_with() is None:
+        return base
+    cpus = cpus or os.cpu_count() or base
+    return max(1, min(base, cpus - 1))
+
+
+def follow(now: float | None = None) -> int:
+    """Set torch's intra-op threads to :func:`wanted_threads` (at most every :data:`CHECK_EVERY_S`
+    seconds) and return the number in use. Cheap enough to call every batch."""
+    import torch
+
+    t = time.monotonic() if now is None else now
+    if _state["base"] is None:
+        _state["base"] = torch.get_num_threads()
+    checked = _state["checked"]
+    if checked is not None and t - float(checked) < CHECK_EVERY_S:
+        return torch.get_num_threads()
+    _state["checked"] = t
+    want = wanted_threads(int(_state["base"]))
+    if torch.get_num_threads() != want:
+        torch.set_num_threads(want)
+    return want
+
+
+def reset() -> None:
+    """Forget the starting thread count and the last check (tests)."""
+    _state.update(base=None, checked=None)
