@@ -28,12 +28,34 @@ def test_it_runs_only_when_an_executed_chapter_shows_baselines_on_a_profile_that
 
 def test_command_asks_for_the_book_plans_tasks_with_the_profile(tmp_path):
     cmd = background.frozen_command("cpu", tmp_path / "results", tmp_path / "data")
-    assert cmd[:5] == [sys.executable, "-m", "medibio", "blurb", "frozen"]
+    assert cmd[:3] == [sys.executable, "-m", "medibio.book.background"]
     assert cmd[cmd.index("--profile") + 1] == "cpu"
-    assert cmd[cmd.index("--task") + 1].split(",") == ["all", "BIOSSES", "BioASQ"]
+    assert background.frozen_tasks("cpu") == ["all", "BIOSSES", "BioASQ"]
     assert cmd[cmd.index("--results-root") + 1] == str(tmp_path / "results")
+    assert cmd[cmd.index("--data-root") + 1] == str(tmp_path / "data") and "--finetune" not in cmd
     assert "--data-root" not in background.frozen_command("cpu", tmp_path, None)
+    assert background.frozen_command("cpu", tmp_path, None, finetune=True)[-1] == "--finetune"
     assert background.CHILD_ENV["OMP_NUM_THREADS"] == "1"
+
+
+def test_it_helps_the_fine_tuning_chapter_only_on_cpu_and_only_when_that_chapter_runs():
+    assert background.helps_finetune("cpu", _entries("scierc", "tables_5_6"))
+    assert not background.helps_finetune("cpu", _entries("scierc", "table_7"))
+    assert not background.helps_finetune("gpu", _entries("tables_5_6"))  # there the GPU trains, one run at a time
+
+
+def test_the_process_computes_the_baselines_then_helps(monkeypatch, tmp_path):
+    from medibio.blurb import frozen
+    from medibio.finetune import runner
+
+    calls: list[tuple] = []
+    monkeypatch.setattr(frozen, "baselines", lambda profile, tasks, **kw: calls.append(("frozen", profile, tasks)))
+    monkeypatch.setattr(runner, "help_finetune", lambda tasks, **kw: calls.append(("help", kw["profile"], tasks)))
+    background.main(["--profile", "cpu", "--results-root", str(tmp_path)])
+    assert calls == [("frozen", "cpu", ["all", "BIOSSES", "BioASQ"])]
+    calls.clear()
+    background.main(["--profile", "cpu", "--results-root", str(tmp_path), "--finetune"])
+    assert calls == [("frozen", "cpu", ["all", "BIOSSES", "BioASQ"]), ("help", "cpu", ["all"])]
 
 
 def _fake(monkeypatch, script: str) -> None:

@@ -35,15 +35,39 @@ USES_FROZEN = ("tables_5_6_pretraining_configurations", "tables_1_2_intermediate
 CHILD_ENV = {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "MEDIBIO_PROGRESS": "0"}
 
 
-def frozen_command(profile: str, results_root: Path, data_root: Path | None) -> list[str]:
-    """``python -m medibio blurb frozen`` for the tasks the profile's book plan fine-tunes."""
+FINETUNES = "tables_5_6_pretraining_configurations"  # the chapter whose runs the process may help with
+
+
+def frozen_tasks(profile: str) -> list[str]:
+    """The datasets whose baselines the book shows: the book plan's tasks and its transfer-matrix tasks."""
     prof = profiles.get(profile)
-    tasks = list(dict.fromkeys([*prof.book.tasks, *prof.book.stilt_tasks]))
-    cmd = [sys.executable, "-m", "medibio", "blurb", "frozen", "--profile", prof.name, "--task", ",".join(tasks),
+    return list(dict.fromkeys([*prof.book.tasks, *prof.book.stilt_tasks]))
+
+
+def frozen_command(profile: str, results_root: Path, data_root: Path | None, finetune: bool = False) -> list[str]:
+    """``python -m medibio.book.background``: the baselines of :func:`frozen_tasks`, then with ``finetune``
+    the fine-tuning chapter's runs from its last one backwards (:func:`work`)."""
+    prof = profiles.get(profile)
+    cmd = [sys.executable, "-m", "medibio.book.background", "--profile", prof.name,
            "--results-root", str(results_root)]
     if data_root is not None:
         cmd += ["--data-root", str(data_root)]
-    return cmd
+    return [*cmd, "--finetune"] if finetune else cmd
+
+
+def work(profile: str, results_root: Path, data_root: Path | None, finetune: bool = False) -> None:
+    """What the background process does. First the frozen-encoder baselines (what several chapters show).
+    Then, with ``finetune``, it helps the Tables 5-6 chapter: that chapter trains its runs from the first
+    onwards, this process from the last backwards (:func:`medibio.finetune.runner.help_finetune`), and it
+    stops where they meet. Every run is a record under a lock, so each is trained once, by one of them."""
+    from medibio.blurb import frozen
+    from medibio.finetune import runner
+
+    prof = profiles.get(profile)
+    frozen.baselines(prof.name, frozen_tasks(prof.name), data_root=data_root, results_root=results_root)
+    if finetune:
+        runner.help_finetune(list(prof.book.tasks), profile=prof.name, results_root=results_root,
+                             data_root=data_root)
 
 
 def wanted(profile: str, chosen: Sequence[TocEntry], execute: bool) -> bool:
@@ -53,17 +77,24 @@ def wanted(profile: str, chosen: Sequence[TocEntry], execute: bool) -> bool:
             and any(c.slug in USES_FROZEN for c in chosen))
 
 
+def helps_finetune(profile: str, chosen: Sequence[TocEntry]) -> bool:
+    """Whether the background process should also train fine-tuning runs: when the build executes the
+    chapter that asks for them, on a profile whose book plan says so (cpu)."""
+    return profiles.get(profile).book.background_finetune and any(c.slug == FINETUNES for c in chosen)
+
+
 @contextlib.contextmanager
 def frozen_baselines(profile: str, results_root: Path, data_root: Path | None, log: Path,
-                     say=print) -> Iterator[subprocess.Popen | None]:
+                     say=print, finetune: bool = False) -> Iterator[subprocess.Popen | None]:
     """Run :func:`frozen_command` in a background process for the ``with`` block; at its end wait for the
     process (or stop it, if the block ends with an error) and say how it went."""
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.Popen(frozen_command(profile, results_root, data_root), stdout=out,
+        proc = subprocess.Popen(frozen_command(profile, results_root, data_root, finetune), stdout=out,
                                 stderr=subprocess.STDOUT, env={**os.environ, **CHILD_ENV})
-        say(f"… frozen-encoder baselines: computing in a background process (1 thread, log {log.name})")
+        then = ", then fine-tuning runs from the end of Tables 5–6" if finetune else ""
+        say(f"… frozen-encoder baselines{then}: computing in a background process (1 thread, log {log.name})")
         ok = False
         shared = contextlib.ExitStack()
         try:
@@ -82,3 +113,20 @@ def frozen_baselines(profile: str, results_root: Path, data_root: Path | None, l
     elif ok:
         say(f"✗ frozen-encoder baselines (background) exited with {code} after {minutes:.1f} min; the "
             f"chapters computed what they needed themselves (see {log})")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The background process's entry point (``python -m medibio.book.background``), started by the build."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m medibio.book.background", description=work.__doc__)
+    parser.add_argument("--profile", required=True, choices=profiles.names())
+    parser.add_argument("--results-root", required=True, type=Path)
+    parser.add_argument("--data-root", type=Path, default=None)
+    parser.add_argument("--finetune", action="store_true", help="then help the fine-tuning chapter")
+    args = parser.parse_args(argv)
+    work(args.profile, args.results_root, args.data_root, args.finetune)
+
+
+if __name__ == "__main__":
+    main()

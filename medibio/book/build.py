@@ -294,7 +294,8 @@ def build_book(profile: str, *, root: Path = REPO_ROOT, only: Sequence[str] | No
             folder = data_root(data_root_dir, must_exist=False)
             stack.enter_context(background.frozen_baselines(
                 profile, Path(results_root(results_root_dir)).resolve(), folder if folder.is_dir() else None,
-                report_path.with_name("frozen-background.log"), say=progress.say))
+                report_path.with_name("frozen-background.log"), say=progress.say,
+                finetune=background.helps_finetune(profile, select(only))))
         report.chapters = execute_all(profile, book_dir=root / "book", only=only, execute=execute,
                                       data_root_dir=data_root_dir, results_root_dir=results_root_dir,
                                       extra=extra, on_result=on_result, on_start=on_start)

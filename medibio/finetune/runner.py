@@ -279,13 +279,38 @@ def launch_env(processes: int) -> dict[str, str]:
 
 
 def run_plan(plan: RunPlan, results_root: Path, force: bool, data_root: str | Path | None, accelerator: Any,
-             callbacks: Sequence[trainer.Callback] = ()) -> Any:
-    """One job: reuse its record, else train, predict test and write predictions + record."""
+             callbacks: Sequence[trainer.Callback] = (), wait: bool = True) -> Any:
+    """One job: reuse its record, else train, predict test and write predictions + record (``wait=False``:
+    a run another process is training raises :class:`medibio.runs.records.RunLockedError`)."""
     from medibio.runs.execution import run_once
 
     log = _echo(accelerator)
     return run_once(plan.key, results_root, force, accelerator, _label(plan),
-                    lambda: _train(plan, results_root, data_root, accelerator, callbacks, log), _score_text)
+                    lambda: _train(plan, results_root, data_root, accelerator, callbacks, log), _score_text, wait)
+
+
+def help_finetune(tasks: str | Sequence[str], model: str | None = None,
+                  seeds: int | str | Sequence[int] | None = None, profile: str = profiles.DEFAULT_PROFILE,
+                  results_root: str | Path | None = None, data_root: str | Path | None = None) -> list[Any]:
+    """Train the jobs of a request from its *last* one backwards, and stop at the first one that another
+    process is training or has finished: a second process helping a :func:`run_finetune` of the same
+    request, which works from the first job onwards, until they meet (the book's background process on the
+    cpu profile, :mod:`medibio.book.background`). Returns the records of the jobs it took."""
+    from medibio.paths import results_root as default_results_root
+    from medibio.runs import records as rec
+
+    plans = plan_runs(tasks, model, seeds, profile, None, None, None, data_root)
+    root = default_results_root(results_root)
+    accelerator = trainer.make_accelerator(plans[0].config.mixed_precision) if plans else None
+    written = []
+    for plan in reversed(plans):
+        if rec.find_record(root, plan.key) is not None:
+            break
+        try:
+            written.append(run_plan(plan, root, False, data_root, accelerator, wait=False))
+        except rec.RunLockedError:
+            break
+    return written
 
 
 def _score_text(record: Any) -> str:

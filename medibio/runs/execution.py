@@ -20,14 +20,16 @@ from medibio.runs.identity import RunKey
 Train = Callable[[], tuple[Any, list[dict[str, Any]] | None]]
 
 
-def claim(key: RunKey, results_root: Path, force: bool, accelerator: Any, stack: contextlib.ExitStack) -> Any:
-    """Take the run's lock (main process) and return its existing record, if any, to every process."""
+def claim(key: RunKey, results_root: Path, force: bool, accelerator: Any, stack: contextlib.ExitStack,
+          wait: bool = True) -> Any:
+    """Take the run's lock (main process) and return its existing record, if any, to every process;
+    ``wait=False``: a lock another process holds raises :class:`medibio.runs.records.RunLockedError`."""
     from medibio import progress
     from medibio.runs import records as rec
 
     found = None
     if accelerator.is_main_process:
-        stack.enter_context(rec.run_lock(key, results_root, log=progress.say))
+        stack.enter_context(rec.run_lock(key, results_root, wait=wait, log=progress.say))
         existing = None if force else rec.find_record(results_root, key)
         found = existing.to_dict() if existing is not None else None
     if accelerator.num_processes > 1:
@@ -40,7 +42,7 @@ def claim(key: RunKey, results_root: Path, force: bool, accelerator: Any, stack:
 
 
 def run_once(key: RunKey, results_root: Path, force: bool, accelerator: Any, label: str, train: Train,
-             score_text: Callable[[Any], str]) -> Any:
+             score_text: Callable[[Any], str], wait: bool = True) -> Any:
     """Reuse the record of ``key`` or call ``train`` (which returns the record and its test predictions, or
     ``None`` when the run has none) and write both; announce either on the progress stream."""
     from medibio import progress
@@ -48,7 +50,7 @@ def run_once(key: RunKey, results_root: Path, force: bool, accelerator: Any, lab
     from medibio.runs import records as rec
 
     with contextlib.ExitStack() as stack:
-        record = claim(key, results_root, force, accelerator, stack)
+        record = claim(key, results_root, force, accelerator, stack, wait)
         if record is not None:
             if accelerator.is_main_process:
                 progress.say(f"= {label}: reused its record ({score_text(record)}; {key.path(results_root)})",
