@@ -1,13 +1,15 @@
 """CPU threads of this process, given up to a process that a book build runs beside its chapters.
 
 On the 2-core CPU a chapter's two OpenMP threads and a one-thread background process (the frozen-encoder
-baselines, :mod:`medibio.book.background`) are three threads on two cores, and every operation of the
-chapter waits for its slower thread: SciERC training went from 0.27 to ~5 s a step. One thread each shares
-the cores well (two one-thread SciERC trainings side by side ran at 1.47x the throughput of one on two
-threads), so while the background process runs, the chapters use one thread less, and take it back once it
-has ended. The build names that process in ``$MEDIBIO_SHARE_CORES_WITH`` (its pid); the kernels of the
-chapters inherit it, and the training, evaluation and encoding loops call :func:`follow` between batches,
-which looks at the process at most every :data:`CHECK_EVERY_S` seconds.
+baselines and fine-tuning help, :mod:`medibio.book.background`) are three threads on two cores, and every
+operation of the chapter waits for its slower thread: SciERC training went from 0.27 to ~5 s a step. One
+thread each shares the cores well (two one-thread SciERC trainings side by side ran at 1.47x the throughput
+of one on two threads), so while the background process runs, the chapters use one thread less, and take it
+back once it has ended. The build names that process in ``$MEDIBIO_SHARE_CORES_WITH`` (its pid) and the
+chapters' kernels inherit it. Every run (fine-tuning, SciERC, frozen baseline, pretraining) calls
+:func:`follow` when it starts and keeps that thread count to its end: another count rounds differently, so a
+run that switched half-way would depend on when the background process ended. Run records keep the count
+(``cpu_threads``).
 """
 
 from __future__ import annotations
@@ -54,16 +56,16 @@ def wanted_threads(base: int, cpus: int | None = None) -> int:
     return max(1, min(base, cpus - 1))
 
 
-def follow(now: float | None = None) -> int:
-    """Set torch's intra-op threads to :func:`wanted_threads` (at most every :data:`CHECK_EVERY_S`
-    seconds) and return the number in use. Cheap enough to call every batch."""
+def follow(now: float | None = None, force: bool = False) -> int:
+    """Set torch's intra-op threads to :func:`wanted_threads` and return the number in use; without
+    ``force`` it looks at most every :data:`CHECK_EVERY_S` seconds (cheap enough for every batch)."""
     import torch
 
     t = time.monotonic() if now is None else now
     if _state["base"] is None:
         _state["base"] = torch.get_num_threads()
     checked = _state["checked"]
-    if checked is not None and t - float(checked) < CHECK_EVERY_S:
+    if not force and checked is not None and t - float(checked) < CHECK_EVERY_S:
         return torch.get_num_threads()
     _state["checked"] = t
     want = wanted_threads(int(_state["base"]))

@@ -4,6 +4,7 @@ first process (which works from the first job onwards) has been."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from medibio.finetune import runner
 from medibio.runs import records as rec
@@ -19,6 +20,7 @@ def test_it_trains_from_the_end_and_stops_at_a_finished_run(tmp_path, data_root)
     [first] = runner.run_finetune("BIOSSES", profile="smoke", results_root=tmp_path, data_root=data_root)
     helped = runner.help_finetune(TASKS, profile="smoke", results_root=tmp_path, data_root=data_root)
     assert [r.dataset for r in helped] == ["GAD"]  # BIOSSES was done: it stopped there
+    assert helped[0].cpu_threads == first.cpu_threads == torch.get_num_threads()  # recorded with the run
     assert rec.find_record(tmp_path, plans[1].key) is not None
     assert rec.find_record(tmp_path, plans[0].key).run_id == first.run_id  # not trained again
     # the request itself now reuses both records

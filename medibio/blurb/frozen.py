@@ -222,7 +222,7 @@ class Encoder:
         import torch
         from torch.utils.data import DataLoader
 
-        from medibio import cores, progress
+        from medibio import progress
         from medibio.finetune import features
 
         tokenizer = self.tokenizer(problem)
@@ -230,7 +230,6 @@ class Encoder:
         loader = DataLoader(encoded, batch_sampler=sampler, collate_fn=features.Collator(tokenizer, problem))
         with torch.no_grad(), progress.bar(desc, len(loader), unit="batch") as bar:
             for batch in loader:
-                cores.follow()
                 inputs = {k: batch[k] for k in features.MODEL_INPUTS if k in batch}
                 with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"):
                     hidden = self.net(**inputs).last_hidden_state.float()
@@ -586,7 +585,7 @@ def run_baseline(plan: FrozenPlan, results_root: str | Path, data_root: str | Pa
                  force: bool = False, encoder: Encoder | None = None) -> tuple[Any, bool]:
     """The baseline's record: reused when one with the same digest exists (unless ``force``), else computed
     and written (predictions first, record last, both atomic). Returns (record, reused)."""
-    from medibio import progress
+    from medibio import cores, progress
     from medibio.atomic import write_jsonl
     from medibio.runs import records as rec
 
@@ -599,7 +598,9 @@ def run_baseline(plan: FrozenPlan, results_root: str | Path, data_root: str | Pa
                          reused=True)
             return existing, True
         progress.say(f"▶ {label} (config {plan.key.config_digest})")
+        threads = cores.follow(force=True)  # fixed for the whole computation, and recorded (medibio.cores)
         record, preds = compute(plan, data_root, encoder)
+        record.cpu_threads = threads
         if preds is not None:
             write_jsonl(plan.key.predictions_path(root), preds)
         rec.write_record(record, root)

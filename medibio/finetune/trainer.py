@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from medibio import cores
 from medibio.blurb.registry import Problem
 from medibio.finetune import features
 from medibio.finetune.presets import FinetuneConfig
@@ -207,7 +206,6 @@ class Evaluator:
                            disable=not acc.is_local_main_process, minor=True)
         with torch.no_grad(), bar:
             for batch in self.loader:
-                cores.follow()
                 bar.update(1)
                 index = batch.pop("index")
                 batch.pop("labels", None)
@@ -325,7 +323,6 @@ def _train_epochs(model: Any, optimizer: Any, scheduler: Any, train_loader: Any,
         t0 = time.perf_counter()
         loss_sum, loss_n = 0.0, 0
         for batch in train_loader:
-            cores.follow()
             n_examples = count(batch)
             with accelerator.accumulate(model):
                 loss = step_loss(batch)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from medibio import cores
 from medibio.runs.identity import RunKey
 
 Train = Callable[[], tuple[Any, list[dict[str, Any]] | None]]
@@ -58,7 +59,9 @@ def run_once(key: RunKey, results_root: Path, force: bool, accelerator: Any, lab
         else:
             if accelerator.is_main_process:
                 progress.say(f"▶ {label}: training (config {key.config_digest})")
+            threads = cores.follow(force=True)  # fixed for the whole run, and recorded (medibio.cores)
             record, predictions = train()
+            record.cpu_threads = threads
             if accelerator.is_main_process:
                 if predictions is not None:
                     write_jsonl(key.predictions_path(results_root), predictions)

@@ -73,6 +73,9 @@ class RunRecord:
     peak_memory_mb: float | None = None
     device: str = ""
     num_processes: int = 1
+    # intra-op CPU threads the run computed with (medibio.cores): another count rounds differently, so the
+    # same configuration can end a little elsewhere, as with another seed. None in records made before.
+    cpu_threads: int | None = None
     versions: dict[str, Any] = field(default_factory=dict)
     git_commit: str | None = None
     created: str = ""
@@ -165,7 +168,7 @@ class RunRecord:
 _ORDER = ("schema", "kind", "run_id", "status", "reason", "dataset", "group", "problem", "model", "profile",
           "seed", "variant", "intermediate", "hyperparameters", "dev_curve", "best_epoch", "dev", "test",
           "score_dev", "score_test", "predictions", "train_examples", "eval_examples", "wall_time_s",
-          "train_examples_per_s", "peak_memory_mb", "device", "num_processes", "versions", "git_commit",
+          "train_examples_per_s", "peak_memory_mb", "device", "num_processes", "cpu_threads", "versions", "git_commit",
           "created", "notes", "config_digest", "config", "request")
 assert set(_ORDER) == {f.name for f in dataclasses.fields(RunRecord)}
 

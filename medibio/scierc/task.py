@@ -58,7 +58,7 @@ class SciercTask:
 
     def predict(self, model: SpanModel, split: str) -> list[dict[str, Any]]:
         """Predictions for every document of ``split``, in split order."""
-        from medibio import cores, progress
+        from medibio import progress
 
         feats = self.features[split]
         device = next(model.parameters()).device
@@ -68,7 +68,6 @@ class SciercTask:
         size = self.cfg.eval_batch_size
         with progress.bar(f"{self.name} {split}", len(feats), unit="doc", minor=True) as bar:
             for k in range(0, len(feats), size):
-                cores.follow()
                 chunk = feats[k:k + size]
                 batch = collate(chunk, self.pad_id)
                 batch["input_ids"] = batch["input_ids"].to(device)
