@@ -57,23 +57,29 @@ def wanted_threads(base: int, cpus: int | None = None) -> int:
 
 
 def follow(now: float | None = None, force: bool = False) -> int:
-    """Set torch's intra-op threads to :func:`wanted_threads` and return the number in use; without
-    ``force`` it looks at most every :data:`CHECK_EVERY_S` seconds (cheap enough for every batch)."""
+    """Give up a core while the named process runs, take it back once it has ended, and return the intra-op
+    threads in use; without ``force`` it looks at most every :data:`CHECK_EVERY_S` seconds. A count this
+    module did not lower (a user's ``torch.set_num_threads``, ``OMP_NUM_THREADS``) is left as it is."""
     import torch
 
     t = time.monotonic() if now is None else now
-    if _state["base"] is None:
-        _state["base"] = torch.get_num_threads()
+    current = torch.get_num_threads()
     checked = _state["checked"]
     if not force and checked is not None and t - float(checked) < CHECK_EVERY_S:
-        return torch.get_num_threads()
+        return current
     _state["checked"] = t
-    want = wanted_threads(int(_state["base"]))
-    if torch.get_num_threads() != want:
+    if sharing_with() is not None:
+        if _state["base"] is None:
+            _state["base"] = current  # what to give back later
+        want = wanted_threads(int(_state["base"]))
+    else:
+        want = current if _state["base"] is None else int(_state["base"])
+        _state["base"] = None
+    if want != current:
         torch.set_num_threads(want)
     return want
 
 
 def reset() -> None:
-    """Forget the starting thread count and the last check (tests)."""
+    """Forget the count to give back and the last check (tests)."""
     _state.update(base=None, checked=None)
