@@ -15,12 +15,10 @@ run that switched half-way would depend on when the background process ended. Ru
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 ENV = "MEDIBIO_SHARE_CORES_WITH"
-CHECK_EVERY_S = 5.0
-_state: dict[str, float | int | None] = {"base": None, "checked": None}
+_state: dict[str, int | None] = {"base": None}
 
 
 def alive(pid: int) -> bool:
@@ -56,18 +54,13 @@ def wanted_threads(base: int, cpus: int | None = None) -> int:
     return max(1, min(base, cpus - 1))
 
 
-def follow(now: float | None = None, force: bool = False) -> int:
-    """Give up a core while the named process runs, take it back once it has ended, and return the intra-op
-    threads in use; without ``force`` it looks at most every :data:`CHECK_EVERY_S` seconds. A count this
-    module did not lower (a user's ``torch.set_num_threads``, ``OMP_NUM_THREADS``) is left as it is."""
+def follow() -> int:
+    """Called when a run starts: give up a core while the named process runs, take it back once it has
+    ended, and return the intra-op threads the run will use. A count this module did not lower (a user's
+    ``torch.set_num_threads``, ``OMP_NUM_THREADS``) is left as it is."""
     import torch
 
-    t = time.monotonic() if now is None else now
     current = torch.get_num_threads()
-    checked = _state["checked"]
-    if not force and checked is not None and t - float(checked) < CHECK_EVERY_S:
-        return current
-    _state["checked"] = t
     if sharing_with() is not None:
         if _state["base"] is None:
             _state["base"] = current  # what to give back later
@@ -81,5 +74,5 @@ def follow(now: float | None = None, force: bool = False) -> int:
 
 
 def reset() -> None:
-    """Forget the count to give back and the last check (tests)."""
-    _state.update(base=None, checked=None)
+    """Forget the count to give back (tests)."""
+    _state["base"] = None

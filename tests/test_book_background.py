@@ -27,14 +27,14 @@ def test_it_runs_only_when_an_executed_chapter_shows_baselines_on_a_profile_that
 
 
 def test_command_asks_for_the_book_plans_tasks_with_the_profile(tmp_path):
-    cmd = background.frozen_command("cpu", tmp_path / "results", tmp_path / "data")
+    cmd = background.command("cpu", tmp_path / "results", tmp_path / "data")
     assert cmd[:3] == [sys.executable, "-m", "medibio.book.background"]
     assert cmd[cmd.index("--profile") + 1] == "cpu"
     assert background.frozen_tasks("cpu") == ["all", "BIOSSES", "BioASQ"]
     assert cmd[cmd.index("--results-root") + 1] == str(tmp_path / "results")
     assert cmd[cmd.index("--data-root") + 1] == str(tmp_path / "data") and "--finetune" not in cmd
-    assert "--data-root" not in background.frozen_command("cpu", tmp_path, None)
-    assert background.frozen_command("cpu", tmp_path, None, finetune=True)[-1] == "--finetune"
+    assert "--data-root" not in background.command("cpu", tmp_path, None)
+    assert background.command("cpu", tmp_path, None, finetune=True)[-1] == "--finetune"
     assert background.CHILD_ENV["OMP_NUM_THREADS"] == "1"
 
 
@@ -59,14 +59,14 @@ def test_the_process_computes_the_baselines_then_helps(monkeypatch, tmp_path):
 
 
 def _fake(monkeypatch, script: str) -> None:
-    monkeypatch.setattr(background, "frozen_command", lambda *a: [sys.executable, "-c", script])
+    monkeypatch.setattr(background, "command", lambda *a: [sys.executable, "-c", script])
 
 
 def test_a_finished_process_is_waited_for_and_reported(monkeypatch, tmp_path):
     _fake(monkeypatch, "import os, time; time.sleep(0.5); print('threads', os.environ['OMP_NUM_THREADS'])")
     said: list[str] = []
     log = tmp_path / "book" / "bg.log"
-    with background.frozen_baselines("cpu", tmp_path, None, log, say=said.append) as proc:
+    with background.beside_chapters("cpu", tmp_path, None, log, say=said.append) as proc:
         assert proc.poll() is None  # the chapters run while it works
         # chapters started now (kernels inherit the environment) leave the process a core while it runs
         assert os.environ[cores.ENV] == str(proc.pid) and cores.sharing_with() == proc.pid
@@ -78,7 +78,7 @@ def test_a_finished_process_is_waited_for_and_reported(monkeypatch, tmp_path):
 def test_a_failing_process_is_reported_but_does_not_fail_the_build(monkeypatch, tmp_path):
     _fake(monkeypatch, "import sys; print('boom'); sys.exit(3)")
     said: list[str] = []
-    with background.frozen_baselines("cpu", tmp_path, None, tmp_path / "bg.log", say=said.append):
+    with background.beside_chapters("cpu", tmp_path, None, tmp_path / "bg.log", say=said.append):
         pass
     assert "exited with 3" in said[-1] and "boom" in (tmp_path / "bg.log").read_text()
 
@@ -87,7 +87,7 @@ def test_an_interrupted_build_stops_the_process(monkeypatch, tmp_path):
     _fake(monkeypatch, "import time; time.sleep(60)")
     started = time.perf_counter()
     log = tmp_path / "bg.log"
-    with pytest.raises(KeyboardInterrupt), background.frozen_baselines("cpu", tmp_path, None, log,
+    with pytest.raises(KeyboardInterrupt), background.beside_chapters("cpu", tmp_path, None, log,
                                                                       say=lambda _: None) as proc:
         raise KeyboardInterrupt
     assert proc.returncode is not None and time.perf_counter() - started < 30
@@ -107,7 +107,7 @@ def test_build_book_runs_it_around_the_chapters(monkeypatch, tmp_path):
         def __exit__(self, *exc) -> None:
             events.append("end")
 
-    monkeypatch.setattr(background, "frozen_baselines", Recorder)
+    monkeypatch.setattr(background, "beside_chapters", Recorder)
     monkeypatch.setattr(build, "execute_all", lambda *a, **k: events.append("chapters") or [])
     build.build_book("gpu", root=tmp_path, only=["tables_5_6"], html=False, results_root_dir=tmp_path / "r")
     assert events == ["start", "chapters", "end"]

@@ -57,19 +57,18 @@ def test_follow_drops_a_thread_while_the_process_runs_and_takes_it_back(monkeypa
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setenv(cores.ENV, str(proc.pid))
     try:
-        assert cores.follow(now=0.0) == 1 and torch.get_num_threads() == 1
+        assert cores.follow() == 1 and torch.get_num_threads() == 1
     finally:
         proc.stdin.close()
         proc.wait()
-    assert cores.follow(now=1.0) == 1  # looked at most every CHECK_EVERY_S seconds ...
-    assert cores.follow(now=1.0, force=True) == 2  # ... unless a run starting now asks: the core is back
+    assert cores.follow() == 2  # the next run to start takes the core back
     torch.set_num_threads(1)  # given back once; what happens to the count afterwards is not this module's
-    assert cores.follow(now=cores.CHECK_EVERY_S + 1.1) == 1 and torch.get_num_threads() == 1
+    assert cores.follow() == 1 and torch.get_num_threads() == 1
 
 
 def test_without_the_variable_nothing_changes(monkeypatch):
     monkeypatch.delenv(cores.ENV, raising=False)
     torch.set_num_threads(2)
-    assert cores.follow(now=0.0) == 2 and torch.get_num_threads() == 2
+    assert cores.follow() == 2 and torch.get_num_threads() == 2
     torch.set_num_threads(1)  # a user's own choice, e.g. in JupyterLab, is theirs to keep
-    assert cores.follow(now=100.0, force=True) == 1 and torch.get_num_threads() == 1
+    assert cores.follow() == 1 and torch.get_num_threads() == 1

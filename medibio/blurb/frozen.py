@@ -598,7 +598,7 @@ def run_baseline(plan: FrozenPlan, results_root: str | Path, data_root: str | Pa
                          reused=True)
             return existing, True
         progress.say(f"▶ {label} (config {plan.key.config_digest})")
-        threads = cores.follow(force=True)  # fixed for the whole computation, and recorded (medibio.cores)
+        threads = cores.follow()  # fixed for the whole computation, and recorded (medibio.cores)
         record, preds = compute(plan, data_root, encoder)
         record.cpu_threads = threads
         if preds is not None:

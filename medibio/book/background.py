@@ -3,7 +3,7 @@
 The baselines (:mod:`medibio.blurb.frozen`) depend on nothing a chapter computes, and several chapters show
 them. On a GPU machine the CPU cores idle while the GPU trains, so a one-thread process encoding test sets
 beside the chapters costs them little. On the 2-core CPU it pays too, provided the chapters give it a core:
-the build names the process in ``$MEDIBIO_SHARE_CORES_WITH`` and the chapters' loops drop to one thread
+the build names the process in ``$MEDIBIO_SHARE_CORES_WITH`` and the chapters' runs start on one thread
 while it runs and take the second back when it ends (:mod:`medibio.cores` has the measurements: without
 that, three threads on two cores slowed SciERC from 0.27 to ~5 s a step). SciERC's span heads use a second
 thread poorly, so the SciERC chapter loses little by giving one up while the baselines are computed beside it.
@@ -44,7 +44,7 @@ def frozen_tasks(profile: str) -> list[str]:
     return list(dict.fromkeys([*prof.book.tasks, *prof.book.stilt_tasks]))
 
 
-def frozen_command(profile: str, results_root: Path, data_root: Path | None, finetune: bool = False) -> list[str]:
+def command(profile: str, results_root: Path, data_root: Path | None, finetune: bool = False) -> list[str]:
     """``python -m medibio.book.background``: the baselines of :func:`frozen_tasks`, then with ``finetune``
     the fine-tuning chapter's runs from its last one backwards (:func:`work`)."""
     prof = profiles.get(profile)
@@ -84,26 +84,24 @@ def helps_finetune(profile: str, chosen: Sequence[TocEntry]) -> bool:
 
 
 @contextlib.contextmanager
-def frozen_baselines(profile: str, results_root: Path, data_root: Path | None, log: Path,
+def beside_chapters(profile: str, results_root: Path, data_root: Path | None, log: Path,
                      say=print, finetune: bool = False) -> Iterator[subprocess.Popen | None]:
-    """Run :func:`frozen_command` in a background process for the ``with`` block; at its end wait for the
+    """Run :func:`command` in a background process for the ``with`` block; at its end wait for the
     process (or stop it, if the block ends with an error) and say how it went."""
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.Popen(frozen_command(profile, results_root, data_root, finetune), stdout=out,
+        proc = subprocess.Popen(command(profile, results_root, data_root, finetune), stdout=out,
                                 stderr=subprocess.STDOUT, env={**os.environ, **CHILD_ENV})
         then = ", then fine-tuning runs from the end of Tables 5–6" if finetune else ""
         say(f"… frozen-encoder baselines{then}: computing in a background process (1 thread, log {log.name})")
         ok = False
-        shared = contextlib.ExitStack()
         try:
             # the chapters' kernels start with this environment: they leave the process a core while it runs
-            shared.enter_context(mock.patch.dict(os.environ, {cores.ENV: str(proc.pid)}))
-            yield proc
+            with mock.patch.dict(os.environ, {cores.ENV: str(proc.pid)}):
+                yield proc
             ok = True
         finally:
-            shared.close()
             if not ok and proc.poll() is None:
                 proc.terminate()  # records are written atomically and locks are the kernel's: nothing is lost
             code = proc.wait()

@@ -292,7 +292,7 @@ def build_book(profile: str, *, root: Path = REPO_ROOT, only: Sequence[str] | No
     with contextlib.ExitStack() as stack:
         if background.wanted(profile, select(only), execute):
             folder = data_root(data_root_dir, must_exist=False)
-            stack.enter_context(background.frozen_baselines(
+            stack.enter_context(background.beside_chapters(
                 profile, Path(results_root(results_root_dir)).resolve(), folder if folder.is_dir() else None,
                 report_path.with_name("frozen-background.log"), say=progress.say,
                 finetune=background.helps_finetune(profile, select(only))))

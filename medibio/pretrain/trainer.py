@@ -280,7 +280,7 @@ def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstract
     tokens_per_step = layout.effective * cfg.seq_length
     window_loss, window_tokens, window_time = [], 0, 0.0
     model.train()
-    cores.follow(force=True)  # one thread count for the whole run (medibio.cores)
+    cores.follow()  # one thread count for the whole run (medibio.cores)
     while step < cfg.max_steps:
         t0 = time.perf_counter()
         lr_used = scheduler.get_last_lr()[0]

@@ -59,7 +59,7 @@ def run_once(key: RunKey, results_root: Path, force: bool, accelerator: Any, lab
         else:
             if accelerator.is_main_process:
                 progress.say(f"▶ {label}: training (config {key.config_digest})")
-            threads = cores.follow(force=True)  # fixed for the whole run, and recorded (medibio.cores)
+            threads = cores.follow()  # fixed for the whole run, and recorded (medibio.cores)
             record, predictions = train()
             record.cpu_threads = threads
             if accelerator.is_main_process:
