@@ -9,7 +9,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from medibio.blurb import check, data_cli, registry
+from medibio.cli import data as data_cli
+from medibio.tasks import datacheck as check
+from medibio.tasks import registry
 
 
 def _cli() -> typer.Typer:

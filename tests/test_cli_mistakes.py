@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from medibio.blurb import predictions
-from medibio.testing.cli import run_main as _run
+from medibio.tasks import predictions
+from tests.support.cli import run_main as _run
 
 METRICS_ROOT = Path(__file__).parent / "fixtures" / "metrics" / "data"
 DATASETS = "BC5-chem, BC5-disease, NCBI-disease"
 PROFILES = "smoke, cpu, gpu, paper"
-
 
 
 # (argv, fragments of the one error line). A missing option check would start real work, so every finetune
@@ -157,13 +156,14 @@ def test_commands_own_exit_codes_pass_through(capsys: pytest.CaptureFixture[str]
 def test_library_lookups_raise_one_error_type() -> None:
     """Unknown names from every registry are UnknownNameError: a MedibioError (one CLI line) that is still
     the KeyError/ValueError older callers catch, printed without KeyError's quotes."""
-    from medibio import profiles
-    from medibio.blurb import fetch, loaders, registry
-    from medibio.errors import MedibioError, UnknownNameError
-    from medibio.ift import tasks
+    from medibio.core import profiles
+    from medibio.core.errors import MedibioError, UnknownNameError
     from medibio.pretrain import configs, experiments
+    from medibio.tasks import fetch, loaders, registry
+    from medibio.training.config import trainable_task
 
-    lookups = [registry.get, registry.resolve, profiles.get, tasks.get_ift, tasks.get_task,
+    lookups = [registry.get, registry.resolve, profiles.get, lambda name: registry.get(name, "ift"),
+               lambda name: registry.get(name, "blurb"), trainable_task, registry.names,
                configs.get_config, configs.config_for_profile, experiments.resolve_ids, fetch.get_source,
                lambda name: loaders.split_files("GAD", name)]
     for lookup in lookups:
@@ -232,7 +232,7 @@ def test_config_file_that_is_not_utf8_names_the_line_and_byte(tmp_path: Path,
 
 
 def test_a_valid_config_file_with_a_bom_and_string_numbers_is_read(tmp_path: Path) -> None:
-    from medibio.finetune import presets
+    from medibio.training import config as presets
 
     config = tmp_path / "ok.yaml"
     config.write_bytes("\ufefflearning_rate: 3e-5\r\ntasks:\r\n  biosses:\r\n    epochs: 5\r\n".encode())
@@ -291,7 +291,7 @@ def test_every_dataset_of_a_request_is_checked_before_the_first_trains(tmp_path:
 @pytest.mark.parametrize("argv", [["blurb", "frozen", "--help"], ["results", "table", "--help"],
                                   ["results", "list", "--help"], ["finetune", "--help"]])
 def test_profile_help_is_generated_from_the_profiles(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    from medibio import profiles
+    from medibio.core import profiles
 
     code, out, _ = _run(argv, capsys)
     text = " ".join(out.replace("│", " ").split())

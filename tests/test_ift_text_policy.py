@@ -1,4 +1,4 @@
-"""Intermediate-task files follow the text policy of the BLURB files (medibio.blurb.formats): strict UTF-8
+"""Intermediate-task files follow the text policy of the BLURB files (medibio.tasks.formats): strict UTF-8
 named by line and column, a byte-order mark dropped, CRLF and trailing blank lines accepted, a blank line
 inside the file or a file without a record an error naming the file and line (issue 12)."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from medibio.errors import InputFormatError
-from medibio.ift import loaders
+from medibio.core.errors import InputFormatError
+from medibio.tasks import ift_formats as loaders
 
 SICK_HEADER = ("pair_ID\tsentence_A\tsentence_B\tentailment_label\trelatedness_score\tentailment_AB\tentailment_BA\t"
                "sentence_A_original\tsentence_B_original\tsentence_A_dataset\tsentence_B_dataset\tSemEval_set")

@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from medibio.blurb import check, data_cli, loaders, predictions, registry
-from medibio.errors import InputFormatError
+from medibio.cli import data as data_cli
+from medibio.core.errors import InputFormatError
+from medibio.tasks import datacheck as check
+from medibio.tasks import loaders, predictions, registry
 
 
 def _hoc(on: set[int], sentence: str, index: str) -> str:
@@ -369,7 +371,7 @@ def test_matrix_covers_every_format_and_kind() -> None:
     per_format = {f.name: sum(1 for g, _ in MATRIX if g is f) for f in FORMATS}
     assert min(per_format.values()) >= 10, per_format
     assert {k.__name__ for _, k in MATRIX} == {k.__name__ for k in KINDS}
-    assert {registry.get(f.dataset).input_format for f in FORMATS} == set(loaders.INPUT_FORMATS)
+    assert {registry.get(f.dataset).reader for f in FORMATS} == set(loaders.INPUT_FORMATS)
 
 
 @pytest.mark.parametrize(("fmt", "kind"), MATRIX, ids=[f"{f.name}-{k.__name__}" for f, k in MATRIX])
@@ -534,7 +536,7 @@ def test_data_check_reports_a_bad_file_as_one_row_and_prints_the_table(tmp_path:
     assert text.exit_code == 1 and "ERROR" in text.output and "splits OK" in text.output
 
 
-def test_empty_dev_split_stops_fine_tuning_before_training(tmp_path: Path) -> None:
+def test_empty_dev_split_stops_fine_tuning_before_training(tmp_path: Path, settings) -> None:
     """The issue's empty NER dev file: an error naming the file before any model is built or record written."""
     from medibio.finetune import runner
 
@@ -544,5 +546,5 @@ def test_empty_dev_split_stops_fine_tuning_before_training(tmp_path: Path) -> No
         (folder / f"{split}.tsv").write_bytes(_bytes(BY_NAME["conll_bio"].lines) if split != "dev" else b"")
     with pytest.raises(InputFormatError, match=r"NCBI-disease/dev.tsv:1: expected at least one sentence"):
         runner.run_finetune("NCBI-disease", "tiny-deberta", seeds=1, profile="smoke",
-                            results_root=tmp_path / "results", data_root=tmp_path / "data")
+                            settings=settings.replace(results_root=tmp_path / "results", data_root=tmp_path / "data"))
     assert not list((tmp_path / "results").rglob("*.json"))

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from medibio.testing.cli import run_main as _run
+from tests.support.cli import run_main as _run
 
 TINY = Path(__file__).parent / "fixtures" / "scierc" / "tiny.json"
 PROFILES = "smoke, cpu, gpu, paper"
-
 
 
 @pytest.fixture()
@@ -76,7 +75,8 @@ def test_a_file_without_every_document_is_an_error_unless_partial(tmp_path, data
 
 
 @pytest.mark.parametrize(("rows", "line", "expected"), [
-    ([{"doc_key": "D1"}, '{"doc_key": "D2", '], 2, "valid json"),
+    ([{"doc_key": "D1"}, '{"doc_key": "D2", '], 2,
+     "a JSON object per document (doc_key, entities, relations, clusters), got 'invalid JSON"),
     ([{"doc_key": "D9"}], 1, "an object whose doc_key is a document of the split"),
     ([["D1"]], 1, "an object whose doc_key is a document of the split"),
     ([{"doc_key": "D1"}, {"doc_key": "D1"}], 2, "one line per document ('D1' is on line 1 already)"),

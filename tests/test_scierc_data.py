@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from medibio.errors import InputFormatError
-from medibio.scierc import data
+from medibio.core.errors import InputFormatError
+from medibio.tasks import scierc as data
 
 TINY = Path(__file__).parent / "fixtures" / "scierc" / "tiny.json"
 
@@ -109,7 +109,8 @@ def test_malformed_input_names_file_line_document(tmp_path, changes, expected) -
 def test_bad_json_and_repeated_mention(tmp_path) -> None:
     path = tmp_path / "broken.json"
     path.write_text('{"doc_key": "x", \n')
-    with pytest.raises(InputFormatError, match=r"broken.json:1: expected valid json"):
+    with pytest.raises(InputFormatError, match=r"broken.json:1: expected a SciERC document as one JSON object, "
+                                               r"got 'invalid JSON"):
         data.read_documents(path)
     doc = data.read_documents(_write(tmp_path, _doc(clusters=[[[2, 3], [5, 5], [5, 5]]])))[1]
     assert doc.clusters == (((2, 3), (5, 5)),) and "repeated in cluster 0" in doc.notes[0]

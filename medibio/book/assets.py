@@ -19,8 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from medibio.errors import MedibioError
-from medibio.paths import REPO_ROOT
+from medibio.core.errors import MedibioError
+from medibio.core.paths import REPO_ROOT
 
 MATHJAX_SPEC = "mathjax@3"
 MATHJAX_ROOT = REPO_ROOT / ".cache" / "mathjax"

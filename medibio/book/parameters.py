@@ -4,7 +4,7 @@ Papermill passes whatever a user typed (``-p tasks BIOSSES`` arrives as a string
 JupyterLab users edit the parameters cell, and ``medibio book`` injects only ``profile``. :func:`resolve`
 turns all of these into the same validated values — a comma-separated string is a list, names are checked
 against their registries, a bad value is one :class:`ParameterError` naming the parameter and what is
-allowed — and fills the rest from :class:`medibio.profiles.Profile`, so the same profile runs the same thing
+allowed — and fills the rest from :class:`medibio.core.profiles.Profile`, so the same profile runs the same thing
 however the chapter was started.
 """
 
@@ -14,9 +14,13 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from medibio import profiles
-from medibio.errors import MedibioError
-from medibio.profiles import Profile
+from medibio.core import profiles
+from medibio.core.errors import MedibioError
+from medibio.core.paths import REPO_ROOT
+from medibio.core.profiles import Profile
+from medibio.pretrain.configs import CONFIGS
+from medibio.tasks import registry
+from medibio.training.config import load_config_file, trainable_task
 
 
 class ParameterError(MedibioError, ValueError):
@@ -51,15 +55,11 @@ def _names(lookup: Callable[[str], Any]) -> Callable[[str, Any], list[str]]:
 
 
 def _blurb(item: str) -> list[str]:
-    from medibio.blurb import registry
-
     return [s.name for s in registry.resolve(item)]
 
 
 def _ift_task(item: str) -> list[str]:
-    from medibio.ift import tasks
-
-    return [tasks.get_task(item).name]
+    return [trainable_task(item).name]
 
 
 def _model(item: str) -> list[str]:
@@ -90,8 +90,6 @@ def _flag(name: str, value: Any) -> bool:
 
 
 def _pretrain_config(name: str, value: Any) -> str:
-    from medibio.pretrain.configs import CONFIGS
-
     if not isinstance(value, str) or value not in CONFIGS:
         raise ParameterError(f"parameter {name}: unknown pretraining config {value!r}; known: {', '.join(CONFIGS)}")
     return value
@@ -100,9 +98,6 @@ def _pretrain_config(name: str, value: Any) -> str:
 def _finetune_config(name: str, value: Any) -> dict[str, Any]:
     """A YAML of fine-tuning overrides (``medibio finetune --config``): "" means none."""
     from pathlib import Path
-
-    from medibio.finetune.presets import load_config_file
-    from medibio.paths import REPO_ROOT
 
     text = _text(name, value).strip()
     if not text:

@@ -1,0 +1,149 @@
+"""Validate every BLURB file in a data root and compare its counts with the BLURB paper's.
+
+Counts are what the BLURB paper reports (its Table 3): entity mentions for NER (spans opened by ``B``),
+PICO words for EBM PICO (words tagged other than ``O``), instances otherwise (HoC: abstracts). A few
+differences are known and explained; they are reported with a note and do not count as failures. Anything
+else (a malformed or unexpectedly missing file, an unexplained count, examples shared between two splits)
+does. Each dataset is checked on its own: a bad file gives one failed row and the rest is still checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from medibio.core.errors import DataMissingError, InputFormatError
+from medibio.core.text import read_text
+from medibio.tasks import loaders, registry
+from medibio.tasks.spec import Group, TaskSpec
+
+# (dataset, split) -> (the count this data root is known to have, why it differs from the paper)
+KNOWN_DEVIATIONS: dict[tuple[str, str], tuple[int, str]] = {
+    ("BC5-disease", "dev"): (4246, "paper says 4244; the Crichton et al. source files also give 4246"),
+    ("EBM-PICO", "dev"): (87308, "paper says 85321 PICO words; the difference is unexplained (test matches)"),
+}
+
+# Rows whose counts match but whose paper figure needs a word of explanation.
+NOTES: dict[tuple[str, str], str] = {
+    ("DDI", "train"): "the paper's table prints 22233; 25296 is what BLURB's data generation produces",
+    ("DDI", "dev"): "the paper's table prints 5559; 2496 is what BLURB's data generation produces",
+}
+
+# Official BLURB split id lists under <root>/blurb/indexing/<folder>/: ids in the file must equal them.
+ID_LISTS: dict[str, str] = {"HoC": "{split}_pmid.tsv", "EBM-PICO": "{split}_pmid.tsv", "BioASQ": "{split}_id.tsv"}
+
+
+@dataclass
+class CountRow:
+    """One dataset split: our count next to the paper's, and whether a difference is understood."""
+
+    dataset: str
+    group: str
+    split: str
+    unit: str
+    ours: int | None
+    paper: int
+    status: str  # match | mismatch | absent | error
+    note: str = ""
+    known: bool = False  # a documented deviation (or the known-absent EBM PICO train split)
+    files: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the row needs no action: it matches, or it deviates in a documented way."""
+        return self.status == "match" or (self.status in ("mismatch", "absent") and self.known)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "ok": self.ok}
+
+
+def count(spec: TaskSpec, rows: list[dict]) -> int:
+    """The paper's unit: B-started spans (NER), non-O words (PICO) or examples."""
+    if spec.group is Group.NER:
+        return sum(tag == "B" for row in rows for tag in row["tags"])
+    if spec.group is Group.PICO:
+        return sum(tag != "O" for row in rows for tag in row["tags"])
+    return len(rows)
+
+
+def check_split(spec: TaskSpec, split: str, data_root: str | Path | None = None) -> CountRow:
+    """Parse one split fully (every line validated) and compare its count with the paper's."""
+    return _check_split(spec, split, data_root)[0]
+
+
+def _check_split(spec: TaskSpec, split: str, data_root: str | Path | None) -> tuple[CountRow, list[dict] | None]:
+    paper = spec.paper_counts[loaders.SPLITS.index(split)]
+    files = loaders.split_files(spec.name, split, data_root)
+    row = CountRow(spec.name, spec.group.value, split, spec.count_unit, None, paper, "error",
+                   files=[str(p) for p in files])
+    try:
+        rows = loaders.read_rows(spec, split, data_root)
+        problems = _id_problems(spec, split, rows, data_root)
+    except DataMissingError as exc:
+        row.status = "absent"
+        optional = (spec.name, split) in loaders.OPTIONAL_SPLITS
+        row.known = optional
+        row.note = ("known absent: no public copy; EBM-NLP is at https://github.com/bepnye/EBM-NLP" if optional
+                    else str(exc))
+        return row, None
+    except InputFormatError as exc:
+        row.note = str(exc)
+        return row, None
+    except Exception as exc:  # noqa: BLE001 - a checker reports every file; a crash would hide the others
+        row.note = f"unexpected {type(exc).__name__} while reading: {exc}"
+        return row, None
+    row.ours = count(spec, rows)
+    if problems:
+        row.note = "; ".join(problems)
+        return row, rows
+    known = KNOWN_DEVIATIONS.get((spec.name, split))
+    if row.ours == paper:
+        row.status = "match"
+        row.note = NOTES.get((spec.name, split), "")
+    else:
+        row.status = "mismatch"
+        row.known = known is not None and known[0] == row.ours
+        row.note = known[1] if row.known else "unexplained difference from the BLURB paper"
+    return row, rows
+
+
+def check_dataset(spec: TaskSpec, data_root: str | Path | None = None) -> list[CountRow]:
+    """One row per split, then the splits' disjointness: a shared unit fails the later split's row.
+
+    Overlaps documented in :data:`loaders.KNOWN_SPLIT_OVERLAPS` only add a note.
+    """
+    checked = {split: _check_split(spec, split, data_root) for split in loaders.SPLITS}
+    parsed = {split: rows for split, (_, rows) in checked.items() if rows is not None}
+    for overlap in loaders.split_overlaps(spec, parsed, data_root):
+        row = checked[overlap.splits[1]][0]
+        if overlap.known:
+            row.note = "; ".join(filter(None, [row.note, f"known: {overlap.describe()}; {overlap.known}"]))
+        else:
+            row.status = "error"
+            row.known = False
+            row.note = "; ".join(filter(None, [str(overlap.error()), row.note]))
+    return [row for row, _ in checked.values()]
+
+
+def check_all(data_root: str | Path | None = None, names: list[str] | None = None) -> list[CountRow]:
+    """Check every split of every dataset (or of ``names``); one row per split, errors included as rows."""
+    specs = [registry.get(n, "blurb") for n in names] if names else list(registry.DATASETS)
+    return [row for spec in specs for row in check_dataset(spec, data_root)]
+
+
+def _id_problems(spec: TaskSpec, split: str, rows: list[dict], data_root: str | Path | None) -> list[str]:
+    """Ids that differ from BLURB's official split id list where one exists (duplicates fail in the reader)."""
+    problems: list[str] = []
+    ids = [row["id"] for row in rows]
+    pattern = ID_LISTS.get(spec.name)
+    if pattern is None:
+        return problems
+    id_file = loaders.blurb_root(data_root) / "indexing" / spec.folder / pattern.format(split=split)
+    if not id_file.is_file():
+        return problems
+    official = {i.strip().removesuffix(".txt") for i in read_text(id_file).replace(
+        "\n", ",").split(",") if i.strip()}
+    ours = {i.rsplit("-", 1)[0] for i in ids} if spec.is_token_task else set(ids)
+    if ours != official:
+        problems.append(f"ids differ from {id_file}: {len(official - ours)} missing, {len(ours - official)} extra")
+    return problems
