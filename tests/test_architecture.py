@@ -109,6 +109,15 @@ def test_every_kind_of_run_goes_through_the_one_protocol(kind: str) -> None:
     planner = PLANNERS[kind]
     assert callable(planner.replan) and callable(planner.train) and callable(planner.describe)
     assert isinstance(planner, protocol.Kind)
+    # the module that defines the kind hands its runs to protocol.run (and nothing but the protocol writes a record)
+    module = Path(sys.modules[type(planner).__module__].__file__)
+    calls = [node for node in ast.walk(ast.parse(module.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)]
+    assert any(c.func.attr == "run" and isinstance(c.func.value, ast.Name) and c.func.value.id == "protocol"
+               for c in calls), f"{module.name} never calls protocol.run"
+    writers = [p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")
+               if "write_record(" in p.read_text(encoding="utf-8")]
+    assert sorted(writers) == ["runs/protocol.py", "runs/records.py"]
 
 
 def test_no_package_file_is_ignored_by_git() -> None:

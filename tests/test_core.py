@@ -127,3 +127,15 @@ def test_unreachable_hub_model_gives_a_plain_error(monkeypatch: pytest.MonkeyPat
     with pytest.raises(ModelUnavailableError, match="Hugging Face hub") as info:
         modelzoo.load_config("medibio-test/no-such-model")
     assert "huggingface-cli download medibio-test/no-such-model" in str(info.value)
+
+
+def test_settings_reach_a_child_process_unchanged(tmp_path: Path) -> None:
+    """Every field a process medibio starts needs (folders, limit, processes, progress, the shared-core
+    process) survives ``to_env`` in the parent and ``from_env`` in the child."""
+    made = Settings(data_root=tmp_path / "data", results_root=tmp_path / "results", cache_root=tmp_path / "cache",
+                    limit=7, processes=3, progress=False, share_cores_with=4242)
+    assert Settings.from_env(made.to_env()) == made
+    plain = Settings(data_root=tmp_path / "d", results_root=tmp_path / "r", cache_root=tmp_path / "c")
+    assert Settings.from_env(plain.to_env()) == plain
+    assert Settings.from_env(plain.to_env(), limit=2, results_root=tmp_path / "flag") == plain.replace(
+        limit=2, results_root=tmp_path / "flag")  # flags win over the environment

@@ -147,11 +147,10 @@ def build_history(results_root: Path) -> pd.DataFrame:
 
 
 def chapter_summaries(results_root: Path, profile: str) -> pd.DataFrame:
-    """What each chapter of this build recorded: tables, figures and the library APIs it still awaits."""
+    """What each chapter of this build recorded: how many tables and figures."""
     rows = []
     for path in sorted((results_root / "book" / profile).glob("*/summary.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         rows.append({"chapter": data["chapter"], "tables": len(data.get("tables", {})),
-                     "figures": len(data.get("figures", {})),
-                     "awaiting": ", ".join(data.get("pending", [])) or "–"})
-    return pd.DataFrame(rows, columns=["chapter", "tables", "figures", "awaiting"])
+                     "figures": len(data.get("figures", {}))})
+    return pd.DataFrame(rows, columns=["chapter", "tables", "figures"])

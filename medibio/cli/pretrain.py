@@ -1,6 +1,7 @@
 """CLI commands of medibio.pretrain (registered on the main app by medibio.cli.main).
 
-* ``medibio pretrain --config mini [--experiment table5-1|all] [--from CKPT] [--corpus ...] [--resume]``
+* ``medibio pretrain --config mini [--experiment table5-1|all] [--from CKPT] [--corpus ...]``
+  (a killed run resumes from its newest checkpoint when the same command is given again)
   (also under ``accelerate launch -m medibio pretrain ...``)
 * ``medibio pretrain --show table3|table5|configs|schedule [--json]`` prints the configuration tables.
 * ``medibio vocab train CORPUS --size N --out DIR``
