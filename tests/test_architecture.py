@@ -127,3 +127,21 @@ def test_no_package_file_is_ignored_by_git() -> None:
     ignored = subprocess.run(["git", "check-ignore", "--no-index", *files], cwd=REPO, capture_output=True,
                              text=True).stdout.split()
     assert files and not ignored, f"ignored by .gitignore, so missing from a clone: {ignored}"
+
+
+# Modules that are used without training or plotting: the data layer, the CLI's entry point, the settings, and
+# the modules the reading chapters (paper audit, claims, tables) compute with. They import the libraries that
+# cost seconds (docs/architecture.md, "Deferred imports") only inside the functions that need them.
+LIGHT_MODULES = ("medibio.cli.main", "medibio.core.settings", "medibio.core.profiles", "medibio.tasks.registry",
+                 "medibio.tasks.loaders", "medibio.tasks.metrics", "medibio.tasks.datacheck",
+                 "medibio.results.aggregate", "medibio.paper.audit", "medibio.paper.claims", "medibio.book.results")
+HEAVY_LIBRARIES = ("torch", "transformers", "accelerate", "datasets", "sklearn", "scipy", "seqeval", "seaborn",
+                   "matplotlib", "papermill")
+
+
+def test_the_light_modules_do_not_import_the_heavy_libraries() -> None:
+    code = (f"import importlib, sys\nfor m in {LIGHT_MODULES!r}: importlib.import_module(m)\n"
+            f"print(','.join(x for x in {HEAVY_LIBRARIES!r} if x in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "", f"imported at module level: {proc.stdout.strip()}"

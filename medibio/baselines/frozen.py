@@ -34,6 +34,7 @@ import dataclasses
 import functools
 import math
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -278,8 +279,6 @@ def _multilabel_probe(x_train: np.ndarray, y_train: np.ndarray, c: float, settin
 def _quiet_convergence():
     """sklearn warns per fit when lbfgs stops at ``max_iter`` or a one-vs-rest label is constant; the
     probe's dev selection already judges the fit, so the warnings would only clutter the book's logs."""
-    import warnings
-
     from sklearn.exceptions import ConvergenceWarning
 
     with warnings.catch_warnings():

@@ -14,6 +14,8 @@ everything is already in place.
 
 from __future__ import annotations
 
+import json
+
 import shutil
 import subprocess
 import sys
@@ -89,8 +91,6 @@ def install_kernel(prefix: str | Path = sys.prefix) -> Path:
 
 def kernel_ready(prefix: str | Path = sys.prefix) -> bool:
     """True when the kernelspec exists and starts *this* interpreter."""
-    import json
-
     spec = kernel_spec_dir(prefix) / "kernel.json"
     if not spec.is_file():
         return False

@@ -14,6 +14,8 @@ it. Nothing depends on the background process succeeding; its log is kept beside
 
 from __future__ import annotations
 
+import argparse
+
 import contextlib
 import dataclasses
 import subprocess
@@ -122,8 +124,6 @@ def beside_chapters(profile: str, settings: Settings, log: Path, say: Callable[[
 def main(argv: Sequence[str] | None = None) -> None:
     """The background process's entry point (``python -m medibio.book.background``), started by the build:
     its settings come from the environment the build gave it."""
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m medibio.book.background", description=work.__doc__)
     parser.add_argument("--profile", required=True, choices=profiles.names())
     parser.add_argument("--finetune", action="store_true", help="then help the fine-tuning chapter")

@@ -11,6 +11,8 @@ its index from it, and the appendix lists it.
 
 from __future__ import annotations
 
+import json
+
 import contextlib
 import io
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -273,7 +275,5 @@ def reproduction_index(results_root_dir: str | Path, profile: str) -> pd.DataFra
 
 def read_summary(results_root_dir: str | Path, profile: str, chapter: str) -> dict[str, Any]:
     """The summary a chapter wrote (tests and the appendix use it)."""
-    import json
-
     path = Path(results_root_dir) / "book" / profile / chapter / SUMMARY_FILE
     return json.loads(path.read_text(encoding="utf-8"))

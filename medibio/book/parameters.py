@@ -10,6 +10,8 @@ however the chapter was started.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -97,8 +99,6 @@ def _pretrain_config(name: str, value: Any) -> str:
 
 def _finetune_config(name: str, value: Any) -> dict[str, Any]:
     """A YAML of fine-tuning overrides (``medibio finetune --config``): "" means none."""
-    from pathlib import Path
-
     text = _text(name, value).strip()
     if not text:
         return {}

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
 from medibio.cli import session
 from medibio.cli import values as check
@@ -63,8 +64,6 @@ def score(
     Datasets without a file are listed as missing; aggregates say what they cover. A folder without a
     file for any dataset is an error (exit code 2).
     """
-    from rich.table import Table
-
     from medibio.core.console import console
     from medibio.tasks import registry
     from medibio.tasks.predictions import score_directory
@@ -141,8 +140,6 @@ def frozen_cmd(
 
     Records (kind ``frozen``) are reused when their configuration digest matches.
     """
-    from rich.table import Table
-
     from medibio.baselines import frozen
     from medibio.core.console import console
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
 from medibio.cli import session
 from medibio.cli import values as cli_values
@@ -62,8 +63,6 @@ def check(
 
 
 def _print_table(rows: list) -> None:
-    from rich.table import Table
-
     from medibio.core.console import console
 
     table = Table(title="BLURB data vs the BLURB paper (NER: mentions, PICO: PICO words, else instances)")
@@ -131,7 +130,6 @@ def _list_sources(sources: list, as_json: bool) -> None:
     if as_json:
         session.echo_json(rows)
         return
-    from rich.table import Table
 
     from medibio.core.console import console
 

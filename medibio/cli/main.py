@@ -9,6 +9,8 @@ transformers, datasets, pandas; ``/usr/bin/time medibio --help`` against importi
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata as md
 import sys
 
 import typer
@@ -34,8 +36,6 @@ def _root() -> None:
 @app.command()
 def version() -> None:
     """Print the medibio version and the versions of the libraries results depend on."""
-    import importlib.metadata as md
-
     import medibio
 
     typer.echo(f"medibio {medibio.__version__}")
@@ -60,8 +60,6 @@ AREAS = (
 
 
 def _register() -> None:
-    import importlib
-
     for module in AREAS:
         importlib.import_module(module).register(app)
 

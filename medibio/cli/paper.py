@@ -7,6 +7,8 @@ import math
 from typing import Annotated
 
 import typer
+from rich.markup import escape
+from rich.table import Table
 
 from medibio.cli import session
 
@@ -48,8 +50,6 @@ def audit(
     if against_sources:
         _sources(as_json, only_inconsistent)
         return
-    from rich.markup import escape
-    from rich.table import Table
 
     from medibio.core.console import console
     from medibio.paper.audit import run_audit, summary
@@ -77,9 +77,6 @@ def audit(
 
 
 def _print_frame(title: str, frame, columns: dict[str, str]) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
     from medibio.core.console import console
 
     table = Table(title=title)
@@ -128,9 +125,6 @@ def paper_table(
     as_json: JsonOpt = False,
 ) -> None:
     """Print one of the paper's Tables 1-7 as transcribed (the data the audit works from)."""
-    from rich.markup import escape
-    from rich.table import Table
-
     from medibio.core.console import console
     from medibio.paper import tables
 

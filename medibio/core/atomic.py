@@ -33,6 +33,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
+from filelock import FileLock, Timeout
+
 from medibio.core.errors import MedibioError
 
 _UMASK = os.umask(0)
@@ -177,8 +179,6 @@ def exclusive_lock(path: str | Path, wait: bool = True, poll_s: float = 0.5,
     died holding it: ``on_stale(holder)`` is told. On release the file is emptied and removed (``filelock``'s
     waiters notice a removed file and lock the new one instead).
     """
-    from filelock import FileLock, Timeout
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     held: dict[str, Any] = {}

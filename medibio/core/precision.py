@@ -35,6 +35,7 @@ stays finite and close to fp32.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,8 +130,6 @@ def shutdown() -> None:
     under ``accelerate launch`` on CPU a run that only reused its record ended in ``terminate called without
     an active exception`` (SIGABRT) about once in ten launches.
     """
-    import sys
-
     dist = sys.modules.get("torch.distributed")
     if dist is None or not dist.is_available() or not dist.is_initialized():
         return

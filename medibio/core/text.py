@@ -15,6 +15,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from medibio.core.errors import DataMissingError, InputFormatError
 
 BOM = "\ufeff"
@@ -119,8 +121,6 @@ Where = tuple[Any, ...]  # a key path in a YAML mapping: ("tasks", "BIOSSES", "e
 def read_yaml(path: str | Path) -> tuple[Any, Any]:
     """A YAML/JSON file under this policy: its data and its node tree (for the line of each key); a syntax
     error names the file and line."""
-    import yaml
-
     path = Path(path)
     text = read_text(path)
     try:
@@ -136,8 +136,6 @@ def read_yaml(path: str | Path) -> tuple[Any, Any]:
 def yaml_key_lines(path: Path, node: Any, where: Where = ()) -> dict[Where, int]:
     """1-based line of every mapping key in a YAML node tree; a key given twice is an error (YAML would
     silently keep the last value)."""
-    import yaml
-
     found: dict[Where, int] = {}
     if not isinstance(node, yaml.MappingNode):
         return found

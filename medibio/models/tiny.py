@@ -14,6 +14,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from filelock import FileLock
+
 from medibio.core.paths import cache_root as resolve_cache_root
 
 NAME = "tiny-deberta"
@@ -41,7 +43,6 @@ def build(cache_root: str | Path | None = None, out_dir: str | Path | None = Non
     out = Path(out_dir) if out_dir else resolve_cache_root(cache_root) / folder_name()
     if _complete(out):
         return out
-    from filelock import FileLock
 
     out.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(out.with_name(out.name + ".lock"))):

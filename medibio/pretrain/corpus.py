@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from medibio.core.atomic import atomic_open, write_json
 from medibio.core.errors import DataMissingError, InputFormatError
 from medibio.core.paths import cache_root, data_root
@@ -448,8 +450,6 @@ class BlockCache:
     """Token blocks on disk (``blocks.int32``, shape ``[n, block_size]``) plus ``meta.json``."""
 
     def __init__(self, folder: str | Path) -> None:
-        import numpy as np
-
         self.folder = Path(folder)
         meta_path = self.folder / "meta.json"
         if not meta_path.exists():
@@ -479,8 +479,6 @@ def build_block_cache(docs: Iterable[Document], tokenizer: Any, block_size: int,
                       stats: CorpusStats | None = None, info: dict[str, Any] | None = None,
                       chunk_blocks: int = 2048) -> BlockCache:
     """Stream blocks to ``folder/blocks.int32`` (atomic), then write ``meta.json`` (written last = complete)."""
-    import numpy as np
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     n = 0

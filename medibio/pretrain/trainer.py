@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import resource
 import shutil
 import time
 from collections.abc import Mapping
@@ -92,7 +93,6 @@ def _peak_memory_mb(device_type: str) -> float:
 
     if device_type == "cuda":
         return torch.cuda.max_memory_allocated() / 2**20
-    import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from medibio.core import launch
 from medibio.core.settings import Settings
 
@@ -48,7 +50,6 @@ def overrides_file(overrides: Mapping[str, Any] | None, folder: Path) -> Iterato
     if not overrides:
         yield None
         return
-    import yaml
 
     folder.mkdir(parents=True, exist_ok=True)
     fd, path = tempfile.mkstemp(suffix=".yaml", dir=folder)

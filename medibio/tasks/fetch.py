@@ -14,6 +14,7 @@ leaves ``<root>/downloads/<name>.fetched.json``; a later run skips it while its 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tarfile
@@ -23,6 +24,8 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+from tqdm.auto import tqdm
 
 from medibio.core import atomic
 from medibio.core.errors import DataMissingError, InputFormatError, MedibioError, UnknownNameError
@@ -144,8 +147,6 @@ def urllib_download(url: str, dest: Path, progress: Callable[[int], None]) -> No
 
 
 def _tqdm_progress(label: str) -> tuple[Callable[[int], None], Callable[[], None]]:
-    from tqdm.auto import tqdm
-
     bar = tqdm(desc=label, unit="B", unit_scale=True, unit_divisor=1024, leave=False)
     return bar.update, bar.close
 
@@ -272,8 +273,6 @@ def _already_done(source: Source, marker: Path, root: Path) -> bool:
 
 
 def _read_marker(marker: Path) -> dict:
-    import json
-
     try:
         return json.loads(marker.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):

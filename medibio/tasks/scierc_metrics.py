@@ -19,6 +19,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 Cluster = Sequence[tuple[int, int]]
 
 
@@ -162,7 +164,6 @@ def ceaf_e_counts(key: Sequence[Cluster], response: Sequence[Cluster]) -> tuple[
     """Entity-based CEAF (Luo 2005) with φ4(K, R) = 2|K∩R| / (|K| + |R|): the best one-to-one alignment of
     key and response entities (Hungarian algorithm), its total similarity over the number of key (recall) or
     response (precision) entities."""
-    import numpy as np
     from scipy.optimize import linear_sum_assignment
 
     keys = [{tuple(m) for m in c} for c in key]
