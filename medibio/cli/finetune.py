@@ -57,7 +57,8 @@ def _chain(text: str) -> object:
 
 TASK = check.lookup(_datasets)
 PROFILE = check.lookup(profiles.get)
-SEEDS = check.int_list(0)
+SEEDS = check.seeds()
+MODEL = check.name("model name or folder")
 CONFIG = {"exists": True, "dir_okay": False, "readable": True}  # --config: an existing YAML file
 
 
@@ -68,7 +69,7 @@ def register(app: typer.Typer) -> None:
     def finetune_cmd(
         task: str = typer.Option(..., "--task", "-t", help=TASK_HELP, callback=TASK),
         model: str = typer.Option(None, "--model", "-m", help="model name (minilm, tiny-deberta, hub id) or "
-                                  "folder; default: the profile's model"),
+                                  "folder; default: the profile's model", callback=MODEL),
         seeds: str = typer.Option(None, "--seeds", help="comma list, e.g. 1,2,3; default: the profile's",
                                   callback=SEEDS),
         profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text(),
@@ -134,7 +135,7 @@ def register(app: typer.Typer) -> None:
     @app.command("grid")
     def grid_cmd(
         task: str = typer.Option(..., "--task", "-t", help=TASK_HELP, callback=TASK),
-        model: str = typer.Option(None, "--model", "-m", help="model name or folder"),
+        model: str = typer.Option(None, "--model", "-m", help="model name or folder", callback=MODEL),
         seeds: str = typer.Option("1", "--seeds", help="comma list of seeds per grid point", callback=SEEDS),
         profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text(),
                                     callback=PROFILE),
