@@ -96,6 +96,8 @@ def no_examples(path: Path, last: int, what: str) -> InputFormatError:
         got = "end of file"
     else:
         got = "an empty file" if path.stat().st_size == 0 else "a file of blank lines only"
+    for article in ("a ", "an "):  # "at least one JSON object", not "at least one a JSON object"
+        what = what.removeprefix(article)
     return InputFormatError(path, last + 1, f"at least one {what}", got)
 
 
