@@ -90,13 +90,16 @@ def test_invalid_utf8_is_named_by_line_and_column(tmp_path: Path, reader: Reader
     ("inner_blank", 2, "not a blank line"),
     ("gzip", 1, "gzip-compressed data"),
     ("nul", 2, "a NUL byte"),
+    ("inner_bom", 2, "a byte-order mark (U+FEFF) only as the first character of the file"),
 ])
 def test_malformed_text_is_one_error_naming_file_and_line(tmp_path: Path, reader: Reader, defect: str, line: int,
                                                           fragment: str) -> None:
     data = {"empty": b"", "blank_only": b"\n\n \n",
             "inner_blank": ("\n".join([reader.lines[0], "", *reader.lines[1:]]) + "\n").encode(),
             "gzip": gzip.compress(_valid(reader)),
-            "nul": ("\n".join([reader.lines[0], "\x00" + reader.lines[1], *reader.lines[2:]]) + "\n").encode()}[defect]
+            "nul": ("\n".join([reader.lines[0], "\x00" + reader.lines[1], *reader.lines[2:]]) + "\n").encode(),
+            "inner_bom": b"\xef\xbb\xbf" + ("\n".join([reader.lines[0], "\ufeff" + reader.lines[1], *reader.lines[2:]])
+                                        + "\n").encode()}[defect]
     path = _write(tmp_path, reader, data)
     with pytest.raises(InputFormatError) as info:
         reader.read(path)

@@ -183,6 +183,18 @@ def nul_byte(fmt: Fmt) -> Case:
     return Case(b"\n".join(lines) + b"\n", fmt.first + 1, ("NUL byte", "column 3"))
 
 
+def inner_bom(fmt: Fmt) -> Case:
+    """Two files joined with ``cat``: the second one's byte-order mark lands inside the file (issue 20)."""
+    index = min(fmt.first + 1, len(fmt.lines) - 1)
+    lines = _edit_line(fmt, index, "\ufeff" + fmt.lines[index])
+    return Case(_bytes(lines), index + 1, ("a byte-order mark (U+FEFF) only as the first character", "column 1"))
+
+
+def inner_bom_mid_line(fmt: Fmt) -> Case:
+    lines = _edit_line(fmt, fmt.first, fmt.lines[fmt.first][:3] + "\ufeff" + fmt.lines[fmt.first][3:])
+    return Case(_bytes(lines), fmt.first + 1, ("byte-order mark", f"column {len(fmt.lines[fmt.first][:3]) + 1}"))
+
+
 def empty_file(fmt: Fmt) -> Case:
     expected = "valid JSON" if fmt.name == "pubmedqa_json" else "at least one"
     return Case(b"", 1, (expected,))
@@ -356,7 +368,7 @@ def id_not_in_json(fmt: Fmt) -> Case | None:
 
 
 KINDS: tuple[Kind, ...] = (
-    invalid_utf8, latin1_text, utf16, gzipped, zipped, nul_byte, empty_file, blank_lines_only, header_only,
+    invalid_utf8, latin1_text, utf16, gzipped, zipped, nul_byte, inner_bom, inner_bom_mid_line, empty_file, blank_lines_only, header_only,
     docstart_only, missing_header, wrong_header, inner_blank_line, too_few_columns, too_many_columns,
     spaces_not_tabs, bad_label, empty_id, duplicate_id, empty_text, _score("nan"), _score("inf"),
     _score("-inf"), _score("4.5"), _score("-0.5"), _score("high"), dangling_inside, docstart_without_id,
@@ -513,7 +525,7 @@ def _data_app():
     return app
 
 
-@pytest.mark.parametrize("kind", [invalid_utf8, gzipped, empty_file], ids=lambda k: k.__name__)
+@pytest.mark.parametrize("kind", [invalid_utf8, gzipped, inner_bom, empty_file], ids=lambda k: k.__name__)
 def test_data_check_reports_a_bad_file_as_one_row_and_prints_the_table(tmp_path: Path, kind: Kind) -> None:
     bioasq, gad = BY_NAME["bioasq_tsv"], BY_NAME["gad_tsv"]
     for split in loaders.SPLITS:

@@ -2,9 +2,10 @@
 
 Data files, intermediate-task files, prediction files, SciERC documents and ``--config`` files all go
 through :func:`text_lines`: files are UTF-8; a leading UTF-8 byte-order mark is dropped (Windows editors add
-one; it never becomes part of the first id); CRLF line endings are accepted; blank lines at the end of a file
-are ignored, blank lines elsewhere are for the format to judge (:func:`data_lines` refuses them); compressed,
-UTF-16 or binary files are rejected at the line where they stop being UTF-8 text. A file without a single
+one; it never becomes part of the first id) and one anywhere else is an error (files joined with ``cat``);
+CRLF line endings are accepted; blank lines at the end of a file are ignored, blank lines elsewhere are for
+the format to judge (:func:`data_lines` refuses them); compressed, UTF-16 or binary files are rejected at the
+line where they stop being UTF-8 text. A file without a single
 record is an error, not an empty dataset. Every error names the file, the line and what was expected there.
 """
 
@@ -48,7 +49,14 @@ def _decode(path: Path, data: bytes) -> str:
     if nul >= 0:
         raise InputFormatError(path, text.count("\n", 0, nul) + 1, "text without NUL bytes",
                                f"a NUL byte at column {nul - text.rfind(chr(10), 0, nul)} (a binary file?)")
-    return text.removeprefix(BOM)
+    text = text.removeprefix(BOM)
+    inner = text.find(BOM)
+    if inner >= 0:  # files concatenated with ``cat``: the mark would become part of an id or a token
+        line = text.count("\n", 0, inner) + 1
+        raise InputFormatError(path, line, "a byte-order mark (U+FEFF) only as the first character of the file",
+                               f"one at column {inner - text.rfind(chr(10), 0, inner)} (files concatenated? "
+                               "remove it)")
+    return text
 
 
 def text_lines(path: str | Path, how_to_get: str = "") -> Iterator[tuple[int, str]]:
