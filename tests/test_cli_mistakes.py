@@ -285,6 +285,25 @@ def test_a_missing_training_split_is_an_error_naming_the_file(tmp_path: Path,
     assert "(has )" not in err and not list(tmp_path.rglob("seed*.json"))
 
 
+@pytest.mark.parametrize("what", ["directory", "broken symbolic link"])
+def test_a_training_file_that_is_a_directory_or_a_broken_link_is_said_to_be_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str) -> None:
+    """Not "missing data" with a download hint: the user has something there, and it is the wrong thing."""
+    root = tmp_path / "data"
+    for split in ("dev", "test"):
+        _write(root, "BIOSSES", split, BIOSSES_ROWS)
+    train = root / "blurb" / "BIOSSES" / "train.tsv"
+    if what == "directory":
+        train.mkdir()
+    else:
+        train.symlink_to(root / "elsewhere" / "train.tsv")
+    code, err = _finetune("BIOSSES", root, tmp_path / "results", capsys)
+    [line] = err.splitlines()
+    assert code == 2 and line.startswith(f"error: {train}: expected a file, got a {what}"), err
+    assert "missing data" not in err and "how to get it" not in err
+    assert not list(tmp_path.rglob("seed*.json"))
+
+
 def test_every_dataset_of_a_request_is_checked_before_the_first_trains(tmp_path: Path,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """GAD trains before BIOSSES (registry order); a bad BIOSSES test score stops the request first."""

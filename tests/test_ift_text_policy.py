@@ -130,3 +130,20 @@ def test_non_finite_scores_are_refused(tmp_path: Path) -> None:
     path = _write(tmp_path, stsb, ("\n".join([stsb.lines[0], stsb.lines[1].replace("1.500", "inf")]) + "\n").encode())
     with pytest.raises(InputFormatError, match=r":2: expected a similarity score \(a finite number\)"):
         stsb.read(path)
+
+
+@pytest.mark.parametrize("reader", READERS, ids=IDS)
+@pytest.mark.parametrize("what", ["directory", "broken_link"])
+def test_a_directory_or_broken_link_is_said_to_be_one(tmp_path: Path, reader: Reader, what: str) -> None:
+    from medibio.core.errors import DataMissingError, NotAFileError
+
+    path = tmp_path / f"{reader.name}{reader.suffix}"
+    if what == "directory":
+        path.mkdir()
+    else:
+        path.symlink_to(tmp_path / "gone")
+    with pytest.raises(NotAFileError) as info:
+        reader.read(path)
+    assert str(info.value).startswith(f"{path}: expected a file, got a ")
+    assert ("directory" if what == "directory" else "broken symbolic link") in str(info.value)
+    assert not isinstance(info.value, DataMissingError)

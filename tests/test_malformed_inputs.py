@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from medibio.cli import data as data_cli
-from medibio.core.errors import InputFormatError
+from medibio.core.errors import DataMissingError, InputFormatError, NotAFileError
 from medibio.tasks import datacheck as check
 from medibio.tasks import loaders, predictions, registry
 
@@ -430,6 +430,49 @@ def test_bom_inside_an_id_list_is_not_the_first_id(tmp_path: Path) -> None:
     fmt = BY_NAME["pubmedqa_ids"]
     _write(fmt, tmp_path, b"\xef\xbb\xbf11\n22\n")
     assert [r["id"] for r in _read(fmt, tmp_path)] == ["11", "22"]
+
+
+# --------------------------------------------------------------------------- not a file (issue 20)
+
+
+def _replace_by(path: Path, what: str) -> str:
+    """Put a directory or a dangling symbolic link where the file was; the words the error must use."""
+    path.unlink()
+    if what == "directory":
+        path.mkdir()
+        return "got a directory"
+    path.symlink_to(path.parent / "gone.tsv")
+    return f"got a broken symbolic link to {path.parent / 'gone.tsv'} (its target does not exist)"
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=[f.name for f in FORMATS])
+@pytest.mark.parametrize("what", ["directory", "broken_link"])
+def test_a_directory_or_broken_link_is_said_to_be_one_not_missing_data(tmp_path: Path, fmt: Fmt, what: str) -> None:
+    path = _write(fmt, tmp_path, _bytes(fmt.lines))
+    expected = _replace_by(path, what)
+    with pytest.raises(NotAFileError) as info:
+        _read(fmt, tmp_path)
+    assert str(info.value) == f"{path}: expected a file, {expected}"
+    assert not isinstance(info.value, DataMissingError) and "how to get it" not in str(info.value)
+
+
+def _pico_root(root: Path) -> Path:
+    pico = BY_NAME["conll_pico"]
+    for split in ("dev", "test"):
+        _write(pico, root, _bytes(pico.lines)).rename(root / "blurb" / "ebmnlp" / f"{split}.tsv")
+    return root / "blurb" / "ebmnlp" / "train.tsv"
+
+
+def test_the_known_absent_pico_train_split_does_not_hide_a_broken_link(tmp_path: Path) -> None:
+    train = _pico_root(tmp_path)
+    assert loaders.required_splits("EBM-PICO", tmp_path) == ["dev", "test"]  # truly absent: documented
+    assert check.check_split(registry.get("EBM-PICO"), "train", tmp_path).status == "absent"
+    train.symlink_to(tmp_path / "nowhere" / "train.tsv")
+    assert loaders.required_splits("EBM-PICO", tmp_path) == ["train", "dev", "test"]
+    with pytest.raises(NotAFileError, match="a broken symbolic link to"):
+        loaders.load_blurb("EBM-PICO", tmp_path)
+    row = check.check_split(registry.get("EBM-PICO"), "train", tmp_path)
+    assert row.status == "error" and not row.ok and "broken symbolic link" in row.note
 
 
 # --------------------------------------------------------------------------- split disjointness

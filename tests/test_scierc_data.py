@@ -198,3 +198,15 @@ def test_scierc_readers_refuse_a_compressed_file(tmp_path, read, content) -> Non
     path.write_bytes(gzip.compress(content()))
     with pytest.raises(InputFormatError, match=r"file.json:1: expected a plain UTF-8 text file, got 'gzip"):
         read(path)
+
+
+@pytest.mark.parametrize(("read", "content"), SCIERC_READERS, ids=["gold", "predictions"])
+def test_scierc_readers_say_a_directory_or_broken_link_is_one(tmp_path, read, content) -> None:
+    from medibio.core.errors import NotAFileError
+
+    (tmp_path / "folder.json").mkdir()
+    with pytest.raises(NotAFileError, match=r"folder.json: expected a file, got a directory$"):
+        read(tmp_path / "folder.json")
+    (tmp_path / "link.json").symlink_to(tmp_path / "gone.json")
+    with pytest.raises(NotAFileError, match=r"link.json: expected a file, got a broken symbolic link to .*gone.json"):
+        read(tmp_path / "link.json")

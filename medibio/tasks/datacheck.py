@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from medibio.core.errors import DataMissingError, InputFormatError
-from medibio.core.text import read_text
+from medibio.core.text import present, read_text
 from medibio.tasks import loaders, registry
 from medibio.tasks.spec import Group, TaskSpec
 
@@ -139,7 +139,7 @@ def _id_problems(spec: TaskSpec, split: str, rows: list[dict], data_root: str | 
     if pattern is None:
         return problems
     id_file = loaders.blurb_root(data_root) / "indexing" / spec.folder / pattern.format(split=split)
-    if not id_file.is_file():
+    if not present(id_file):  # no official id list: nothing to compare (a directory there is an error)
         return problems
     official = {i.strip().removesuffix(".txt") for i in read_text(id_file).replace(
         "\n", ",").split(",") if i.strip()}

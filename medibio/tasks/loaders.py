@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from medibio.core import paths
 from medibio.core.errors import DataMissingError, InputFormatError, UnknownNameError
+from medibio.core.text import present, require_file
 from medibio.tasks import blurb, formats, ift, registry
 from medibio.tasks.spec import Problem, TaskSpec
 
@@ -98,8 +99,10 @@ def split_files(name: str, split: str, data_root: str | Path | None = None) -> l
 
 
 def available_splits(name: str, data_root: str | Path | None = None) -> list[str]:
-    """The splits whose files are all present, in train/dev/test order (EBM-PICO: dev, test)."""
-    return [s for s in SPLITS if all(p.is_file() for p in split_files(name, s, data_root))]
+    """The splits whose files are all present, in train/dev/test order (EBM-PICO: dev, test). A directory or
+    a broken link in a file's place counts as present, so that reading it says what it is (the known-absent
+    EBM-PICO train split never hides a broken link)."""
+    return [s for s in SPLITS if all(present(p) for p in split_files(name, s, data_root))]
 
 
 def load_split(name: str, split: str, data_root: str | Path | None = None) -> datasets.Dataset:
@@ -174,8 +177,7 @@ def read_rows(spec: TaskSpec, split: str, data_root: str | Path | None = None) -
     files = split_files(spec.name, split, data_root)
     how = OPTIONAL_SPLITS.get((spec.name, split), spec.source)
     for path in files:
-        if not path.is_file():
-            raise DataMissingError(path, how)
+        require_file(path, how)
     return INPUT_FORMATS[spec.reader].read(spec, files, how)
 
 
