@@ -26,8 +26,9 @@ def _cli() -> typer.Typer:
 
 
 def _ner_file(path: Path, mentions: int) -> None:
+    """``mentions`` sentences of one mention each, worded after the split (splits share no sentence)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f"Drug{i}\tB\nworks\tO\n\n" for i in range(mentions)), encoding="utf-8")
+    path.write_text("".join(f"Drug{i}\tB\n{path.stem}\tO\n\n" for i in range(mentions)), encoding="utf-8")
 
 
 def _fake_bc5_disease(root: Path, dev_mentions: int) -> None:

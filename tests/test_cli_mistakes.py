@@ -309,8 +309,11 @@ def test_every_dataset_of_a_request_is_checked_before_the_first_trains(tmp_path:
     """GAD trains before BIOSSES (registry order); a bad BIOSSES test score stops the request first."""
     root = tmp_path / "data"
     for split in ("train", "dev", "test"):
-        _write(root, "GAD", split, (GAD_ROWS[0], *(f"{split}{row}" for row in GAD_ROWS[1:])))
-        _write(root, "BIOSSES", split, (BIOSSES_ROWS[0], *(f"{split}{row}" for row in BIOSSES_ROWS[1:])))
+        # ids and content of each split its own (splits sharing a sentence are refused, see test_malformed_inputs)
+        _write(root, "GAD", split, (GAD_ROWS[0], *(f"{split}{row}".replace(" .", f" ({split}) .")
+                                                   for row in GAD_ROWS[1:])))
+        _write(root, "BIOSSES", split, (BIOSSES_ROWS[0], *(f"{split}{row}".replace(" .", f" ({split}) .")
+                                                           for row in BIOSSES_ROWS[1:])))
     bad = _write(root, "BIOSSES", "test", (*BIOSSES_ROWS, "9\tA .\tB .\t9.5"))
     code, err = _finetune("GAD,BIOSSES", root, tmp_path / "results", capsys)
     assert code == 2 and f"{bad}:4: expected a finite numeric score in [0, 4]" in err, err

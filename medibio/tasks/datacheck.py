@@ -14,7 +14,7 @@ from pathlib import Path
 
 from medibio.core.errors import DataMissingError, InputFormatError
 from medibio.core.text import present, read_text
-from medibio.tasks import loaders, registry
+from medibio.tasks import loaders, overlap, registry
 from medibio.tasks.spec import Group, TaskSpec
 
 # (dataset, split) -> (the count this data root is known to have, why it differs from the paper)
@@ -108,20 +108,27 @@ def _check_split(spec: TaskSpec, split: str, data_root: str | Path | None) -> tu
 
 
 def check_dataset(spec: TaskSpec, data_root: str | Path | None = None) -> list[CountRow]:
-    """One row per split, then the splits' disjointness: a shared unit fails the later split's row.
+    """One row per split, then the splits' disjointness, by unit (documents, PMIDs, question ids) and by
+    content (:mod:`medibio.tasks.overlap`): an overlap fails the later split's row, naming the examples with
+    file and line in both splits.
 
-    Overlaps documented in :data:`loaders.KNOWN_SPLIT_OVERLAPS` only add a note.
+    Overlaps documented in :data:`loaders.KNOWN_SPLIT_OVERLAPS` and
+    :data:`~medibio.tasks.overlap.KNOWN_CONTENT_OVERLAPS` (BLURB's own files) only add a note with their count.
     """
     checked = {split: _check_split(spec, split, data_root) for split in loaders.SPLITS}
     parsed = {split: rows for split, (_, rows) in checked.items() if rows is not None}
-    for overlap in loaders.split_overlaps(spec, parsed, data_root):
-        row = checked[overlap.splits[1]][0]
-        if overlap.known:
-            row.note = "; ".join(filter(None, [row.note, f"known: {overlap.describe()}; {overlap.known}"]))
+    found: list[loaders.SplitOverlap | overlap.ContentOverlap] = [*loaders.split_overlaps(spec, parsed, data_root)]
+    found += overlap.content_overlaps(spec.name, parsed,
+                                      lambda split: loaders.split_files(spec.name, split, data_root)[-1])
+    for shared in found:
+        row = checked[shared.splits[1]][0]
+        if shared.known:
+            why = shared.known if isinstance(shared.known, str) else "BLURB's own files (documented)"
+            row.note = "; ".join(filter(None, [row.note, f"known: {shared.describe()}; {why}"]))
         else:
             row.status = "error"
             row.known = False
-            row.note = "; ".join(filter(None, [str(overlap.error()), row.note]))
+            row.note = "; ".join(filter(None, [str(shared.error()), row.note]))
     return [row for row, _ in checked.values()]
 
 
