@@ -332,3 +332,31 @@ def test_profile_help_is_generated_from_the_profiles(argv: list[str], capsys: py
         assert name in text
     if argv[0] != "results":
         assert " ".join(profiles.help_text().split()) in text
+
+
+def test_overlapping_splits_stop_fine_tuning_unless_allowed_and_the_record_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A test sentence pasted into GAD's train split (GAD's ids are row numbers: only the content tells)."""
+    root = tmp_path / "data"
+    for split in ("train", "dev", "test"):
+        _write(root, "GAD", split, (GAD_ROWS[0], *(row.replace(" .", f" ({split}) .") for row in GAD_ROWS[1:])))
+    leaked = GAD_ROWS[1].replace(" .", " (test) .").replace("0\t", "2\t", 1)
+    train = _write(root, "GAD", "train", (GAD_ROWS[0], *(r.replace(" .", " (train) .") for r in GAD_ROWS[1:]),
+                                          leaked))
+    test = root / "blurb" / "GAD" / "test.tsv"
+    code, out, err = _run(["finetune", "--task", "GAD", "--profile", "smoke", "--data-root", str(root),
+                           "--results-root", str(tmp_path / "results")], capsys)
+    [line] = err.splitlines()
+    assert code == 2 and line.startswith(f"error: {test}:2: expected no example of the train split again"), err
+    assert f"also at {train}:4" in line and "--allow-overlap" in line
+    assert not list(tmp_path.rglob("seed*.json"))
+
+    code, out, err = _run(["finetune", "--task", "GAD", "--profile", "smoke", "--data-root", str(root),
+                           "--results-root", str(tmp_path / "results"), "--allow-overlap", "--json"], capsys)
+    assert code == 0, err
+    [record] = json.loads(out)
+    assert record["request"]["allow_overlap"] is True and record["details"]["official_splits"] is False
+    notes = "\n".join(record["notes"])
+    assert "splits overlap (allowed by --allow-overlap): 1 test example(s) repeat 1 train example(s) by content " \
+           "(test.tsv:2 = train.tsv:4)" in notes
+    assert "not BLURB's official train split: 3 relation instances, the official one has 4261" in notes

@@ -9,8 +9,10 @@ does. Each dataset is checked on its own: a bad file gives one failed row and th
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from medibio.core.errors import DataMissingError, InputFormatError
 from medibio.core.text import present, read_text
@@ -57,13 +59,25 @@ class CountRow:
         return {**asdict(self), "ok": self.ok}
 
 
-def count(spec: TaskSpec, rows: list[dict]) -> int:
+def count(spec: TaskSpec, rows: Sequence[Mapping[str, Any]]) -> int:
     """The paper's unit: B-started spans (NER), non-O words (PICO) or examples."""
     if spec.group is Group.NER:
         return sum(tag == "B" for row in rows for tag in row["tags"])
     if spec.group is Group.PICO:
         return sum(tag != "O" for row in rows for tag in row["tags"])
     return len(rows)
+
+
+def departures(spec: TaskSpec, splits: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+    """The splits whose size is not that of BLURB's official split (the paper's count, or a documented
+    deviation), each as "<split> split: N <unit>, the official one has M": a run on them is marked so."""
+    out = []
+    for split, rows in splits.items():
+        ours = count(spec, rows)
+        official = KNOWN_DEVIATIONS.get((spec.name, split), (spec.paper_counts[loaders.SPLITS.index(split)],))[0]
+        if ours != official:
+            out.append(f"{split} split: {ours} {spec.count_unit}, the official one has {official}")
+    return out
 
 
 def check_split(spec: TaskSpec, split: str, data_root: str | Path | None = None) -> CountRow:
