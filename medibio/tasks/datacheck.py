@@ -166,5 +166,15 @@ def _id_problems(spec: TaskSpec, split: str, rows: list[dict], data_root: str | 
         "\n", ",").split(",") if i.strip()}
     ours = {i.rsplit("-", 1)[0] for i in ids} if spec.is_token_task else set(ids)
     if ours != official:
-        problems.append(f"ids differ from {id_file}: {len(official - ours)} missing, {len(ours - official)} extra")
+        problems.append(f"ids differ from {id_file}: {_named(official - ours, 'missing')}, "
+                        f"{_named(ours - official, 'extra')}")
     return problems
+
+
+def _named(ids: set[str], what: str, shown: int = 10) -> str:
+    """``2 missing ('11', '22')``: how many, and which (the first ``shown`` in order)."""
+    if not ids:
+        return f"0 {what}"
+    names = ", ".join(repr(i) for i in sorted(ids)[:shown])
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return f"{len(ids)} {what} ({names}{more})"
