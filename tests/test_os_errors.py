@@ -324,3 +324,23 @@ def test_results_root_problems_are_one_line_before_training(tmp_path: Path, data
     line = _one_error_line(err)
     assert code == 1 and line.startswith(f"error: No space left on device: {tmp_path / 'full'}/")
     assert "free space there" in line and not list((tmp_path / "full").rglob("*.lock"))
+
+
+def test_data_check_reports_an_unreadable_file_as_its_row(tmp_path: Path, monkeypatch) -> None:
+    from medibio.tasks import datacheck, registry
+
+    folder = tmp_path / "blurb" / "BIOSSES"
+    folder.mkdir(parents=True)
+    for number, split in enumerate(("train", "dev", "test")):
+        (folder / f"{split}.tsv").write_text(f"pair_id\tsent1\tsent2\tscore\n{number}\t{split} a .\tb .\t1.0\n")
+    real = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        if self.name == "dev.tsv":
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    rows = {r.split: r for r in datacheck.check_dataset(registry.get("BIOSSES"), tmp_path)}
+    assert rows["dev"].status == "error" and rows["dev"].note == f"cannot read {folder / 'dev.tsv'}: Permission denied"
+    assert rows["train"].status != "error" and rows["test"].status != "error"

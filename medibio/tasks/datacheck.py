@@ -103,6 +103,9 @@ def _check_split(spec: TaskSpec, split: str, data_root: str | Path | None) -> tu
     except InputFormatError as exc:
         row.note = str(exc)
         return row, None
+    except OSError as exc:  # unreadable (permissions, an I/O error): what and where, as the CLI would say it
+        row.note = f"cannot read {exc.filename or files[-1]}: {exc.strerror or exc}"
+        return row, None
     except Exception as exc:  # noqa: BLE001 - a checker reports every file; a crash would hide the others
         row.note = f"unexpected {type(exc).__name__} while reading: {exc}"
         return row, None
