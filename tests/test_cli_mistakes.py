@@ -360,3 +360,17 @@ def test_overlapping_splits_stop_fine_tuning_unless_allowed_and_the_record_says_
     assert "splits overlap (allowed by --allow-overlap): 1 test example(s) repeat 1 train example(s) by content " \
            "(test.tsv:2 = train.tsv:4)" in notes
     assert "not BLURB's official train split: 3 relation instances, the official one has 4261" in notes
+
+
+@pytest.mark.parametrize("what", ["file", "broken symbolic link"])
+def test_a_data_root_that_is_no_folder_is_said_to_be_what_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 what: str) -> None:
+    root = tmp_path / "data"
+    if what == "file":
+        root.write_text("")
+    else:
+        root.symlink_to(tmp_path / "unmounted")
+    code, _, err = _run(["data", "check", "--data-root", str(root)], capsys)
+    [line] = err.splitlines()
+    assert code == 2 and line.startswith(f"error: {root}: expected a folder (the data root), got a {what}"), err
+    assert "missing data" not in err
