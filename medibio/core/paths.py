@@ -54,7 +54,7 @@ def has_data_root(root: str | Path | None = None) -> bool:
     """True when a data root with the BLURB folder is available (tests skip real-data cases otherwise)."""
     try:
         return (data_root(root) / "blurb").is_dir()
-    except DataMissingError:
+    except (DataMissingError, NotAFileError):  # nothing there, or a file or broken link in its place
         return False
 
 
