@@ -370,7 +370,8 @@ def id_not_in_json(fmt: Fmt) -> Case | None:
 
 
 KINDS: tuple[Kind, ...] = (
-    invalid_utf8, latin1_text, utf16, gzipped, zipped, nul_byte, inner_bom, inner_bom_mid_line, empty_file, blank_lines_only, header_only,
+    invalid_utf8, latin1_text, utf16, gzipped, zipped, nul_byte, inner_bom, inner_bom_mid_line, empty_file,
+    blank_lines_only, header_only,
     docstart_only, missing_header, wrong_header, inner_blank_line, too_few_columns, too_many_columns,
     spaces_not_tabs, bad_label, empty_id, duplicate_id, empty_text, _score("nan"), _score("inf"),
     _score("-inf"), _score("4.5"), _score("-0.5"), _score("high"), dangling_inside, docstart_without_id,

@@ -5,7 +5,8 @@ in the document-level word offsets of :mod:`medibio.tasks.scierc`), as the runs 
 A file is read against the documents of a split. Scoring a file that lacks some of them would silently
 score a subset (and report it as the split's score), so a missing document is an error naming it unless the
 caller asks for ``partial`` scoring (our smoke runs' capped test sets); an empty file is an error even then
-(the text policy's: a file without a single record). A malformed line is an error naming the file, the line and what was expected.
+(the text policy's: a file without a single record). A malformed line is an error naming the file, the line
+and what was expected.
 
 A well-formed line is also checked for what no model produces and what would make the score depend on
 the file instead of the predictions (issue 20): a type outside SciERC's label sets, a span outside the

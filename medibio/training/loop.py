@@ -36,7 +36,8 @@ class TrainingDivergedError(MedibioError, ArithmeticError):
 
     def __init__(self, step: int, epoch: int, learning_rate: float, outputs: str = "") -> None:
         self.step = step
-        what = f"training diverged (NaN/inf in the {outputs} outputs after" if outputs else "the loss diverged (NaN/inf at"
+        what = (f"training diverged (NaN/inf in the {outputs} outputs after" if outputs
+                else "the loss diverged (NaN/inf at")
         super().__init__(f"{what} step {step}, epoch {epoch}); lower --lr (the learning rate was {learning_rate:g})")
 
 
