@@ -122,6 +122,15 @@ def test_parameters_left_at_none_come_from_the_profile() -> None:
     ({"tasks": ["QA"]}, ["PubMedQA", "BioASQ"]),
     ({"seeds": 2}, [2]),
     ({"seeds": "1,2"}, [1, 2]),
+    ({"seeds": "[1, 2]"}, [1, 2]),  # papermill -p seeds "[1, 2]": list syntax arrives as text
+    ({"seeds": "(3,)"}, [3]),
+    ({"seeds": "[4294967295]"}, [4294967295]),
+    ({"tasks": "['BIOSSES', 'hoc']"}, ["BIOSSES", "HoC"]),
+    ({"tasks": "[BIOSSES, GAD]"}, ["BIOSSES", "GAD"]),  # names without quotes
+    ({"models": '["tiny-deberta", "minilm"]'}, ["tiny-deberta", "minilm"]),
+    ({"ift_tasks": "[STS-B]"}, ["STS-B"]),
+    ({"stilt_seeds": "[1, 2, 3]"}, [1, 2, 3]),
+    ({"stilt_tasks": "['GAD']"}, ["GAD"]),
     ({"table5_experiments": "true"}, True),
 ])
 def test_parameters_accept_what_papermill_and_users_pass(given, expected) -> None:
@@ -133,7 +142,12 @@ def test_parameters_accept_what_papermill_and_users_pass(given, expected) -> Non
     ("bogus", {}, "parameter profile: unknown profile 'bogus'; known: smoke, cpu, gpu, paper"),
     ("smoke", {"tasks": "B"}, "parameter tasks: unknown"),
     ("smoke", {"tasks": [1, 2]}, "parameter tasks: expected names"),
-    ("smoke", {"seeds": "a,b"}, "parameter seeds: seeds are whole numbers, got 'a'"),
+    ("smoke", {"seeds": "a,b"}, "parameter seeds: seeds are whole numbers, got 'a' in 'a,b'"),
+    ("smoke", {"seeds": "[1, x]"}, "parameter seeds: seeds are whole numbers, got 'x' in '[1, x]'"),
+    ("smoke", {"seeds": "[1, 2"}, "got '[1' in '[1, 2'"),  # the whole value, not only the fragment
+    ("smoke", {"seeds": "[4294967296]"}, "seeds are whole numbers in [0, 4294967295], got 4294967296"),
+    ("smoke", {"seeds": [-1]}, "in [0, 4294967295], got -1"),
+    ("smoke", {"tasks": "[BIOSSES, NOPE]"}, "in '[BIOSSES, NOPE]'"),
     ("smoke", {"ift_tasks": "MNLI-not-here"}, "parameter ift_tasks:"),
     ("smoke", {"pretrain_config": "huge"}, "parameter pretrain_config: unknown pretraining config 'huge'"),
     ("smoke", {"table5_experiments": "maybe"}, "parameter table5_experiments: expected True or False"),

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from medibio.core.settings import Settings
+from medibio.pretrain import trainer
 from medibio.pretrain.configs import get_config
 from medibio.pretrain.plan import plan_pretraining
 from medibio.pretrain.trainer import (
@@ -221,7 +222,7 @@ def test_a_run_lives_in_the_folder_of_its_configuration(corpus, tokenizer_dir, t
     assert _files(folder) == before, "the earlier configuration's folder was touched"
 
 
-def test_a_checkpoint_of_another_configuration_is_refused(corpus, tokenizer_dir, tmp_path, cache):
+def test_a_checkpoint_of_another_configuration_is_refused(corpus, tokenizer_dir, tmp_path, cache, monkeypatch):
     """A work folder holding another configuration's checkpoint is refused before anything is loaded."""
     import shutil
 
@@ -232,6 +233,11 @@ def test_a_checkpoint_of_another_configuration_is_refused(corpus, tokenizer_dir,
     other = plan_pretraining(CFG.with_overrides(seed=CFG.seed + 1), str(corpus), tokenizer_dir=tokenizer_dir,
                              settings=settings)
     shutil.copytree(stopped.value.workdir, other.key.work_path(settings.results_root))
+
+    def too_late(*_args, **_kwargs):  # a model of another size would fail here, on a tensor size mismatch
+        raise AssertionError("the work folder's tokenizer, corpus or weights were loaded before the check")
+
+    monkeypatch.setattr(trainer, "prepare_tokenizer", too_late)
     with pytest.raises(ResumeError, match="configuration"):
         run_pretraining(CFG.with_overrides(seed=CFG.seed + 1), corpus=str(corpus), tokenizer_dir=tokenizer_dir,
                         progress=False, settings=settings)

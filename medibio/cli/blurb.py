@@ -128,7 +128,8 @@ def frozen_cmd(
     task: Annotated[str, typer.Option("--task", "-t", help="BLURB dataset, group, comma list or 'all', and/or "
                                       "the similarity sets STS-B, SICK-R (default: all of them)",
                                       callback=check.lookup(_frozen_tasks))] = "all",
-    model: Annotated[str | None, typer.Option("--model", "-m", help="encoder (default: the profile's)")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="encoder (default: the profile's)",
+                                              callback=check.name("model name or folder"))] = None,
     results_root: Annotated[Path | None, typer.Option("--results-root",
                                                       help="default $MEDIBIO_RESULTS or results/")] = None,
     data_root: DataRootOpt = None,

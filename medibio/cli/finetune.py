@@ -57,7 +57,8 @@ def _chain(text: str) -> object:
 
 TASK = check.lookup(_datasets)
 PROFILE = check.lookup(profiles.get)
-SEEDS = check.int_list(0)
+SEEDS = check.seeds()
+MODEL = check.name("model name or folder")
 CONFIG = {"exists": True, "dir_okay": False, "readable": True}  # --config: an existing YAML file
 
 
@@ -68,7 +69,7 @@ def register(app: typer.Typer) -> None:
     def finetune_cmd(
         task: str = typer.Option(..., "--task", "-t", help=TASK_HELP, callback=TASK),
         model: str = typer.Option(None, "--model", "-m", help="model name (minilm, tiny-deberta, hub id) or "
-                                  "folder; default: the profile's model"),
+                                  "folder; default: the profile's model", callback=MODEL),
         seeds: str = typer.Option(None, "--seeds", help="comma list, e.g. 1,2,3; default: the profile's",
                                   callback=SEEDS),
         profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text(),
@@ -106,6 +107,9 @@ def register(app: typer.Typer) -> None:
         results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
         data_root: Path = typer.Option(None, "--data-root", help="default $MEDIBIO_DATA or ../shared/data"),
         force: bool = typer.Option(False, "--force", help="rerun even when a record exists"),
+        allow_overlap: bool = typer.Option(False, "--allow-overlap", help="train although the splits share "
+                                           "examples (by id or content) beyond BLURB's own documented overlaps; "
+                                           "the record says so"),
         as_json: bool = typer.Option(False, "--json", help="print the records as JSON"),
         limit: int = typer.Option(None, "--limit", help="at most N examples per split: the profile's exact code "
                                   "path on a few examples (records of their own)", callback=check.at_least(1)),
@@ -125,7 +129,7 @@ def register(app: typer.Typer) -> None:
                                longer_training=longer_training,
                                class_weighting=class_weighting.value if class_weighting else None)
         records = runner.run_finetune(task, model, seeds, profile, overrides, intermediate, force, variant,
-                                      settings=settings)
+                                      settings=settings, allow_overlap=allow_overlap)
         session.echo_result([r.to_dict() for r in records], as_json, lambda: (
             f"{r.dataset:13s} seed {r.seed:<3d} {r.variant:20s} "
             + (f"dev {r.score_dev:6.2f}  test {r.score_test:6.2f}  ({r.wall_time_s:.0f}s)" if r.ok
@@ -134,7 +138,7 @@ def register(app: typer.Typer) -> None:
     @app.command("grid")
     def grid_cmd(
         task: str = typer.Option(..., "--task", "-t", help=TASK_HELP, callback=TASK),
-        model: str = typer.Option(None, "--model", "-m", help="model name or folder"),
+        model: str = typer.Option(None, "--model", "-m", help="model name or folder", callback=MODEL),
         seeds: str = typer.Option("1", "--seeds", help="comma list of seeds per grid point", callback=SEEDS),
         profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text(),
                                     callback=PROFILE),

@@ -9,8 +9,10 @@ transformers, datasets, pandas; ``/usr/bin/time medibio --help`` against importi
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.metadata as md
+import os
 import sys
 
 import typer
@@ -72,7 +74,9 @@ def main(argv: list[str] | None = None) -> None:
 
     medibio's own errors (unknown names, invalid values, malformed input files) exit with 2; so do
     command-line usage errors found by the parser (a missing option, ``--epochs abc``), which Typer would
-    otherwise draw as a multi-line box. ``typer.Exit`` codes pass through unchanged.
+    otherwise draw as a multi-line box. An error of the operating system (a full disk, a read-only or
+    unreadable folder, a file where a folder belongs) exits with 1, naming the path and what to do.
+    ``typer.Exit`` codes pass through unchanged.
     """
     try:
         code = app(args=argv, standalone_mode=False)
@@ -80,6 +84,8 @@ def main(argv: list[str] | None = None) -> None:
         _fail(str(exc), 2)
     except typer.Abort:
         _fail("aborted", 1)
+    except OSError as exc:
+        _fail(os_error_message(exc), 1)
     except typer.TyperException as exc:  # the parser's usage errors (click exceptions)
         if type(exc).__name__ == "NoArgsIsHelpError":  # the help has been printed already
             sys.exit(2)
@@ -89,6 +95,29 @@ def main(argv: list[str] | None = None) -> None:
         _fail(" ".join(message.split()) + hint, getattr(exc, "exit_code", 2))
     shutdown()  # only after success: after an error, a barrier could wait for a process that is gone
     sys.exit(code if isinstance(code, int) else 0)
+
+
+# what a user can do about an operating-system error, by errno
+_ADVICE = {
+    errno.ENOSPC: "free space there or choose another folder with --results-root",
+    errno.EDQUOT: "free space within your quota or choose another folder with --results-root",
+    errno.EROFS: "the file system is read-only: choose a writable folder with --results-root",
+    errno.EACCES: "check its permissions or choose a folder you may use (--results-root, --data-root)",
+    errno.EPERM: "check its permissions or choose a folder you may use (--results-root, --data-root)",
+    errno.ENOTDIR: "part of this path is a file where a folder belongs: move the file or choose another folder",
+    errno.EISDIR: "a folder is where a file belongs: move it or give a file",
+    errno.ENOENT: "it does not exist: check the path",
+    errno.EIO: "the device reported an I/O error: check the disk",
+}
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line for an error of the operating system: what failed, on which path, and what to do."""
+    what = (exc.strerror or os.strerror(exc.errno)) if exc.errno else str(exc)
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    where = f": {' -> '.join(paths)}" if paths else ""
+    advice = _ADVICE.get(exc.errno or 0, "check the path and try again")
+    return " ".join(f"{what}{where}; {advice}".split())
 
 
 def _fail(message: str, code: int) -> None:

@@ -58,7 +58,8 @@ def pretrain(
                                    "table5-1 .. table5-5, science, 1,3 or all; prerequisites run first.",
                                    callback=check.lookup(_experiments)),
     from_: str = typer.Option(None, "--from", help="Continue pretraining from this checkpoint folder or model "
-                              "name (keeps its vocabulary); default: from scratch with a new vocabulary."),
+                              "name (keeps its vocabulary); default: from scratch with a new vocabulary.",
+                              callback=check.name("checkpoint folder or model name")),
     corpus: str = typer.Option("biomed-abstracts", "--corpus", help="Named corpus (biomed-abstracts, "
                                "biomed-fulltext, cs, cs-abstracts, ...), a file or a folder of shards; "
                                "comma-separated for a mixture."),

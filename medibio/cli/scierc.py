@@ -13,7 +13,8 @@ from medibio.cli import values as check
 from medibio.core import profiles
 
 PROFILE = check.lookup(profiles.get)
-SEEDS = check.int_list(0)
+SEEDS = check.seeds()
+MODEL = check.name("model name or folder")
 SPLIT = check.choice(("train", "dev", "test"))
 
 
@@ -38,7 +39,7 @@ def register(app: typer.Typer) -> None:
     @group.command("train")
     def train_cmd(
         model: str = typer.Option(None, "--model", "-m", help="encoder (minilm, tiny-deberta, hub id, folder); "
-                                  "default: the profile's"),
+                                  "default: the profile's", callback=MODEL),
         seeds: str = typer.Option(None, "--seeds", help="comma list; default: the profile's", callback=SEEDS),
         profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p", help=profiles.help_text(),
                                     callback=PROFILE),

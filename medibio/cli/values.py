@@ -80,17 +80,35 @@ def _items(text: str) -> list[str]:
     return [part.strip() for part in str(text).split(",")]
 
 
-def int_list(minimum: int, example: str = "1,2,3") -> Callback:
-    """A comma list of distinct integers ``>= minimum`` (``--seeds 1,2,3``, ``--batch-sizes 16,32``)."""
-    expected = f"a comma list of distinct integers >= {minimum}, e.g. {example}"
+def int_list(minimum: int, example: str = "1,2,3", maximum: int | None = None) -> Callback:
+    """A comma list of distinct integers ``>= minimum`` (and ``<= maximum`` when given: ``--seeds 1,2,3``,
+    ``--batch-sizes 16,32``)."""
+    bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    expected = f"a comma list of distinct integers {bounds}, e.g. {example}"
 
     def check(text: str) -> None:
         items = _items(text)
         if not items or any(not re.fullmatch(r"[+-]?\d+", i) for i in items):
             raise _bad(expected, text)
         values = [int(i) for i in items]
-        if min(values) < minimum or len(set(values)) != len(values):
+        too_big = maximum is not None and max(values) > maximum
+        if min(values) < minimum or too_big or len(set(values)) != len(values):
             raise _bad(expected, text)
+
+    return _checked(check)
+
+
+def seeds() -> Callback:
+    """A comma list of distinct seeds, each in [0, 2^32 - 1] (numpy's range: checked before training)."""
+    return int_list(0, maximum=checks.MAX_SEED)
+
+
+def name(what: str) -> Callback:
+    """A name that may not be empty (``--model ''`` is refused like every other empty option)."""
+
+    def check(value: str) -> None:
+        if not value.strip() or value != value.strip():
+            raise _bad(f"a {what} (not empty, no surrounding spaces)", value)
 
     return _checked(check)
 

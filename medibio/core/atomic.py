@@ -112,13 +112,25 @@ def _sweep_once(folder: Path) -> None:
         remove_stale_temps(folder)
 
 
+def _naming(exc: OSError, path: Path, tmp: str | None = None) -> OSError:
+    """``exc`` with ``path`` as its file when it names none or only the temporary file (a write or fsync
+    on a full disk names nothing): the error a user sees says which file could not be written."""
+    if exc.filename is not None and exc.filename != tmp:
+        return exc
+    return OSError(exc.errno, exc.strerror, str(path))
+
+
 @contextmanager
 def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
-    """Open a temporary sibling of ``path``; on success it replaces ``path`` in one rename."""
+    """Open a temporary sibling of ``path``; on success it replaces ``path`` in one rename. On failure the
+    temporary file is removed and an ``OSError`` names ``path``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _sweep_once(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _sweep_once(path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _naming(exc, path) from exc
     fcntl.flock(fd, fcntl.LOCK_EX)  # held until the file is renamed or removed: a sweeper never takes it
     binary = "b" in mode
     try:
@@ -128,9 +140,11 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the file normal permissions
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise _naming(exc, path, tmp) from exc
         raise
 
 
@@ -184,24 +198,31 @@ def exclusive_lock(path: str | Path, wait: bool = True, poll_s: float = 0.5,
     held: dict[str, Any] = {}
 
     def take(fd: int) -> None:
-        os.lseek(fd, 0, os.SEEK_SET)
-        held["previous"] = _holder(os.read(fd, 1 << 16))
-        os.ftruncate(fd, 0)
-        me = {"pid": os.getpid(), "host": socket.gethostname(),
-              "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        os.pwrite(fd, json.dumps(me).encode(), 0)
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            held["previous"] = _holder(os.read(fd, 1 << 16))
+            os.ftruncate(fd, 0)
+            me = {"pid": os.getpid(), "host": socket.gethostname(),
+                  "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            os.pwrite(fd, json.dumps(me).encode(), 0)
+        except OSError as exc:  # a full disk: no empty lock file is left behind (we hold it, so it may go)
+            with suppress(OSError):
+                os.unlink(path)
+            raise _naming(exc, path) from exc
         held["fd"] = fd
 
     lock = FileLock(str(path), on_acquired=take, fallback_to_soft=False, poll_interval=poll_s)
     try:
         lock.acquire(blocking=False)
-    except Timeout:
+    except Timeout:  # a TimeoutError, hence an OSError: first
         holder = read_holder(path)
         if not wait:
             raise LockHeldError(path, holder) from None
         if on_wait:
             on_wait(holder)
         lock.acquire()
+    except OSError as exc:  # the lock file cannot be created: a read-only folder, a full disk
+        raise _naming(exc, path) from exc
     if held.get("previous") and on_stale:
         on_stale(held["previous"])
     try:

@@ -38,6 +38,15 @@ class InputFormatError(MedibioError, ValueError):
         super().__init__(msg)
 
 
+class NotAFileError(InputFormatError):
+    """Something other than a readable file where a data file belongs (a directory, a broken symbolic link),
+    or other than a folder where one belongs: said as what it is, never as missing data with a download hint."""
+
+    def __init__(self, path: str | Path, what: str, expected: str = "a file") -> None:
+        super().__init__(path, None, expected, what)
+        self.args = (f"{self.path}: expected {expected}, got {what}",)  # whole: a link's target may be long
+
+
 class ModelUnavailableError(MedibioError, OSError):
     """A model name could not be resolved locally and the Hugging Face hub is unreachable."""
 

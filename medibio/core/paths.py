@@ -8,9 +8,10 @@ The data root is read in place, never copied into the repository.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from medibio.core.errors import DataMissingError
+from medibio.core.errors import DataMissingError, NotAFileError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -33,8 +34,13 @@ def default_cache_root() -> Path:
 
 
 def data_root(override: str | Path | None = None, must_exist: bool = True) -> Path:
-    """The data root: ``override``, else :func:`default_data_root`; a missing folder says how to get one."""
+    """The data root: ``override``, else :func:`default_data_root`; a missing folder says how to get one, a
+    file or a broken link in its place is said to be one."""
     root = Path(override).expanduser() if override not in (None, "") else default_data_root()
+    if must_exist and not root.is_dir() and os.path.lexists(root):  # there is something, and it is no folder
+        broken = root.is_symlink() and not root.exists()
+        raise NotAFileError(root, f"a broken symbolic link to {os.readlink(root)}" if broken else "a file",
+                            expected="a folder (the data root)")
     if must_exist and not root.is_dir():
         raise DataMissingError(
             root,
@@ -48,7 +54,7 @@ def has_data_root(root: str | Path | None = None) -> bool:
     """True when a data root with the BLURB folder is available (tests skip real-data cases otherwise)."""
     try:
         return (data_root(root) / "blurb").is_dir()
-    except DataMissingError:
+    except (DataMissingError, NotAFileError):  # nothing there, or a file or broken link in its place
         return False
 
 

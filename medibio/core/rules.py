@@ -22,6 +22,7 @@ from typing import Any
 from medibio.core.errors import MedibioError
 
 _INTEGER = re.compile(r"[+-]?\d+")
+MAX_SEED = 2**32 - 1  # numpy's and torch's seeding take at most 32 bits: larger fails after training starts
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
@@ -98,6 +99,11 @@ def _to_text(value: Any) -> str:
 def integer(minimum: int) -> Rule:
     """A whole number ``>= minimum`` (epochs, batch sizes: 1; layers to re-initialise: 0)."""
     return Rule(f"an integer >= {minimum}", _to_int, lambda x: x >= minimum)
+
+
+def seed() -> Rule:
+    """A random seed: a whole number in [0, 2^32 - 1], the range every seeded library accepts."""
+    return Rule(f"a seed, an integer in [0, {MAX_SEED}]", _to_int, lambda x: 0 <= x <= MAX_SEED)
 
 
 def positive() -> Rule:

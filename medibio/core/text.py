@@ -2,22 +2,25 @@
 
 Data files, intermediate-task files, prediction files, SciERC documents and ``--config`` files all go
 through :func:`text_lines`: files are UTF-8; a leading UTF-8 byte-order mark is dropped (Windows editors add
-one; it never becomes part of the first id); CRLF line endings are accepted; blank lines at the end of a file
-are ignored, blank lines elsewhere are for the format to judge (:func:`data_lines` refuses them); compressed,
-UTF-16 or binary files are rejected at the line where they stop being UTF-8 text. A file without a single
+one; it never becomes part of the first id) and one anywhere else is an error (files joined with ``cat``);
+CRLF line endings are accepted; blank lines at the end of a file are ignored, blank lines elsewhere are for
+the format to judge (:func:`data_lines` refuses them); compressed, UTF-16 or binary files are rejected at the
+line where they stop being UTF-8 text. A file without a single
 record is an error, not an empty dataset. Every error names the file, the line and what was expected there.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from medibio.core.errors import DataMissingError, InputFormatError
+from medibio.core.errors import DataMissingError, InputFormatError, NotAFileError
 
 BOM = "\ufeff"
 UTF8_TEXT = "a plain UTF-8 text file"
@@ -48,7 +51,47 @@ def _decode(path: Path, data: bytes) -> str:
     if nul >= 0:
         raise InputFormatError(path, text.count("\n", 0, nul) + 1, "text without NUL bytes",
                                f"a NUL byte at column {nul - text.rfind(chr(10), 0, nul)} (a binary file?)")
-    return text.removeprefix(BOM)
+    text = text.removeprefix(BOM)
+    inner = text.find(BOM)
+    if inner >= 0:  # files concatenated with ``cat``: the mark would become part of an id or a token
+        line = text.count("\n", 0, inner) + 1
+        raise InputFormatError(path, line, "a byte-order mark (U+FEFF) only as the first character of the file",
+                               f"one at column {inner - text.rfind(chr(10), 0, inner)} (files concatenated? "
+                               "remove it)")
+    return text
+
+
+def present(path: str | Path) -> bool:
+    """Whether anything is at ``path``, a broken symbolic link included (absent data is a different mistake
+    from a data file that is a directory or a dangling link, and is told differently)."""
+    return os.path.lexists(path)
+
+
+def not_a_file(path: Path) -> str | None:
+    """What is at ``path`` when it is not a file a reader can open ("a directory", "a broken symbolic link to
+    ..."); None for a file or a link to one, and for nothing at all."""
+    if path.is_file() or not present(path):
+        return None
+    if path.is_symlink() and not path.exists():
+        return f"a broken symbolic link to {os.readlink(path)} (its target does not exist)"
+    if path.is_dir():
+        return "a directory"
+    mode = path.stat().st_mode
+    kinds = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"))
+    return next((what for test, what in kinds if test(mode)), "not a regular file")
+
+
+def require_file(path: str | Path, how_to_get: str = "") -> Path:
+    """``path`` when it is a file; :class:`DataMissingError` (with ``how_to_get``) when nothing is there,
+    :class:`NotAFileError` saying what is there otherwise (a directory, a broken link)."""
+    path = Path(path)
+    what = not_a_file(path)
+    if what is not None:
+        raise NotAFileError(path, what)
+    if not path.is_file():
+        raise DataMissingError(path, how_to_get)
+    return path
 
 
 def text_lines(path: str | Path, how_to_get: str = "") -> Iterator[tuple[int, str]]:
@@ -56,11 +99,10 @@ def text_lines(path: str | Path, how_to_get: str = "") -> Iterator[tuple[int, st
 
     The shared policy of the module docstring: BOM dropped, CRLF accepted, trailing blank lines dropped
     (inner blank lines are yielded for the format to judge), non-UTF-8 bytes / NUL bytes / gzip, zip or
-    UTF-16 files raise :class:`InputFormatError` with the line. A missing file names where to get it.
+    UTF-16 files raise :class:`InputFormatError` with the line. A missing file names where to get it; a
+    directory or a broken link in its place is said to be one (:func:`require_file`).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataMissingError(path, how_to_get)
+    path = require_file(path, how_to_get)
     lines = _decode(path, path.read_bytes()).split("\n")
     while lines and not lines[-1].strip():  # the final newline, and blank lines at the end of the file
         lines.pop()
@@ -96,6 +138,8 @@ def no_examples(path: Path, last: int, what: str) -> InputFormatError:
         got = "end of file"
     else:
         got = "an empty file" if path.stat().st_size == 0 else "a file of blank lines only"
+    for article in ("a ", "an "):  # "at least one JSON object", not "at least one a JSON object"
+        what = what.removeprefix(article)
     return InputFormatError(path, last + 1, f"at least one {what}", got)
 
 

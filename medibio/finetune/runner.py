@@ -32,7 +32,7 @@ from medibio.runs import protocol
 from medibio.runs import records as rec
 from medibio.runs.launch import launch_request
 from medibio.runs.protocol import SUBSET_SEED, Outcome, Plan, RunContext
-from medibio.tasks import loaders, registry
+from medibio.tasks import datacheck, loaders, registry
 from medibio.tasks.spec import TaskSpec
 from medibio.training import config, features
 from medibio.training.loop import Callback, SupervisedTask, fit
@@ -77,6 +77,7 @@ class Job:
     stages: tuple[dict[str, Any], ...]  # intermediate stage configurations (medibio.ift.stages.stage_config)
     overrides: dict[str, Any]
     model_hash: str
+    allow_overlap: bool = False  # train although splits share examples (noted in the record)
 
 
 def plain_overrides(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -100,8 +101,12 @@ def _precision_used(requested: str) -> dict[str, str]:
 def plan_run(dataset: str, model: str | None = None, seed: int = 1,
              profile: str | Profile = profiles.DEFAULT_PROFILE, overrides: Mapping[str, Any] | None = None,
              intermediate: str | Sequence[str] | None = None, variant: str | None = None,
-             settings: Settings | None = None) -> Plan:
-    """Resolve one run into its effective configuration and run key (nothing is trained)."""
+             settings: Settings | None = None, allow_overlap: bool = False) -> Plan:
+    """Resolve one run into its effective configuration and run key (nothing is trained).
+
+    ``allow_overlap`` lets it train on splits that share examples beyond BLURB's own documented overlaps;
+    it is not part of the run's identity (it changes no computation: without it the run is refused), but
+    the request and the record say so."""
     settings = settings or Settings()
     prof = settings.profile(profile)
     spec = registry.get(dataset, "blurb")
@@ -119,9 +124,11 @@ def plan_run(dataset: str, model: str | None = None, seed: int = 1,
                      **_precision_used(cfg.mixed_precision)}
     var = variant_name(cfg, chain, variant)
     request = {"dataset": spec.name, "model": model, "profile": prof.name, "limit": prof.limit, "seed": int(seed),
-               "overrides": plain_overrides(overrides), "intermediate": list(chain), "variant": variant}
+               "overrides": plain_overrides(overrides), "intermediate": list(chain), "variant": variant,
+               **({"allow_overlap": True} if allow_overlap else {})}
     tag = zoo.model_tag(model)
-    job = Job(spec, model, int(seed), prof, cfg, chain, stage_configs, plain_overrides(overrides), model_hash)
+    job = Job(spec, model, int(seed), prof, cfg, chain, stage_configs, plain_overrides(overrides), model_hash,
+              allow_overlap)
     return protocol.plan(KIND, prof.name, tag, var, spec.name, seed, configuration, request,
                          f"{spec.name} seed {seed} [{var}] {tag}", job)
 
@@ -129,12 +136,13 @@ def plan_run(dataset: str, model: str | None = None, seed: int = 1,
 def plan_runs(tasks: str | Sequence[str], model: str | None = None,
               seeds: int | str | Sequence[int] | None = None, profile: str | Profile = profiles.DEFAULT_PROFILE,
               overrides: Mapping[str, Any] | None = None, intermediate: str | Sequence[str] | None = None,
-              variant: str | None = None, settings: Settings | None = None) -> list[Plan]:
+              variant: str | None = None, settings: Settings | None = None,
+              allow_overlap: bool = False) -> list[Plan]:
     """Every (dataset, seed) run of a request, in registry order (seeds default to the profile's)."""
     settings = settings or Settings()
     prof = settings.profile(profile)
     seed_list = profiles.parse_seeds(seeds)
-    return [plan_run(spec.name, model, seed, prof, overrides, intermediate, variant, settings)
+    return [plan_run(spec.name, model, seed, prof, overrides, intermediate, variant, settings, allow_overlap)
             for spec in registry.resolve(tasks) for seed in (seed_list or list(prof.default_seeds(spec.name)))]
 
 
@@ -149,7 +157,8 @@ class FinetuneKind:
     def replan(self, request: Mapping[str, Any], settings: Settings) -> Plan:
         return plan_run(request["dataset"], request["model"], request["seed"], request["profile"],
                         request.get("overrides") or None, request.get("intermediate") or None,
-                        request.get("variant"), dataclasses.replace(settings, limit=request.get("limit")))
+                        request.get("variant"), dataclasses.replace(settings, limit=request.get("limit")),
+                        bool(request.get("allow_overlap")))
 
     def describe(self, record: rec.RunRecord) -> str:
         if not record.ok:
@@ -161,8 +170,13 @@ class FinetuneKind:
         job: Job = plan.job
         spec, cfg, seed, accelerator = job.spec, job.config, job.seed, ctx.accelerator
         data_root = ctx.settings.data_root
-        details = {"intermediate": list(job.chain)}
-        data = loaders.load_blurb(spec.name, data_root)  # a missing split raises, unless documented absent
+        # a missing split raises, unless documented absent; so do undocumented overlaps, unless allowed
+        data, overlaps = loaders.load_blurb_checked(spec.name, data_root, allow_overlap=job.allow_overlap)
+        data_notes = [f"splits overlap (allowed by --allow-overlap): {o.describe()}" for o in overlaps
+                      if not o.known]
+        sizes = {split: d.select_columns(["tags"]) if "tags" in d.column_names else d for split, d in data.items()}
+        data_notes += [f"not BLURB's official {d}" for d in datacheck.departures(spec, sizes)]
+        details = {"intermediate": list(job.chain), "official_splits": not data_notes}
         if "train" not in data:
             return Outcome(ctx.record(
                 model=zoo.model_info(job.model, cache_root=ctx.settings.cache_root), status="skipped",
@@ -204,7 +218,7 @@ class FinetuneKind:
             eval_examples=result.test_examples, wall_time_s=round(result.wall_time_s, 2),
             train_examples_per_s=round(result.train_examples_per_s, 2),
             peak_memory_mb=round(result.peak_memory_mb, 1), details=details,
-            notes=notes + result.notes + ([f"encoder from intermediate fine-tuning: {init_from}"]
+            notes=data_notes + notes + result.notes + ([f"encoder from intermediate fine-tuning: {init_from}"]
                                           if job.chain else []),
         )
         return Outcome(record, result.test_predictions)
@@ -219,7 +233,8 @@ def check_data(plans: Sequence[Plan], settings: Settings, force: bool) -> None:
     """
     todo = [p for p in plans if force or rec.find_record(settings.results_root, p.key) is None]
     for name in dict.fromkeys(p.job.spec.name for p in todo):
-        loaders.validate_dataset(name, settings.data_root)
+        allowed = any(p.job.allow_overlap for p in todo if p.job.spec.name == name)
+        loaders.validate_dataset(name, settings.data_root, allow_overlap=allowed)
     for task in dict.fromkeys(t for p in todo for t in p.job.chain):
         loaders.validate_task(task, settings.data_root)
 
@@ -239,7 +254,7 @@ def run_finetune(tasks: str | Sequence[str], model: str | None = None,
                  config_overrides: Mapping[str, Any] | None = None,
                  intermediate: str | Sequence[str] | None = None, force: bool = False,
                  variant: str | None = None, callbacks: Sequence[Callback] = (),
-                 settings: Settings | None = None) -> list[rec.RunRecord]:
+                 settings: Settings | None = None, allow_overlap: bool = False) -> list[rec.RunRecord]:
     """Fine-tune ``model`` on each task x seed and return the run records (new or reused).
 
     ``tasks``: a dataset, a group (``NER``), a comma list or ``"all"``. ``model``: a name for
@@ -247,6 +262,7 @@ def run_finetune(tasks: str | Sequence[str], model: str | None = None,
     BIOSSES/PubMedQA/BioASQ on ``cpu``). ``config_overrides``: fields of :class:`FinetuneConfig`
     (and ``tasks: {dataset: {...}}``), applied over the profile's preset. ``intermediate``: an IFT chain.
     ``settings``: data, results, limit and processes (default: the repository's folders).
+    ``allow_overlap``: train although splits share examples (beyond BLURB's own, documented overlaps).
     """
     settings = settings or Settings()
     config.check_overrides(config_overrides)  # a bad value stops here, also before launching processes
@@ -254,11 +270,12 @@ def run_finetune(tasks: str | Sequence[str], model: str | None = None,
         if callbacks:
             raise ValueError(f"callbacks cannot follow runs into {settings.processes} launched processes; "
                              "run with one process")
-        launch_request(command_args(tasks, model, seeds, profile, intermediate, force, variant),
+        launch_request(command_args(tasks, model, seeds, profile, intermediate, force, variant, allow_overlap),
                        plain_overrides(config_overrides), settings)
-        plans = plan_runs(tasks, model, seeds, profile, config_overrides, intermediate, variant, settings)
+        plans = plan_runs(tasks, model, seeds, profile, config_overrides, intermediate, variant, settings,
+                          allow_overlap)
         return [r for r in (rec.find_record(settings.results_root, p.key) for p in plans) if r is not None]
-    plans = plan_runs(tasks, model, seeds, profile, config_overrides, intermediate, variant, settings)
+    plans = plan_runs(tasks, model, seeds, profile, config_overrides, intermediate, variant, settings, allow_overlap)
     check_data(plans, settings, force)
     return run_plans(plans, settings, force, callbacks)
 
@@ -266,7 +283,7 @@ def run_finetune(tasks: str | Sequence[str], model: str | None = None,
 def command_args(tasks: str | Sequence[str], model: str | None = None,
                  seeds: int | str | Sequence[int] | None = None, profile: str | Profile = profiles.DEFAULT_PROFILE,
                  intermediate: str | Sequence[str] | None = None, force: bool = False,
-                 variant: str | None = None) -> list[str]:
+                 variant: str | None = None, allow_overlap: bool = False) -> list[str]:
     """``medibio finetune`` arguments of the same request (the launched processes run them)."""
     task_text = tasks if isinstance(tasks, str) else ",".join(tasks)
     args = ["finetune", "--task", task_text, "--profile", profiles.get(profile).name]
@@ -281,4 +298,6 @@ def command_args(tasks: str | Sequence[str], model: str | None = None,
         args += ["--variant", variant]
     if force:
         args.append("--force")
+    if allow_overlap:
+        args.append("--allow-overlap")
     return args

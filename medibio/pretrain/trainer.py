@@ -111,6 +111,19 @@ def _optimizer(model: Any, config: PretrainConfig):
     return adamw(groups, lr=config.learning_rate, betas=config.adam_betas, eps=config.adam_eps)
 
 
+def _resumable_state(ckpt: Path, digest: str, effective_batch: int, seed: int) -> dict[str, Any]:
+    """The saved state of ``ckpt`` when this configuration may resume from it, else :class:`ResumeError`."""
+    state = json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8"))
+    if state.get("config_digest") != digest:
+        raise ResumeError(f"{ckpt}: saved by a run of configuration {state.get('config_digest')}, this "
+                          f"one is {digest}")
+    if state["effective_batch"] != effective_batch or state["seed"] != seed:
+        raise ResumeError(f"{ckpt}: saved with effective batch {state['effective_batch']} and seed "
+                          f"{state['seed']}, now {effective_batch} and {seed}; the data position "
+                          "would not match")
+    return state
+
+
 def prepare_tokenizer(config: PretrainConfig, corpus: str, variant: str, out_dir: Path, init: str | None,
                       data_root: str | Path | None, tokenizer_dir: str | Path | None = None):
     """Continual: the checkpoint's own tokenizer. From scratch: ``tokenizer_dir`` or a new SentencePiece
@@ -167,6 +180,10 @@ class PretrainKind:
             notes.append(f"config {cfg.name} holds the paper's settings; expect it not to fit here")
         device_type = accelerator.device.type
         layout = plan_batch(cfg.effective_batch, cfg.per_device_batch, accelerator.num_processes)
+        # a checkpoint of another configuration is refused before its tokenizer, the corpus or any tensor is
+        # loaded: a model of another size would otherwise fail on a tensor size mismatch first
+        ckpt = latest_checkpoint(out)
+        state = _resumable_state(ckpt, digest, layout.effective, cfg.seed) if ckpt is not None else {}
         init = None if job.init is None else zoo.resolve(job.init, ctx.settings.cache_root)
         with accelerator.main_process_first():
             tokenizer = prepare_tokenizer(cfg, job.corpus, job.variant, out, init, data_root, job.tokenizer_dir)
@@ -187,16 +204,7 @@ class PretrainKind:
         rank = accelerator.process_index
 
         step, curve, tokens_seen, elapsed, resumed_from, checkpoints = 0, [], 0, 0.0, [], []
-        ckpt = latest_checkpoint(out)
         if ckpt is not None:
-            state = json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8"))
-            if state.get("config_digest") != digest:
-                raise ResumeError(f"{ckpt}: saved by a run of configuration {state.get('config_digest')}, this "
-                                  f"one is {digest}")
-            if state["effective_batch"] != layout.effective or state["seed"] != cfg.seed:
-                raise ResumeError(f"{ckpt}: saved with effective batch {state['effective_batch']} and seed "
-                                  f"{state['seed']}, now {layout.effective} and {cfg.seed}; the data position "
-                                  "would not match")
             accelerator.load_state(str(ckpt))
             step, curve, tokens_seen = state["step"], state["curve"], state["tokens_seen"]
             elapsed, checkpoints = state["elapsed_s"], state["checkpoints"]

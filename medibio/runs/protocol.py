@@ -16,6 +16,7 @@ work folder survives, so a kind that checkpoints (pretraining) resumes from it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import shutil
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from medibio.runs.identity import RunKey
 # Part of every run's digest: bump it when a code change alters what a given configuration computes, so that
 # records made by the old code are never taken for the new code's results.
 PROTOCOL = 2
+# errors of a results root that can be read but not written: its records are reused without a lock
+_CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
 # Training and dev caps draw the same seeded subset for every seed and model (comparable runs).
 SUBSET_SEED = 12345
 
@@ -145,9 +148,18 @@ def _claim(plan_: Plan, root: Path, force: bool, accelerator: Any, stack: contex
     """Take the run's lock (main process) and return its existing record, if any, to every process."""
     found = None
     if _main(accelerator):
-        stack.enter_context(rec.run_lock(plan_.key, root, wait=wait, log=progress.say))
-        existing = None if force else rec.find_record(root, plan_.key)
-        found = existing.to_dict() if existing is not None else None
+        try:
+            stack.enter_context(rec.run_lock(plan_.key, root, wait=wait, log=progress.say))
+        except OSError as exc:
+            # a results root this process may not write (read-only mount, another user's folder): its
+            # records can still be reused, as reading one needs no lock (records are written atomically)
+            existing = None if force or exc.errno not in _CANNOT_WRITE else rec.find_record(root, plan_.key)
+            if existing is None:
+                raise
+            found = existing.to_dict()
+        else:
+            existing = None if force else rec.find_record(root, plan_.key)
+            found = existing.to_dict() if existing is not None else None
     if accelerator is not None and accelerator.num_processes > 1:
         from accelerate.utils import broadcast_object_list
 
@@ -166,17 +178,36 @@ def _name_outputs(outcome: Outcome, key: RunKey, root: Path) -> None:
 
 
 def _publish(outcome: Outcome, key: RunKey, root: Path, workdir: Path) -> None:
-    """Predictions, then artifacts (the work folder renamed to ``seed<N>/``), then the record (main process)."""
-    if outcome.predictions is not None:
-        write_jsonl(key.predictions_path(root), outcome.predictions)
+    """Predictions, then artifacts (the work folder renamed to ``seed<N>/``), then the record (main process).
+
+    If any step fails (a full disk, a folder made read-only meanwhile), what this attempt published is
+    taken back: no predictions file without its record, the artifacts back in the work folder, and no older
+    record of the run left beside predictions it did not make."""
+    predictions = key.predictions_path(root)
     final = key.artifacts_path(root)
-    if outcome.artifacts:
-        if final.exists():  # left by an attempt killed between this rename and its record
-            shutil.rmtree(final)
-        workdir.rename(final)
-    elif workdir.exists():
-        shutil.rmtree(workdir)
-    rec.write_record(outcome.record, root)
+    wrote_predictions = moved = False
+    try:
+        if outcome.predictions is not None:
+            write_jsonl(predictions, outcome.predictions)
+            wrote_predictions = True
+        if outcome.artifacts:
+            if final.exists():  # left by an attempt killed between this rename and its record
+                shutil.rmtree(final)
+            workdir.rename(final)
+            moved = True
+        elif workdir.exists():
+            shutil.rmtree(workdir)
+        rec.write_record(outcome.record, root)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            if moved and not workdir.exists():
+                final.rename(workdir)
+        if wrote_predictions:
+            with contextlib.suppress(OSError):
+                predictions.unlink()
+            with contextlib.suppress(OSError):  # a forced rerun's older record: its predictions are gone
+                key.path(root).unlink()
+        raise
 
 
 def run(kind: Kind, plan_: Plan, settings: Settings, accelerator: Any = None, force: bool = False,

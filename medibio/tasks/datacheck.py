@@ -9,12 +9,14 @@ does. Each dataset is checked on its own: a bad file gives one failed row and th
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from medibio.core.errors import DataMissingError, InputFormatError
-from medibio.core.text import read_text
-from medibio.tasks import loaders, registry
+from medibio.core.text import present, read_text
+from medibio.tasks import loaders, overlap, registry
 from medibio.tasks.spec import Group, TaskSpec
 
 # (dataset, split) -> (the count this data root is known to have, why it differs from the paper)
@@ -57,13 +59,25 @@ class CountRow:
         return {**asdict(self), "ok": self.ok}
 
 
-def count(spec: TaskSpec, rows: list[dict]) -> int:
+def count(spec: TaskSpec, rows: Sequence[Mapping[str, Any]]) -> int:
     """The paper's unit: B-started spans (NER), non-O words (PICO) or examples."""
     if spec.group is Group.NER:
         return sum(tag == "B" for row in rows for tag in row["tags"])
     if spec.group is Group.PICO:
         return sum(tag != "O" for row in rows for tag in row["tags"])
     return len(rows)
+
+
+def departures(spec: TaskSpec, splits: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+    """The splits whose size is not that of BLURB's official split (the paper's count, or a documented
+    deviation), each as "<split> split: N <unit>, the official one has M": a run on them is marked so."""
+    out = []
+    for split, rows in splits.items():
+        ours = count(spec, rows)
+        official = KNOWN_DEVIATIONS.get((spec.name, split), (spec.paper_counts[loaders.SPLITS.index(split)],))[0]
+        if ours != official:
+            out.append(f"{split} split: {ours} {spec.count_unit}, the official one has {official}")
+    return out
 
 
 def check_split(spec: TaskSpec, split: str, data_root: str | Path | None = None) -> CountRow:
@@ -89,6 +103,9 @@ def _check_split(spec: TaskSpec, split: str, data_root: str | Path | None) -> tu
     except InputFormatError as exc:
         row.note = str(exc)
         return row, None
+    except OSError as exc:  # unreadable (permissions, an I/O error): what and where, as the CLI would say it
+        row.note = f"cannot read {exc.filename or files[-1]}: {exc.strerror or exc}"
+        return row, None
     except Exception as exc:  # noqa: BLE001 - a checker reports every file; a crash would hide the others
         row.note = f"unexpected {type(exc).__name__} while reading: {exc}"
         return row, None
@@ -108,20 +125,27 @@ def _check_split(spec: TaskSpec, split: str, data_root: str | Path | None) -> tu
 
 
 def check_dataset(spec: TaskSpec, data_root: str | Path | None = None) -> list[CountRow]:
-    """One row per split, then the splits' disjointness: a shared unit fails the later split's row.
+    """One row per split, then the splits' disjointness, by unit (documents, PMIDs, question ids) and by
+    content (:mod:`medibio.tasks.overlap`): an overlap fails the later split's row, naming the examples with
+    file and line in both splits.
 
-    Overlaps documented in :data:`loaders.KNOWN_SPLIT_OVERLAPS` only add a note.
+    Overlaps documented in :data:`loaders.KNOWN_SPLIT_OVERLAPS` and
+    :data:`~medibio.tasks.overlap.KNOWN_CONTENT_OVERLAPS` (BLURB's own files) only add a note with their count.
     """
     checked = {split: _check_split(spec, split, data_root) for split in loaders.SPLITS}
     parsed = {split: rows for split, (_, rows) in checked.items() if rows is not None}
-    for overlap in loaders.split_overlaps(spec, parsed, data_root):
-        row = checked[overlap.splits[1]][0]
-        if overlap.known:
-            row.note = "; ".join(filter(None, [row.note, f"known: {overlap.describe()}; {overlap.known}"]))
+    found: list[loaders.SplitOverlap | overlap.ContentOverlap] = [*loaders.split_overlaps(spec, parsed, data_root)]
+    found += overlap.content_overlaps(spec.name, parsed,
+                                      lambda split: loaders.split_files(spec.name, split, data_root)[-1])
+    for shared in found:
+        row = checked[shared.splits[1]][0]
+        if shared.known:
+            why = shared.known if isinstance(shared.known, str) else "BLURB's own files (documented)"
+            row.note = "; ".join(filter(None, [row.note, f"known: {shared.describe()}; {why}"]))
         else:
             row.status = "error"
             row.known = False
-            row.note = "; ".join(filter(None, [str(overlap.error()), row.note]))
+            row.note = "; ".join(filter(None, [str(shared.error()), row.note]))
     return [row for row, _ in checked.values()]
 
 
@@ -139,11 +163,21 @@ def _id_problems(spec: TaskSpec, split: str, rows: list[dict], data_root: str | 
     if pattern is None:
         return problems
     id_file = loaders.blurb_root(data_root) / "indexing" / spec.folder / pattern.format(split=split)
-    if not id_file.is_file():
+    if not present(id_file):  # no official id list: nothing to compare (a directory there is an error)
         return problems
     official = {i.strip().removesuffix(".txt") for i in read_text(id_file).replace(
         "\n", ",").split(",") if i.strip()}
     ours = {i.rsplit("-", 1)[0] for i in ids} if spec.is_token_task else set(ids)
     if ours != official:
-        problems.append(f"ids differ from {id_file}: {len(official - ours)} missing, {len(ours - official)} extra")
+        problems.append(f"ids differ from {id_file}: {_named(official - ours, 'missing')}, "
+                        f"{_named(ours - official, 'extra')}")
     return problems
+
+
+def _named(ids: set[str], what: str, shown: int = 10) -> str:
+    """``2 missing ('11', '22')``: how many, and which (the first ``shown`` in order)."""
+    if not ids:
+        return f"0 {what}"
+    names = ", ".join(repr(i) for i in sorted(ids)[:shown])
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return f"{len(ids)} {what} ({names}{more})"

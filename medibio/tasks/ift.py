@@ -23,6 +23,7 @@ from typing import Any
 
 from medibio.core import paths
 from medibio.core.errors import DataMissingError
+from medibio.core.text import require_file
 from medibio.tasks import ift_formats as loaders
 from medibio.tasks.spec import Problem, TaskSpec
 
@@ -130,9 +131,7 @@ def task_dir(spec: TaskSpec, data_root: str | Path | None = None) -> Path:
 
 
 def _need(path: Path, spec: TaskSpec) -> Path:
-    if not path.is_file():
-        raise DataMissingError(path, spec.source)
-    return path
+    return require_file(path, spec.source)
 
 
 def _first_existing(folder: Path, stems: tuple[str, ...], suffixes: tuple[str, ...]) -> Path | None:

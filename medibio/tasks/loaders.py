@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 
 from medibio.core import paths
 from medibio.core.errors import DataMissingError, InputFormatError, UnknownNameError
+from medibio.core.text import present, require_file
 from medibio.tasks import blurb, formats, ift, registry
+from medibio.tasks.overlap import ALLOW_HINT, ContentOverlap, content_overlaps
 from medibio.tasks.spec import Problem, TaskSpec
 
 if TYPE_CHECKING:
@@ -98,8 +100,10 @@ def split_files(name: str, split: str, data_root: str | Path | None = None) -> l
 
 
 def available_splits(name: str, data_root: str | Path | None = None) -> list[str]:
-    """The splits whose files are all present, in train/dev/test order (EBM-PICO: dev, test)."""
-    return [s for s in SPLITS if all(p.is_file() for p in split_files(name, s, data_root))]
+    """The splits whose files are all present, in train/dev/test order (EBM-PICO: dev, test). A directory or
+    a broken link in a file's place counts as present, so that reading it says what it is (the known-absent
+    EBM-PICO train split never hides a broken link)."""
+    return [s for s in SPLITS if all(present(p) for p in split_files(name, s, data_root))]
 
 
 def load_split(name: str, split: str, data_root: str | Path | None = None) -> datasets.Dataset:
@@ -124,13 +128,23 @@ def required_splits(name: str, data_root: str | Path | None = None) -> list[str]
 
 
 def load_blurb(name: str, data_root: str | Path | None = None,
-               splits: list[str] | tuple[str, ...] | str | None = None) -> datasets.DatasetDict:
+               splits: list[str] | tuple[str, ...] | str | None = None,
+               allow_overlap: bool = False) -> datasets.DatasetDict:
     """Load a BLURB dataset; ``splits=None`` loads the dataset's :func:`required_splits`.
 
     A split missing from the data root raises :class:`DataMissingError` naming the expected file and its
     source, except the known-absent EBM-PICO train split, which ``splits=None`` leaves out. The loaded splits
-    must not share examples (see :func:`validate_splits`): a model is never trained on overlapping splits.
+    must not share examples (see :func:`validate_splits`): a model is never trained on overlapping splits
+    unless ``allow_overlap`` (then :func:`load_blurb_checked` says which).
     """
+    return load_blurb_checked(name, data_root, splits, allow_overlap)[0]
+
+
+def load_blurb_checked(name: str, data_root: str | Path | None = None,
+                       splits: list[str] | tuple[str, ...] | str | None = None, allow_overlap: bool = False
+                       ) -> tuple[datasets.DatasetDict, list[SplitOverlap | ContentOverlap]]:
+    """:func:`load_blurb`, and the overlaps between the loaded splits (documented ones, and with
+    ``allow_overlap`` the others) for the run record."""
     import datasets
 
     spec = registry.get(name, "blurb")
@@ -139,16 +153,16 @@ def load_blurb(name: str, data_root: str | Path | None = None,
     for split in wanted:
         _check_split(split)
     rows = {split: read_rows(spec, split, data_root) for split in wanted}
-    _raise_unknown(split_overlaps(spec, rows, data_root))
-    return datasets.DatasetDict({split: _dataset(spec, split, rows[split]) for split in wanted})
+    overlaps = _overlaps(spec, rows, data_root, allow_overlap)
+    return datasets.DatasetDict({split: _dataset(spec, split, rows[split]) for split in wanted}), overlaps
 
 
-def validate_dataset(name: str, data_root: str | Path | None = None) -> list[str]:
+def validate_dataset(name: str, data_root: str | Path | None = None, allow_overlap: bool = False) -> list[str]:
     """Parse every required split of a dataset and check them against each other, as :func:`load_blurb`
     does, without building datasets; return the splits checked. Training code calls it for every dataset
     of a request before the first run starts, so a bad file never surfaces after hours of other runs."""
     wanted = required_splits(name, data_root)
-    validate_splits(name, data_root, wanted)
+    validate_splits(name, data_root, wanted, allow_overlap)
     return wanted
 
 
@@ -174,8 +188,7 @@ def read_rows(spec: TaskSpec, split: str, data_root: str | Path | None = None) -
     files = split_files(spec.name, split, data_root)
     how = OPTIONAL_SPLITS.get((spec.name, split), spec.source)
     for path in files:
-        if not path.is_file():
-            raise DataMissingError(path, how)
+        require_file(path, how)
     return INPUT_FORMATS[spec.reader].read(spec, files, how)
 
 
@@ -203,7 +216,7 @@ class SplitOverlap:
         key, (a, b) = next(iter(self.shared.items()))
         more = f" ({self.describe()})" if len(self.shared) > 1 else ""
         return InputFormatError(self.files[1], b, f"no {self.unit} of the {self.splits[0]} split; {key!r} is "
-                                f"also at {self.files[0]}:{a}{more}", key)
+                                f"also at {self.files[0]}:{a}{more}; {ALLOW_HINT}", key)
 
 
 def split_overlaps(spec: TaskSpec, rows: Mapping[str, Sequence[dict]],
@@ -241,22 +254,31 @@ def split_overlaps(spec: TaskSpec, rows: Mapping[str, Sequence[dict]],
     return out
 
 
-def validate_splits(name: str, data_root: str | Path | None = None,
-                    splits: Sequence[str] | None = None) -> list[SplitOverlap]:
+def validate_splits(name: str, data_root: str | Path | None = None, splits: Sequence[str] | None = None,
+                    allow_overlap: bool = False) -> list[SplitOverlap | ContentOverlap]:
     """Parse the splits (default: all present) and refuse undocumented overlaps between them.
 
-    Raises the :class:`InputFormatError` of the first overlap that :data:`KNOWN_SPLIT_OVERLAPS` does not
-    document (file, line, the shared unit and its line in the other file); returns the documented ones.
-    ``load_blurb`` runs the same check on the splits it loads, so training code gets it without a call.
+    Two checks: a unit (document, PMID, question id) in two splits, and an example whose normalised content
+    is in two splits (:mod:`medibio.tasks.overlap`). Raises the :class:`InputFormatError` of the first overlap
+    that :data:`KNOWN_SPLIT_OVERLAPS` or :data:`~medibio.tasks.overlap.KNOWN_CONTENT_OVERLAPS` does not
+    document (file, line, and the line in the other file) unless ``allow_overlap``; returns the overlaps
+    found. ``load_blurb`` runs the same check on the splits it loads, so training code gets it without a call.
     """
     spec = registry.get(name, "blurb")
     wanted = list(splits) if splits is not None else available_splits(spec.name, data_root)
-    overlaps = split_overlaps(spec, {s: read_rows(spec, s, data_root) for s in wanted}, data_root)
-    _raise_unknown(overlaps)
-    return overlaps
+    return _overlaps(spec, {s: read_rows(spec, s, data_root) for s in wanted}, data_root, allow_overlap)
 
 
-def _raise_unknown(overlaps: Sequence[SplitOverlap]) -> None:
+def _overlaps(spec: TaskSpec, rows: Mapping[str, Sequence[dict]], data_root: str | Path | None,
+              allow_overlap: bool) -> list[SplitOverlap | ContentOverlap]:
+    found: list[SplitOverlap | ContentOverlap] = [*split_overlaps(spec, rows, data_root)]
+    found += content_overlaps(spec.name, rows, lambda split: split_files(spec.name, split, data_root)[-1])
+    if not allow_overlap:
+        _raise_unknown(found)
+    return found
+
+
+def _raise_unknown(overlaps: Sequence[SplitOverlap | ContentOverlap]) -> None:
     for overlap in overlaps:
         if not overlap.known:
             raise overlap.error()

@@ -24,7 +24,7 @@ from typing import Any
 
 from medibio.core.atomic import write_jsonl
 from medibio.core.errors import DataMissingError, InputFormatError
-from medibio.core.text import text_lines
+from medibio.core.text import require_file, text_lines
 from medibio.tasks import loaders, metrics, registry, scoring
 from medibio.tasks.spec import Problem, TaskSpec
 
@@ -121,9 +121,7 @@ def read_predictions(path: str | Path, dataset: str) -> dict[str, Prediction]:
     """Read and validate one prediction file; return id -> :class:`Prediction` in file order."""
     path = Path(path)
     spec = registry.get(dataset, "blurb")
-    if not path.is_file():
-        raise DataMissingError(path, f"write one JSON line per example: {{\"id\": ..., \"prediction\": ...}} "
-                               f"for {spec.name}")
+    require_file(path, f"write one JSON line per example: {{\"id\": ..., \"prediction\": ...}} for {spec.name}")
     out: dict[str, Prediction] = {}
     last = 0
     for number, raw in text_lines(path):

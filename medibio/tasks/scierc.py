@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from medibio.core.errors import DataMissingError, InputFormatError
+from medibio.core.errors import InputFormatError
 from medibio.core.paths import data_root as resolve
-from medibio.core.text import json_lines
+from medibio.core.text import json_lines, require_file
 from medibio.tasks.spec import Problem, TaskSpec
 
 ENTITY_TYPES = ("Generic", "Material", "Method", "Metric", "OtherScientificTerm", "Task")
@@ -182,9 +182,7 @@ def _sentence_index(starts: Sequence[int], n_words: int) -> list[int]:
 def read_documents(path: str | Path, entity_types: Sequence[str] | None = ENTITY_TYPES,
                    relation_types: Sequence[str] | None = RELATION_TYPES) -> list[Document]:
     """Every document of a SciERC json-lines file, checked (see the module docstring)."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataMissingError(path, "SciERC processed json (see ../shared/data/scierc/MANIFEST.md)")
+    path = require_file(path, "SciERC processed json (see ../shared/data/scierc/MANIFEST.md)")
     return [parse_document(raw, path, n, entity_types, relation_types)
             for n, _, raw in json_lines(path, "a SciERC document as one JSON object")]
 

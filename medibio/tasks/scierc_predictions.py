@@ -4,8 +4,16 @@ in the document-level word offsets of :mod:`medibio.tasks.scierc`), as the runs 
 
 A file is read against the documents of a split. Scoring a file that lacks some of them would silently
 score a subset (and report it as the split's score), so a missing document is an error naming it unless the
-caller asks for ``partial`` scoring (our smoke runs' capped test sets). A malformed line is an error naming
-the file, the line and what was expected.
+caller asks for ``partial`` scoring (our smoke runs' capped test sets); an empty file is an error even then
+(the text policy's: a file without a single record). A malformed line is an error naming the file, the line
+and what was expected.
+
+A well-formed line is also checked for what no model produces and what would make the score depend on
+the file instead of the predictions (issue 20): a type outside SciERC's label sets, a span outside the
+document (negative, past its last word, or ending before it starts), the same span with several types
+(the last one would win), a mention in two coreference clusters, and a relation whose arguments are not
+among the line's predicted entities (relations are scored end-to-end, on predicted entities). Each is an
+error naming the file, line and document.
 """
 
 from __future__ import annotations
@@ -35,6 +43,47 @@ def _ints(values: Sequence[Any]) -> bool:
     return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
 
 
+def _fail(path: Path, line: int, doc: str, expected: str, got: Any) -> InputFormatError:
+    return InputFormatError(path, line, f"(document {doc!r}) {expected}", json.dumps(got))
+
+
+def _check_spans(path: Path, line: int, doc: data.Document, row: dict[str, Any]) -> None:
+    """What a well-formed line may still get wrong: labels, offsets, one type per span, one cluster per
+    mention, relations between predicted entities."""
+    key, last = doc.doc_key, doc.n_words - 1
+
+    def span(value: Sequence[int], what: str) -> tuple[int, int]:
+        if not 0 <= value[0] <= value[1] <= last:
+            raise _fail(path, line, key, f"{what} within the document's words 0..{last} with start <= end", value)
+        return value[0], value[1]
+
+    typed: dict[tuple[int, int], str] = {}
+    for ent in row.get("entities", []):
+        where = span(ent, "an entity span")
+        if ent[2] not in data.ENTITY_TYPES:
+            raise _fail(path, line, key, f"an entity type of SciERC ({', '.join(data.ENTITY_TYPES)})", ent)
+        if where in typed:
+            raise _fail(path, line, key, f"one type per span (span {list(where)} is also {typed[where]!r})", ent)
+        typed[where] = ent[2]
+    for rel in row.get("relations", []):
+        args = span(rel[:2], "a relation argument"), span(rel[2:4], "a relation argument")
+        if rel[4] not in data.RELATION_TYPES:
+            raise _fail(path, line, key, f"a relation type of SciERC ({', '.join(data.RELATION_TYPES)})", rel)
+        for arg in args:
+            if arg not in typed:
+                raise _fail(path, line, key, f"relation arguments among the predicted entities (span {list(arg)} "
+                            "is not one: relations are scored on predicted entities)", rel)
+    cluster_of: dict[tuple[int, int], int] = {}
+    for n, cluster in enumerate(row.get("clusters", [])):
+        for mention in cluster:
+            where = span(mention, "a coreference mention")
+            if where in cluster_of:
+                other = "twice in one cluster" if cluster_of[where] == n else f"also in cluster {cluster_of[where]}"
+                raise _fail(path, line, key, f"each mention in one cluster, once ({list(where)} is {other})",
+                            cluster)
+            cluster_of[where] = n
+
+
 def _check_row(path: Path, line: int, text: str, row: Any, by_key: dict[str, Any], seen: dict[str, int]) -> None:
     if not isinstance(row, dict) or row.get("doc_key") not in by_key:
         raise InputFormatError(path, line, "an object whose doc_key is a document of the split", text)
@@ -45,6 +94,7 @@ def _check_row(path: Path, line: int, text: str, row: Any, by_key: dict[str, Any
         items = row.get(name, [])
         if not isinstance(items, list) or not all(isinstance(x, list) and ok(x) for x in items):
             raise InputFormatError(path, line, f"{name!r} as a list of {shape}", json.dumps(items))
+    _check_spans(path, line, by_key[key], row)
 
 
 def read(path: str | Path, gold: Sequence[data.Document], partial: bool = False

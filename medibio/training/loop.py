@@ -21,12 +21,28 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from medibio.core import progress
+from medibio.core.errors import MedibioError
 from medibio.tasks.metrics import score
 from medibio.tasks.spec import Problem, TaskSpec
 from medibio.training import features, stability
 from medibio.training.config import FinetuneConfig
 
 Callback = Callable[..., None]  # callback(event, **info); events: "epoch_end"
+
+
+class TrainingDivergedError(MedibioError, ArithmeticError):
+    """The training loss became NaN or infinite: the weights are garbage from here on, so the run stops at once
+    (instead of ending in NaN predictions that the prediction checks blame on one test example)."""
+
+    def __init__(self, step: int, epoch: int, learning_rate: float, outputs: str = "") -> None:
+        self.step = step
+        what = (f"training diverged (NaN/inf in the {outputs} outputs after" if outputs
+                else "the loss diverged (NaN/inf at")
+        super().__init__(f"{what} step {step}, epoch {epoch}); lower --lr (the learning rate was {learning_rate:g})")
+
+
+class _NonFiniteOutputs(ArithmeticError):
+    """An evaluation met NaN/inf logits; :func:`_train_epochs` says at which step training diverged."""
 
 
 @dataclass
@@ -170,6 +186,8 @@ class Evaluator:
                 index = batch.pop("index")
                 batch.pop("labels", None)
                 logits = model(**batch).logits
+                if not bool(torch.isfinite(logits).all()):
+                    raise _NonFiniteOutputs(self.split)
                 if self.problem is Problem.TOKEN:
                     out = acc.pad_across_processes(logits.argmax(-1), dim=1, pad_index=-1)
                 else:
@@ -344,6 +362,9 @@ def _train_epochs(model: Any, optimizer: Any, scheduler: Any, train_loader: Any,
             n_examples = count(batch)
             with accelerator.accumulate(model):
                 loss = step_loss(batch)
+                value = loss.detach().float().item()
+                if not math.isfinite(value):  # the optimiser step in progress is step + 1
+                    raise TrainingDivergedError(step + 1, epoch, cfg.learning_rate)
                 accelerator.backward(loss)
                 if accelerator.sync_gradients:
                     if cfg.max_grad_norm:
@@ -353,13 +374,16 @@ def _train_epochs(model: Any, optimizer: Any, scheduler: Any, train_loader: Any,
                 if accelerator.sync_gradients and not accelerator.optimizer_step_was_skipped:
                     scheduler.step()
                 optimizer.zero_grad()
-            loss_sum += loss.detach().float().item()
+            loss_sum += value
             loss_n += 1
             seen += n_examples * nproc
             bar.set_postfix_str(f"epoch {epoch}/{epochs}, loss {loss_sum / loss_n:.4f}", refresh=False)
             bar.update(1)
         train_time += time.perf_counter() - t0
-        dev_metrics = evaluate_dev(model)
+        try:
+            dev_metrics = evaluate_dev(model)
+        except _NonFiniteOutputs:
+            raise TrainingDivergedError(step, epoch, cfg.learning_rate, "dev") from None
         entry = {"epoch": epoch, "step": step, "train_loss": loss_sum / max(1, loss_n), "dev": dev_metrics}
         curve.append(entry)
         if dev_metrics["score"] > best_score:  # strict: ties keep the earlier (cheaper) epoch
