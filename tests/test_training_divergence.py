@@ -68,3 +68,24 @@ def test_lr_1e9_is_one_line_about_divergence(tmp_path: Path, data_root: Path,
     assert "diverged (NaN/inf" in line and "lower --lr (the learning rate was 1e+09)" in line, line
     assert "example" not in line
     assert not [p for p in results.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")]
+
+
+class _TwoProcesses:
+    """An accelerator of two processes whose other process reports ``other`` (1.0: not finite there)."""
+
+    num_processes = 2
+    device = "cpu"
+
+    def __init__(self, other: float) -> None:
+        self.other = other
+
+    def reduce(self, tensor: torch.Tensor, reduction: str) -> torch.Tensor:
+        assert reduction == "sum"
+        return tensor + self.other
+
+
+def test_every_process_takes_the_divergence_branch_together() -> None:
+    """A NaN in one process stops all of them: a lone raise would leave the others in the next all-reduce."""
+    assert loop._everywhere(_TwoProcesses(0.0), True)
+    assert not loop._everywhere(_TwoProcesses(1.0), True)  # finite here, diverged in the other process
+    assert not loop._everywhere(_TwoProcesses(0.0), False)

@@ -41,6 +41,17 @@ class TrainingDivergedError(MedibioError, ArithmeticError):
         super().__init__(f"{what} step {step}, epoch {epoch}); lower --lr (the learning rate was {learning_rate:g})")
 
 
+def _everywhere(accelerator: Any, holds: bool) -> bool:
+    """Whether ``holds`` is true in every process: all of them must take the same branch before the next
+    collective operation (one process raising alone would leave the others waiting in it)."""
+    if accelerator.num_processes == 1:
+        return holds
+    import torch
+
+    flag = torch.tensor([0.0 if holds else 1.0], device=accelerator.device)
+    return float(accelerator.reduce(flag, reduction="sum").item()) == 0.0
+
+
 class _NonFiniteOutputs(ArithmeticError):
     """An evaluation met NaN/inf logits; :func:`_train_epochs` says at which step training diverged."""
 
@@ -178,6 +189,7 @@ class Evaluator:
         acc = self.accelerator
         model.eval()
         outputs: dict[int, Any] = {}
+        finite = True
         bar = progress.bar(f"{self.spec.name} {self.split}", len(self.loader), unit="batch",
                            disable=not acc.is_local_main_process, minor=True)
         with torch.no_grad(), bar:
@@ -186,8 +198,7 @@ class Evaluator:
                 index = batch.pop("index")
                 batch.pop("labels", None)
                 logits = model(**batch).logits
-                if not bool(torch.isfinite(logits).all()):
-                    raise _NonFiniteOutputs(self.split)
+                finite = finite and bool(torch.isfinite(logits).all())
                 if self.problem is Problem.TOKEN:
                     out = acc.pad_across_processes(logits.argmax(-1), dim=1, pad_index=-1)
                 else:
@@ -200,6 +211,8 @@ class Evaluator:
                 for i, row in zip(index.tolist(), out.cpu().tolist(), strict=True):
                     if i >= 0:
                         outputs.setdefault(i, row)
+        if not _everywhere(acc, finite):  # every process stops together (a lone raise would hang the others)
+            raise _NonFiniteOutputs(self.split)
         missing_rows = [i for i in range(len(self.raw)) if i not in outputs]
         if missing_rows:
             raise RuntimeError(f"{self.spec.name} {self.split}: no prediction for rows {missing_rows[:5]}")
@@ -363,7 +376,7 @@ def _train_epochs(model: Any, optimizer: Any, scheduler: Any, train_loader: Any,
             with accelerator.accumulate(model):
                 loss = step_loss(batch)
                 value = loss.detach().float().item()
-                if not math.isfinite(value):  # the optimiser step in progress is step + 1
+                if not _everywhere(accelerator, math.isfinite(value)):  # the optimiser step in progress is step + 1
                     raise TrainingDivergedError(step + 1, epoch, cfg.learning_rate)
                 accelerator.backward(loss)
                 if accelerator.sync_gradients:
