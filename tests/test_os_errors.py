@@ -300,10 +300,12 @@ def test_every_os_error_reads_as_one_line_with_path_and_advice(number: int, advi
 
 @pytest.mark.realdata
 def test_results_root_problems_are_one_line_before_training(tmp_path: Path, data_root: Path, monkeypatch,
-                                                             capsys) -> None:
+                                                             capfd) -> None:
+    # capfd, not capsys: once a kernel module was imported in this process (the notebook tests), progress lines
+    # go to the process's own stderr descriptor (medibio.core.progress.terminal), which capsys does not see
     def finetune(results: Path) -> tuple[int, str]:
         code, _, err = run_main(["finetune", "--task", "BIOSSES", "--profile", "smoke", "--limit", "8",
-                                 "--data-root", str(data_root), "--results-root", str(results)], capsys)
+                                 "--data-root", str(data_root), "--results-root", str(results)], capfd)
         return code, err
 
     a_file = tmp_path / "results-file"
