@@ -1,5 +1,6 @@
 # The two set-up commands of the README: `make book` (main job) and `make test` (tests).
-# Both create .venv on first use and install everything from requirements.txt.
+# Both create .venv on first use and install everything from requirements.lock (exact versions + hashes).
+# requirements.txt names the direct dependencies with loose bounds; `make lock` compiles it into requirements.lock.
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -7,17 +8,44 @@ PROFILE ?= cpu
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.medibio-installed
 
-.PHONY: install book test lint lab clean-book
+.PHONY: install lock book test test-fast lint lab clean-book
 
-$(STAMP): requirements.txt pyproject.toml
+# Extra pip options for the locked install, e.g. where /opt/wheels (the CPU torch wheel) is absent:
+#   make install PIP_LOCK_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu"
+PIP_LOCK_ARGS ?=
+
+$(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --require-hashes --no-deps -r requirements.lock $(PIP_LOCK_ARGS)
 	$(PY) -m pip install -q --no-deps -e .
 	$(PY) -m medibio.book.assets
 	touch $@
 
 install: $(STAMP)
+
+# Regenerate requirements.lock from requirements.txt (developers only; tests/test_lock.py checks the two agree).
+# uv keeps the lock's current pins where requirements.txt still admits them; LOCK_UPGRADE=1 moves every package
+# to the newest version allowed. torch resolves to the CPU wheel in TORCH_WHEELS (never PyPI's CUDA build).
+UV_VERSION ?= 0.13.9
+LOCK_VENV ?= $(VENV)/lock-tools
+TORCH_WHEELS ?= /opt/wheels
+LOCK_UPGRADE ?=
+LOCK_CMD = uv pip compile requirements.txt --generate-hashes --no-header --find-links $(TORCH_WHEELS) \
+	--python-version 3.11.5 --python-platform x86_64-manylinux_2_28$(if $(LOCK_UPGRADE), --upgrade) -o requirements.lock
+lock:
+	test -x $(LOCK_VENV)/bin/uv || { python3 -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/pip install -q uv==$(UV_VERSION); }
+	$(LOCK_VENV)/bin/$(LOCK_CMD)
+	{ echo "# requirements.lock: every package that \`make install\` installs, exact versions with sha256 hashes"; \
+	  echo "# (Python 3.11.5+ on Linux x86_64; pip install --require-hashes --no-deps -r requirements.lock)."; \
+	  echo "# compiled from requirements.txt sha256=$$(sha256sum requirements.txt | cut -d' ' -f1)"; \
+	  echo "# Do not edit by hand. Regenerate after editing requirements.txt with: make lock"; \
+	  echo "# which runs (uv $(UV_VERSION)): $(LOCK_CMD)"; \
+	  echo "# torch==2.13.0+cpu is the CPU wheel torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl from $(TORCH_WHEELS)"; \
+	  echo "# (pip finds it there through PIP_FIND_LINKS); it is not on PyPI: elsewhere get the same file from"; \
+	  echo "# https://download.pytorch.org/whl/cpu (make install PIP_LOCK_ARGS=\"--extra-index-url https://download.pytorch.org/whl/cpu\")."; \
+	  grep -v '^# ' requirements.lock; } > requirements.lock.tmp
+	mv requirements.lock.tmp requirements.lock
 
 book: install
 	$(PY) -m medibio book --profile $(PROFILE) --keep-going
@@ -32,8 +60,13 @@ lab: install
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The fast tier: no data root, no training beyond a few tiny steps (the edit loop; `make test` is the full suite).
+test-fast: install
+	$(PY) -m pytest -m "not slow and not realdata" -n 2 -q $(PYTEST_ARGS)
+
 lint: install
 	$(VENV)/bin/ruff check medibio tests benchmarks
+	$(VENV)/bin/lint-imports
 
 clean-book:
 	rm -rf _build && find book -maxdepth 1 -type f ! -name README.md -delete

@@ -13,7 +13,7 @@ peak RSS. The projection for S2ORC's 81.1M papers is given two ways: at the meas
 how busy the machine is) and from CPU time assuming ``--cores`` dedicated cores (the target: < 15 min on
 2 cores, < 2 GiB). Results go to stdout and ``<results_root>/benchmarks/fields_scale.json``.
 
-    python benchmarks/fields_scale.py --papers 1000000
+    python -m benchmarks.fields_scale --papers 1000000
 """
 
 from __future__ import annotations
@@ -70,9 +70,9 @@ def _fmt_s(s: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from medibio.atomic import write_json
+    from medibio.core.atomic import write_json
+    from medibio.core.paths import data_root, results_root
     from medibio.fields.synthetic import SynthConfig, generate
-    from medibio.paths import data_root, results_root
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--papers", type=int, default=10_000_000, help="synthetic papers (default 10M)")

@@ -1,22 +1,16 @@
-"""Masked-LM pretraining throughput: tokens/s, peak memory and (on a GPU) model FLOPs utilisation.
+"""Masked-LM pretraining throughput: tokens/s, peak memory and model FLOPs utilisation (MFU).
 
-Runs the trainer's model and optimizer (``medibio.pretrain.mlm.new_model``, AdamW, bf16 autocast on GPU)
-on random token blocks with 15% of positions labelled, so that the figure is the model's speed and not
-the corpus reader's. The first ``--warmup`` steps are not timed.
+Runs the trainer's model and optimizer (``medibio.pretrain.mlm.new_model``, AdamW, the precision the
+trainer chooses: bf16 autocast on a GPU, fp32 on a CPU) on random token blocks with 15% of positions
+labelled, so that the figure is the model's speed and not the corpus reader's. The first ``--warmup`` steps are not timed.
 
-FLOPs per token (training = forward + backward = 3 x forward), for L layers, hidden H, sequence S,
-relative-position buckets k and P parameters:
+FLOPs per token and the measured matmul peak come from :mod:`benchmarks.limits` (training = 3 x forward;
+forward = 2 x non-embedding parameters, the tied LM head included, + attention + DeBERTa's relative-position
+terms). MFU = achieved model FLOP/s over the bf16 (or fp32) ``torch.matmul`` peak measured in the same run on
+the same device and threads (``--peak-tflops`` overrides it).
 
-    6 * P                      dense matmuls (every weight used once per token; includes the tied LM head)
-  + 3 * L * 4 * S * H          content-to-content attention: Q.K^T and A.V, 2*S*H multiply-adds each
-  + 3 * L * 8 * k * H          DeBERTa's c2p and p2c terms: queries/keys against 2k relative positions
-
-MFU = achieved FLOP/s / the GPU's dense bf16 peak (H100/H200 SXM: 989 TFLOP/s; A100: 312; override with
---peak-tflops). The 6P term slightly overcounts (embedding lookups are not matmuls), so MFU is an
-upper-side estimate. CPU runs report tokens/s and peak RSS only.
-
-    python benchmarks/pretrain_speed.py                      # mini on CPU
-    python benchmarks/pretrain_speed.py --configs mini,gpu-mini --steps 50 --json
+    python -m benchmarks.pretrain_speed                      # mini on CPU
+    python -m benchmarks.pretrain_speed --configs mini,gpu-mini --steps 50 --json
 """
 
 from __future__ import annotations
@@ -26,24 +20,14 @@ import json
 import resource
 import time
 
-GPU_BF16_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0}
-
-
-def flops_per_token(params: int, layers: int, hidden: int, seq: int, buckets: int) -> float:
-    """Training FLOPs per token (see the module docstring)."""
-    return 6 * params + 3 * layers * 4 * seq * hidden + 3 * layers * 8 * buckets * hidden
-
-
-def gpu_peak_tflops(name: str, override: float | None) -> float | None:
-    if override:
-        return override
-    return next((v for k, v in GPU_BF16_PEAK_TFLOPS.items() if k in name), None)
+from benchmarks import limits
 
 
 def bench(config_name: str, steps: int, warmup: int, device: str, batch: int | None,
           peak_override: float | None) -> dict:
     import torch
 
+    from medibio.core import precision
     from medibio.pretrain.configs import get_config
     from medibio.pretrain.mlm import new_model
 
@@ -52,9 +36,10 @@ def bench(config_name: str, steps: int, warmup: int, device: str, batch: int | N
     per_device = batch or cfg.per_device_batch
     fake_tokenizer = type("Vocab", (), {"pad_token_id": 0, "__len__": lambda self: shape.vocab_size})()
     model = new_model(shape, fake_tokenizer).to(device)
-    params = sum(p.numel() for p in model.parameters())
+    params = limits.non_embedding_parameters(model)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-    use_bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
+    here = precision.Device("cpu", precision.cpu_has_bf16()) if device == "cpu" else precision.current_device()
+    use_bf16 = precision.precision_for(here, cfg.mixed_precision) == "bf16"  # as the trainer decides
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(5, shape.vocab_size, (per_device, cfg.seq_length), generator=gen)
     labels = torch.where(torch.rand(ids.shape, generator=gen) < cfg.mlm_probability, ids, torch.full_like(ids, -100))
@@ -80,16 +65,18 @@ def bench(config_name: str, steps: int, warmup: int, device: str, batch: int | N
             timed += time.perf_counter() - t0
     tokens = steps * per_device * cfg.seq_length
     tps = tokens / timed
-    fpt = flops_per_token(params, shape.layers, shape.hidden, cfg.seq_length, shape.position_buckets)
+    fpt = limits.flops_per_token(params, shape.layers, shape.hidden, cfg.seq_length, shape.position_buckets)
+    dtype = "bf16" if use_bf16 else "fp32"
+    peak = peak_override or limits.matmul_peak(dtype, device=device)
     out = {"config": cfg.name, "device": device, "per_device_batch": per_device, "seq_length": cfg.seq_length,
-           "parameters": params, "steps_timed": steps, "tokens_per_s": round(tps, 1),
-           "step_s": round(timed / steps, 4), "flops_per_token": fpt, "achieved_tflops": round(tps * fpt / 1e12, 4),
-           "precision": "bf16" if use_bf16 else "fp32", "torch_threads": torch.get_num_threads()}
+           "non_embedding_parameters": params, "steps_timed": steps, "tokens_per_s": round(tps, 1),
+           "step_s": round(timed / steps, 4), "flops_per_token": fpt,
+           "precision": dtype, "torch_threads": torch.get_num_threads(),
+           "peak_tflops": round(peak, 3), "peak_kind": "given" if peak_override else f"measured {dtype} matmul",
+           **limits.utilisation(tps * fpt, 1.0, peak)}
     if device == "cuda":
-        name = torch.cuda.get_device_name()
-        peak = gpu_peak_tflops(name, peak_override)
-        out.update(gpu=name, peak_memory_mb=round(torch.cuda.max_memory_allocated() / 2**20, 1),
-                   peak_tflops_bf16=peak, mfu=round(tps * fpt / (peak * 1e12), 4) if peak else None)
+        out.update(gpu=torch.cuda.get_device_name(),
+                   peak_memory_mb=round(torch.cuda.max_memory_allocated() / 2**20, 1))
     else:
         out.update(peak_memory_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
     return out
@@ -103,7 +90,8 @@ def main() -> None:
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--batch", type=int, default=None, help="per-device batch (default: the config's)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    parser.add_argument("--peak-tflops", type=float, default=None, help="GPU bf16 peak for MFU")
+    parser.add_argument("--peak-tflops", type=float, default=None,
+                        help="the peak for MFU (default: measured with torch.matmul in this run)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args()
     import torch
@@ -122,12 +110,10 @@ def main() -> None:
         print(json.dumps(results, indent=2))
         return
     for r in results:
-        line = (f"{r['config']:>9} {r['device']:>4} {r['precision']}: {r['tokens_per_s']:>12,.0f} tokens/s  "
-                f"{r['step_s']:.3f} s/step  peak {r['peak_memory_mb']:,.0f} MB  params {r['parameters']:,}  "
-                f"{r['achieved_tflops']:.3f} TFLOP/s")
-        if r.get("mfu") is not None:
-            line += f"  MFU {100 * r['mfu']:.1f}% of {r['peak_tflops_bf16']:.0f}"
-        print(line)
+        print(f"{r['config']:>9} {r['device']:>4} {r['precision']}: {r['tokens_per_s']:>12,.0f} tokens/s  "
+              f"{r['step_s']:.3f} s/step  peak {r['peak_memory_mb']:,.0f} MB  "
+              f"non-embedding params {r['non_embedding_parameters']:,}  {r['tflops']:.3f} TFLOP/s  "
+              f"MFU {100 * r['mfu']:.1f}% of {r['peak_tflops']:.2f} ({r['peak_kind']})")
 
 
 if __name__ == "__main__":

@@ -2,11 +2,14 @@
 
 Times the real code path (featurised documents, the span model, the shared training loop's optimiser and
 precision) on a few training documents for one epoch, then prediction on dev documents, and prints one JSON
-line per measurement (also the cost of one chapter seed extrapolated from it):
+line per measurement (also the cost of one chapter seed extrapolated from it). Model FLOP/s and MFU against
+the matmul peak measured in the same run (:mod:`benchmarks.limits`) count the encoder only, each document's
+windows at their own padded length (the span heads and the padding to a batch's longest document are left
+out): a lower bound of the work done.
 
-    python benchmarks/scierc_speed.py                                  # MiniLM, cpu profile, 16 documents
-    python benchmarks/scierc_speed.py --docs 32 --threads 1,2           # threads compared
-    python benchmarks/scierc_speed.py --profile gpu --model minilm      # on a GPU machine
+    python -m benchmarks.scierc_speed                                  # MiniLM, cpu profile, 16 documents
+    python -m benchmarks.scierc_speed --docs 32 --threads 1,2           # threads compared
+    python -m benchmarks.scierc_speed --profile gpu --model minilm      # on a GPU machine
 """
 
 from __future__ import annotations
@@ -19,40 +22,63 @@ import sys
 import time
 from typing import Any
 
+from benchmarks import limits
+from medibio.core.settings import Settings
 
-def measure(profile: str, model: str | None, docs: int, mode: str) -> dict[str, Any]:
+
+def measure(profile: str, model: str | None, docs: int, mode: str, settings: Settings | None = None) -> dict[str, Any]:
     """One measurement in this process (threads are set by the caller through OMP_NUM_THREADS)."""
     import torch
 
-    from medibio import profiles
-    from medibio.blurb.registry import Problem
-    from medibio.finetune import modeling, trainer
-    from medibio.scierc import data, presets, runner
+    from medibio.core.precision import accelerator as make_accelerator
+    from medibio.models import heads as modeling
+    from medibio.models import zoo
+    from medibio.runs.protocol import device_name
+    from medibio.scierc import presets, runner
+    from medibio.scierc.model import collate
     from medibio.scierc.task import SciercTask
+    from medibio.tasks import scierc as data
+    from medibio.tasks.spec import Problem
+    from medibio.training.loop import fit
 
-    prof = profiles.get(profile)
-    cfg = presets.preset(prof, {"mode": mode, "epochs": 1})
-    model = model or prof.model
-    train = data.load_split("train")[:docs]
-    dev = data.load_split("dev")[:docs]
-    tokenizer = modeling.load_tokenizer(model, Problem.TOKEN)
+    settings = settings or Settings.from_env()
+    prof = settings.profile(profile)
+    overrides = {"mode": mode, "epochs": 1}
+    cfg = presets.preset(prof, overrides)
+    plan = runner.plan_run(model, 1, prof, overrides, settings)
+    source = zoo.resolve(plan.job.model, settings.cache_root)
+    train = data.load_split("train", settings.data_root)[:docs]
+    dev = data.load_split("dev", settings.data_root)[:docs]
+    tokenizer = modeling.load_tokenizer(source, Problem.TOKEN)
     heads = ("ner", "relation", "coref") if mode == "joint" else ("ner", "coref")
     task = SciercTask({"train": train, "dev": dev}, tokenizer, cfg, heads)
-    plan = runner.plan_run(model, 1, prof, {"mode": mode, "epochs": 1})
-    net = runner._build(plan, heads, typed=False)
-    accelerator = trainer.make_accelerator(cfg.mixed_precision)
-    result = trainer.fit_task(net, task, cfg.finetune_config(), accelerator, 1, run_test=False,
-                              parameter_groups=runner._groups(net, cfg))
+    net = runner._build(plan.job, source, heads, typed=False)
+    accelerator = make_accelerator(cfg.mixed_precision)
+    result = fit(net, task, cfg.finetune_config(), accelerator, 1, run_test=False,
+                 parameter_groups=runner._groups(net, cfg))
     t0 = time.perf_counter()
     task.predict(net, "dev")
     eval_s = time.perf_counter() - t0
+    train_s = result.train_time_s
+
+    def flops(split: str, training: bool) -> float:
+        return limits.batch_flops(net.encoder, (collate([f], task.pad_id) for f in task.features[split]), training)
+
+    precision = "bf16" if str(accelerator.mixed_precision) == "bf16" else "fp32"
+    peak = limits.matmul_peak(precision, device=accelerator.device.type)
+    trained, evaluated = (limits.utilisation(flops("train", True), train_s, peak),
+                          limits.utilisation(flops("dev", False), eval_s, peak))
     full = presets.preset(prof)
     n_train = min(full.max_train_docs or 350, 350)
     n_dev = min(full.max_dev_docs or 50, 50)
     seed_s = (n_train * full.epochs / result.train_examples_per_s + (n_dev * full.epochs + 100) * eval_s / len(dev))
-    return {"profile": prof.name, "model": model, "mode": mode, "docs": docs, "threads": torch.get_num_threads(),
+    return {"profile": prof.name, "model": plan.job.model, "mode": mode, "docs": docs,
+            "threads": torch.get_num_threads(),
             "train_docs_per_s": round(result.train_examples_per_s, 3), "eval_docs_per_s": round(len(dev) / eval_s, 3),
-            "device": trainer.device_name(accelerator), "peak_memory_mb": round(result.peak_memory_mb, 1),
+            "train_model_tflops": trained["tflops"], "train_mfu": trained["mfu"],
+            "eval_model_tflops": evaluated["tflops"], "eval_mfu": evaluated["mfu"],
+            "precision": precision, "peak_tflops": round(peak, 3),
+            "device": device_name(accelerator), "peak_memory_mb": round(result.peak_memory_mb, 1),
             "estimated_seconds_per_seed": round(seed_s, 1), "load_average_1m": os.getloadavg()[0]}
 
 
@@ -69,8 +95,8 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(measure(args.profile, args.model, args.docs, args.mode)), flush=True)
         return
     for threads in [t for t in args.threads.split(",") if t.strip()]:
-        cmd = [sys.executable, __file__, "--child", "--profile", args.profile, "--docs", str(args.docs),
-               "--mode", args.mode] + (["--model", args.model] if args.model else [])
+        cmd = [sys.executable, "-m", "benchmarks.scierc_speed", "--child", "--profile", args.profile,
+               "--docs", str(args.docs), "--mode", args.mode] + (["--model", args.model] if args.model else [])
         subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": threads.strip()})
 
 

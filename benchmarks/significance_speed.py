@@ -1,4 +1,4 @@
-"""Speed of test-example resampling (``medibio.runs.significance``) on the largest BLURB test sets.
+"""Speed of test-example resampling (``medibio.results.significance``) on the largest BLURB test sets.
 
 For each dataset: builds the per-unit statistics of synthetic predictions (the gold with a share of the
 labels replaced at random, one prediction set per "seed"), then times, with ``--resamples`` resamples:
@@ -9,7 +9,7 @@ labels replaced at random, one prediction set per "seed"), then times, with ``--
 * for reference, re-running ``metrics.evaluate`` (seqeval for NER) on ``--naive`` resamples, extrapolated
   linearly to ``--resamples`` (said in the output).
 
-    python benchmarks/significance_speed.py --datasets JNLPBA,BC2GM,ChemProt --resamples 1000
+    python -m benchmarks.significance_speed --datasets JNLPBA,BC2GM,ChemProt --resamples 1000
 """
 
 from __future__ import annotations
@@ -41,13 +41,13 @@ def main() -> None:
 
     import numpy as np
 
-    from medibio.blurb import metrics, registry, units
-    from medibio.blurb.predictions import load_gold
-    from medibio.runs import significance as S
+    from medibio.results import significance as S
+    from medibio.tasks import metrics, registry, units
+    from medibio.tasks.predictions import load_gold
 
     b = args.resamples
     for name in args.datasets.split(","):
-        spec = registry.get(name)
+        spec = registry.get(name, "blurb")
         gold = load_gold(spec.name, "test", args.data_root)
         rng = random.Random(0)
         preds = [_perturbed(spec, gold.references, rng, share) for share in (0.05, 0.06, 0.05, 0.06, 0.05, 0.06)]

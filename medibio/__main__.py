@@ -1,6 +1,6 @@
 """``python -m medibio ...`` runs the same CLI as the ``medibio`` entry point."""
 
-from medibio.cli import main
+from medibio.cli.main import main
 
 if __name__ == "__main__":
     main()

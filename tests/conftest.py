@@ -1,8 +1,9 @@
-"""Shared test fixtures.
+"""Shared test fixtures: the test suite's boundary, where settings are built (never in the library).
 
 Real-data tests use the ``data_root`` fixture: it skips with a clear reason when ``../shared/data`` (or
 ``$MEDIBIO_DATA``) is absent, but *fails* when ``MEDIBIO_REQUIRE_DATA=1`` (set by ``.ci/run``), so CI can
-never pass by silently skipping them.
+never pass by silently skipping them. ``settings`` gives a test its own results folder beside the real data
+root (when there is one) and the session's cache; tests that need other folders build ``Settings`` themselves.
 """
 
 from __future__ import annotations
@@ -14,10 +15,18 @@ from unittest import mock
 
 import pytest
 
-from medibio.paths import data_root as _data_root
-from medibio.paths import has_data_root
+from medibio.core import progress
+from medibio.core.paths import has_data_root
+from medibio.core.settings import Settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that asks for the real data root is a ``realdata`` test (the fast tier leaves those out)."""
+    for item in items:
+        if "data_root" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.realdata)
 
 
 def require_data() -> bool:
@@ -33,14 +42,28 @@ def _restore_environment():
 
 
 @pytest.fixture(scope="session")
-def data_root() -> Path:
+def session_settings() -> Settings:
+    """The settings this test session was started with (``MEDIBIO_*`` or the defaults), progress off."""
+    made = Settings.from_env(progress=False)
+    progress.configure(False)
+    return made
+
+
+@pytest.fixture(scope="session")
+def data_root(session_settings: Settings) -> Path:
     """The real data root, or skip (fail under MEDIBIO_REQUIRE_DATA=1) when it is absent."""
-    if not has_data_root():
+    if not has_data_root(session_settings.data_root):
         reason = "real data root absent: set MEDIBIO_DATA or place the data at ../shared/data"
         if require_data():
             pytest.fail(reason + " (MEDIBIO_REQUIRE_DATA=1 forbids skipping)")
         pytest.skip(reason)
-    return _data_root()
+    return session_settings.data_root.resolve()
+
+
+@pytest.fixture()
+def settings(session_settings: Settings, tmp_path: Path) -> Settings:
+    """This test's settings: its own results folder; the session's data root and cache."""
+    return session_settings.replace(results_root=tmp_path / "results")
 
 
 @pytest.fixture()
@@ -87,8 +110,8 @@ class HandRuns:
         score = 100 * sum(a == self.gold[int(i[1:])] for a, i in zip(answers, ids, strict=True)) / len(answers)
         record = records.RunRecord(dataset="BioASQ", model=self.MODEL, profile=profile, seed=seed, variant=variant,
                                    predictions=path.name, score_test=score, score_dev=score_dev,
-                                   config_digest=digest, git_commit=commit, device=device,
-                                   intermediate=list(intermediate or []))
+                                   config_digest=digest, environment={"git_commit": commit, "device": device},
+                                   details={"intermediate": list(intermediate or [])})
         records.write_record(record, root)
         return record
 

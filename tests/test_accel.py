@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from medibio import accel
-from medibio.accel import Device, precision_for
-from medibio.errors import MedibioError
+from medibio.core import precision as accel
+from medibio.core.errors import MedibioError
+from medibio.core.precision import Device, precision_for
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "accelerate"
 AMPERE, VOLTA = Device("cuda", True), Device("cuda", False)
@@ -58,14 +58,23 @@ def test_cpu_flags(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_fine_tuning_asks_precision_for(monkeypatch: pytest.MonkeyPatch) -> None:
-    from medibio.finetune import trainer
+    """The fine-tuning runner builds its accelerator with medibio.core.precision.accelerator, which asks
+    precision_for (the Accelerator itself is replaced: no GPU here)."""
+    import accelerate
+    from accelerate.state import AcceleratorState
+
+    from medibio.finetune import runner
 
     seen: dict[str, Any] = {}
     monkeypatch.setattr(accel, "current_device", lambda: VOLTA)
-    monkeypatch.setattr(accel, "accelerator", lambda precision: seen.setdefault("precision", precision))
-    assert trainer.make_accelerator("bf16") == "fp16"  # a GPU without bf16 falls back to loss-scaled fp16
+    monkeypatch.setattr(AcceleratorState, "_shared_state", {})  # no accelerator made before this one
+    monkeypatch.setattr(accelerate, "Accelerator",
+                        lambda cpu, mixed_precision: seen.setdefault("precision", mixed_precision))
+    assert runner.make_accelerator is accel.accelerator
+    assert runner.make_accelerator("bf16") == "fp16"  # a GPU without bf16 falls back to loss-scaled fp16
 
 
+@pytest.mark.slow
 def test_installed_deberta_scales_before_the_matmul_and_masks_with_the_dtype_minimum() -> None:
     """What we rely on (huggingface/transformers#24116, microsoft/DeBERTa#77): if a transformers upgrade
     drops either, fp16 DeBERTa runs may overflow again and this test says so."""
@@ -78,15 +87,15 @@ def test_installed_deberta_scales_before_the_matmul_and_masks_with_the_dtype_min
     assert bias.count("/ scale") >= 2  # c2p and p2c terms
 
 
-def test_tiny_deberta_fp16_forward_is_finite_and_close_to_fp32() -> None:
+def test_tiny_deberta_fp16_forward_is_finite_and_close_to_fp32(session_settings) -> None:
     """The fp16 forward pass of DeBERTa (padded batch, masked positions) on CPU: no inf/NaN, same
     predictions as fp32 within fp16 rounding."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from medibio import modelzoo
+    from medibio.models import tiny
 
-    path = modelzoo.tiny_deberta()
+    path = tiny.build(session_settings.cache_root)
     tokenizer = AutoTokenizer.from_pretrained(path)
     batch = tokenizer(["Aspirin inhibits COX-2.", "A much longer sentence about insulin receptor expression "
                        "in hepatocytes of diabetic mice after treatment."], padding=True, return_tensors="pt")
@@ -124,7 +133,7 @@ def test_readme_names_every_config_and_the_gpu_commands() -> None:
 def test_shutdown_leaves_a_process_group_and_is_a_no_op_without_one(tmp_path):
     import torch.distributed as dist
 
-    from medibio import accel
+    from medibio.core import precision as accel
 
     accel.shutdown()  # nothing initialised: nothing to do
     assert not dist.is_initialized()

@@ -9,7 +9,7 @@ import os
 import signal
 from pathlib import Path
 
-from medibio import atomic
+from medibio.core import atomic
 
 DEAD_PID = 2**22 + 1  # above Linux's largest pid_max: no process can have it
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from medibio.blurb import baselines, loaders
+from medibio.baselines import constant as baselines
+from medibio.tasks import loaders
 
 pytestmark = pytest.mark.realdata
 

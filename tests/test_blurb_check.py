@@ -9,7 +9,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from medibio.blurb import check, data_cli, registry
+from medibio.cli import data as data_cli
+from medibio.tasks import datacheck as check
+from medibio.tasks import registry
 
 
 def _cli() -> typer.Typer:
@@ -24,8 +26,9 @@ def _cli() -> typer.Typer:
 
 
 def _ner_file(path: Path, mentions: int) -> None:
+    """``mentions`` sentences of one mention each, worded after the split (splits share no sentence)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f"Drug{i}\tB\nworks\tO\n\n" for i in range(mentions)), encoding="utf-8")
+    path.write_text("".join(f"Drug{i}\tB\n{path.stem}\tO\n\n" for i in range(mentions)), encoding="utf-8")
 
 
 def _fake_bc5_disease(root: Path, dev_mentions: int) -> None:
@@ -85,7 +88,12 @@ def test_id_list_mismatch_is_reported(tmp_path: Path) -> None:
     index.mkdir(parents=True)
     (index / "dev_id.tsv").write_text("q1,q2", encoding="utf-8")
     row = check.check_split(registry.get("BioASQ"), "dev", tmp_path)
-    assert row.status == "error" and "1 missing, 0 extra" in row.note
+    assert row.status == "error" and "1 missing ('q2'), 0 extra" in row.note  # named: which example is gone
+    (folder / "dev.tsv").write_text("q1\tIs it?\tIt is.\tyes\nq9\tIs that?\tNo.\tno\n", encoding="utf-8")
+    (index / "dev_id.tsv").write_text(",".join(f"q{i}" for i in (1, *range(10, 23))), encoding="utf-8")
+    row = check.check_split(registry.get("BioASQ"), "dev", tmp_path)
+    assert "13 missing ('q10', 'q11', 'q12', 'q13', 'q14', 'q15', 'q16', 'q17', 'q18', 'q19' and 3 more), " \
+           "1 extra ('q9')" in row.note
 
 
 def test_cli_exit_codes(tmp_path: Path) -> None:

@@ -14,8 +14,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from medibio.blurb import data_cli, fetch
-from medibio.errors import DataMissingError, InputFormatError
+from medibio.cli import data as data_cli
+from medibio.core.errors import DataMissingError, InputFormatError
+from medibio.tasks import fetch
 
 FILES = {"bench/sts-train.csv": "a\tb\t5.0\n", "bench/sts-dev.csv": "c\td\t1.0\n", "bench/readme.txt": "hi\n"}
 

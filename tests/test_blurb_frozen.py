@@ -8,18 +8,24 @@ import math
 import numpy as np
 import pytest
 
-from medibio.blurb import frozen
-from medibio.blurb.registry import Problem
+from medibio.baselines import frozen
+from medibio.models import zoo
 from medibio.runs import records as rec
+from medibio.tasks.spec import Problem
 
 # One dataset per method and problem type: regression (cosine), RE, multi-label, QA pairs, NER, IFT STS.
 SMOKE_TASKS = ("BIOSSES", "ChemProt", "GAD", "HoC", "PubMedQA", "NCBI-disease", "STS-B")
 
 
 @pytest.fixture(scope="module")
-def smoke_table(data_root, tmp_path_factory):
-    root = tmp_path_factory.mktemp("frozen")
-    return root, frozen.baselines("smoke", list(SMOKE_TASKS), data_root, root)
+def shared(session_settings, data_root, tmp_path_factory):
+    """The settings of the module's shared results folder (the real data root)."""
+    return session_settings.replace(data_root=data_root, results_root=tmp_path_factory.mktemp("frozen"))
+
+
+@pytest.fixture(scope="module")
+def smoke_table(shared):
+    return shared.results_root, frozen.baselines("smoke", list(SMOKE_TASKS), settings=shared)
 
 
 def test_every_task_type_gives_a_finite_score(smoke_table):
@@ -36,12 +42,12 @@ def test_every_task_type_gives_a_finite_score(smoke_table):
     assert (table.loc[table["method"] == "cosine", "train_examples"] == 0).all()
 
 
-def test_records_are_frozen_kind_with_predictions_that_rescore(smoke_table, data_root):
-    from medibio.blurb.predictions import read_predictions
+def test_records_are_frozen_kind_with_predictions_that_rescore(smoke_table, shared):
+    from medibio.tasks.predictions import read_predictions
 
     root, table = smoke_table
     for name in ("ChemProt", "NCBI-disease"):
-        plan = frozen.plan_frozen(name, profile="smoke", data_root=data_root)
+        plan = frozen.plan_frozen(name, profile="smoke", settings=shared)
         record = rec.find_record(root, plan.key)
         assert record is not None and record.kind == "frozen"
         assert record.config_digest == table.set_index("dataset").loc[name, "digest"]
@@ -49,39 +55,41 @@ def test_records_are_frozen_kind_with_predictions_that_rescore(smoke_table, data
         assert len(preds) == record.eval_examples == 32
 
 
-def test_probe_uses_the_fine_tuning_subset(data_root):
+def test_probe_uses_the_fine_tuning_subset(settings, data_root):
     """The probe's training rows are those the fine-tuning runner picks (same caps, same seed)."""
-    from medibio.blurb.loaders import load_blurb
-    from medibio.finetune import features, presets, runner
+    from medibio.runs import protocol
+    from medibio.tasks.loaders import load_blurb
+    from medibio.training import config as presets
+    from medibio.training import features
 
-    plan = frozen.plan_frozen("GAD", profile="smoke", data_root=data_root)
+    plan = frozen.plan_frozen("GAD", profile="smoke", settings=settings)
     cfg = presets.preset("GAD", "smoke")
     train = load_blurb("GAD", data_root, splits="train")["train"]
-    expected = features.subsample(train, cfg.max_train_examples, runner.SUBSET_SEED)["id"]
-    assert frozen._splits(plan, data_root)["train"]["id"] == expected
-    assert plan.caps["max_train_examples"] == cfg.max_train_examples
+    expected = features.subsample(train, cfg.max_train_examples, protocol.SUBSET_SEED)["id"]
+    assert frozen._splits(plan.job, data_root)["train"]["id"] == expected
+    assert plan.job.caps["max_train_examples"] == cfg.max_train_examples
 
 
-def test_second_call_reuses_and_a_changed_config_does_not(smoke_table, data_root):
+def test_second_call_reuses_and_a_changed_config_does_not(smoke_table, shared):
     root, table = smoke_table
-    again = frozen.baselines("smoke", "GAD", data_root, root)
+    again = frozen.baselines("smoke", "GAD", settings=shared)
     assert bool(again.loc[0, "reused"])
     assert again.loc[0, "digest"] == table.set_index("dataset").loc["GAD", "digest"]
     assert again.loc[0, "frozen"] == table.set_index("dataset").loc["GAD", "frozen"]
-    capped = frozen.baselines("smoke", "GAD", data_root, root, overrides={"max_train_examples": 16})
+    capped = frozen.baselines("smoke", "GAD", overrides={"max_train_examples": 16}, settings=shared)
     assert not bool(capped.loc[0, "reused"])
     assert capped.loc[0, "digest"] != again.loc[0, "digest"]
     assert capped.loc[0, "train_examples"] == 16
-    probed = frozen.baselines("smoke", "GAD", data_root, root, probe=frozen.ProbeSettings(c_grid=(1.0,)))
+    probed = frozen.baselines("smoke", "GAD", probe=frozen.ProbeSettings(c_grid=(1.0,)), settings=shared)
     assert not bool(probed.loc[0, "reused"])
     assert len(set(probed["digest"]) | set(capped["digest"]) | set(again["digest"])) == 3
 
 
-def test_listing_knows_frozen_records(smoke_table, data_root):
-    from medibio.runs.listing import list_records
+def test_listing_knows_frozen_records(smoke_table, shared):
+    from medibio.results.listing import list_records
 
     root, _ = smoke_table
-    listed = list_records(root, data_root, kinds=("frozen",))
+    listed = list_records(root, settings=shared, kinds=("frozen",))
     assert len(listed) >= len(SMOKE_TASKS)
     assert set(listed["freshness"]) == {"current"}
 
@@ -92,14 +100,14 @@ def test_cosine_hand_case():
     assert frozen.cosine_similarity(a, b).tolist() == pytest.approx([1.0, 0.0, 0.0, -1.0])
 
 
-def test_identical_sentences_have_cosine_one(data_root):
+def test_identical_sentences_have_cosine_one(session_settings):
     """Encoding the same sentence twice gives cosine 1; a different one less (tiny DeBERTa, fp32)."""
     import datasets
 
-    from medibio.blurb import registry
+    from medibio.tasks import registry
 
     spec = registry.get("BIOSSES")
-    encoder = frozen.load_encoder("tiny-deberta")
+    encoder = frozen.load_encoder(zoo.resolve("tiny-deberta", session_settings.cache_root))
     rows = datasets.Dataset.from_dict({"id": ["a", "b", "c"], "label": [4.0, 4.0, 0.0],
                                        "text": ["Aspirin inhibits platelet aggregation."] * 2
                                        + ["The tumour grew in mice."]})
@@ -121,7 +129,7 @@ def test_unknown_and_unsupported_tasks_are_named():
 def test_cli_prints_the_table(smoke_table, data_root):
     from typer.testing import CliRunner
 
-    from medibio.cli import app
+    from medibio.cli.main import app
 
     root, _ = smoke_table
     result = CliRunner().invoke(app, ["blurb", "frozen", "--profile", "smoke", "--task", "GAD", "--results-root",
@@ -136,9 +144,9 @@ def test_mean_pooling_head_pools_like_the_frozen_baseline():
     """pooling="mean" (the BIOSSES fix) feeds the head the masked mean the cosine baseline uses."""
     import torch
 
-    from medibio import modelzoo
-    from medibio.blurb import registry
-    from medibio.finetune import modeling
+    from medibio.models import heads as modeling
+    from medibio.models import zoo as modelzoo
+    from medibio.tasks import registry
 
     spec = registry.get("BIOSSES")
     model = modeling.build_model(spec, "minilm", 0.0, seed=1, pooling="mean").eval()
@@ -157,19 +165,19 @@ def test_mean_pooling_head_pools_like_the_frozen_baseline():
         modeling.build_model(spec, "minilm", pooling="max")
 
 
-def test_progress_while_encoding_and_a_finished_line_counted_as_a_run(data_root, tmp_path, monkeypatch):
+def test_progress_while_encoding_and_a_finished_line_counted_as_a_run(settings, data_root, monkeypatch):
     """Encoding a test set takes minutes on the cpu profile: a bar per encoding pass, then a ✓ line with the
     score that the cell summary counts like a fine-tuning run (a reused baseline: an = line, counted reused)."""
     import re
 
-    from medibio import progress
+    from medibio.core import progress
 
     events: list[tuple[str, dict]] = []
     status = progress.CellStatus("frozen")
     monkeypatch.setattr(status, "_show", lambda text: None)
     with progress.sink(lambda kind, info: events.append((kind, info))), progress.sink(status):
-        first = frozen.baselines("smoke", "BIOSSES", data_root, tmp_path)
-        frozen.baselines("smoke", "BIOSSES", data_root, tmp_path)
+        first = frozen.baselines("smoke", "BIOSSES", settings=settings)
+        frozen.baselines("smoke", "BIOSSES", settings=settings)
     bars = [info for kind, info in events if kind == "bar"]
     assert {"frozen BIOSSES dev (sentence 1)", "frozen BIOSSES test (sentence 2)"} <= {b["desc"] for b in bars}
     assert any(b["n"] == b["total"] > 0 for b in bars)  # each pass reports its end
@@ -182,22 +190,23 @@ def test_progress_while_encoding_and_a_finished_line_counted_as_a_run(data_root,
     assert re.fullmatch(r"frozen: 2 runs — 1 trained now \(\d+:\d\d\), 1 reused from their records", status.summary())
 
 
-def test_encoding_precision_follows_the_cpu_and_is_part_of_the_digest(data_root, monkeypatch):
+def test_encoding_precision_follows_the_cpu_and_is_part_of_the_digest(settings, data_root, monkeypatch):
     """bf16 autocast where the CPU has native bf16, fp32 elsewhere; the precision used names the record."""
-    from medibio import accel
+    from medibio.core import precision as accel
 
     digests = {}
     for native in (True, False):
         monkeypatch.setattr(accel, "cpu_has_bf16", lambda native=native: native)
-        plan = frozen.plan_frozen("BIOSSES", profile="smoke", data_root=data_root)
+        plan = frozen.plan_frozen("BIOSSES", profile="smoke", settings=settings)
         assert plan.payload["probe"]["precision"] == ("bf16" if native else "fp32")
         assert frozen.ProbeSettings(precision="fp32").effective_precision == "fp32"
         digests[native] = plan.key.config_digest
     assert digests[True] != digests[False]
-    encoder = frozen.Encoder("tiny-deberta", precision="bf16")
+    tiny = zoo.resolve("tiny-deberta", settings.cache_root)
+    encoder = frozen.Encoder(tiny, precision="bf16")
     monkeypatch.setattr(accel, "cpu_has_bf16", lambda: True)
-    split = frozen._splits(frozen.plan_frozen("BIOSSES", profile="smoke", data_root=data_root), data_root)["test"]
-    spec = frozen._spec("BIOSSES")
+    split = frozen._splits(frozen.plan_frozen("BIOSSES", profile="smoke", settings=settings).job, data_root)["test"]
+    spec = frozen.baseline_task("BIOSSES")
     fast = encoder.sentence_embeddings(split.remove_columns("text_pair"), spec, 64, 8)
-    exact = frozen.Encoder("tiny-deberta").sentence_embeddings(split.remove_columns("text_pair"), spec, 64, 8)
+    exact = frozen.Encoder(tiny).sentence_embeddings(split.remove_columns("text_pair"), spec, 64, 8)
     assert fast.dtype == np.float32 and np.allclose(fast, exact, atol=0.1) and not np.array_equal(fast, exact)

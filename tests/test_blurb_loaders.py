@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from medibio.blurb import formats, loaders, registry
-from medibio.blurb.registry import BIO_TAGS, HOC_HALLMARKS, PICO_TAGS
-from medibio.errors import DataMissingError, InputFormatError
+from medibio.core.errors import DataMissingError, InputFormatError
+from medibio.tasks import formats, loaders, registry
+from medibio.tasks.blurb import BIO_TAGS, HOC_HALLMARKS, PICO_TAGS
 
 FIXTURE_ROOT = Path(__file__).parent / "fixtures" / "blurb" / "root"
 

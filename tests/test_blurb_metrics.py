@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from medibio.blurb import metrics
-from medibio.blurb.metrics import MetricInputError, compute, evaluate
+from medibio.tasks import metrics
+from medibio.tasks.metrics import MetricInputError, compute, evaluate
 
 
 def approx(x: float) -> object:
@@ -242,7 +242,7 @@ def test_ranking_rejects_repeated_ids() -> None:
 
 
 def test_every_registry_metric_exists() -> None:
-    from medibio.blurb import registry
+    from medibio.tasks import registry
 
     for spec in registry.DATASETS:
         assert spec.metric in metrics.METRICS, spec.name
@@ -260,7 +260,7 @@ def test_length_mismatch_and_unknown_metric() -> None:
 
 
 def test_multilabel_macro_f1_averages_per_label_f1() -> None:
-    from medibio.blurb.metrics import compute
+    from medibio.tasks.metrics import compute
 
     # label a: tp=1 (ex1) fp=0 fn=1 (ex2) -> P=1, R=1/2, F1=2/3
     # label b: tp=1 (ex2) fp=1 (ex1) fn=0 -> P=1/2, R=1, F1=2/3; macro = 2/3; micro: tp=2 fp=1 fn=1 -> 2/3

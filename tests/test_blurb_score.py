@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from medibio.blurb import predictions
-from medibio.blurb.predictions import read_predictions, score_directory, write_gold
-from medibio.cli import app, main
-from medibio.errors import InputFormatError
+from medibio.cli.main import app, main
+from medibio.core.errors import InputFormatError
+from medibio.tasks import predictions
+from medibio.tasks.predictions import read_predictions, score_directory, write_gold
 
 FIXTURE_ROOT = Path(__file__).parent / "fixtures" / "metrics" / "data"
 TINY = "GAD,NCBI-disease,BIOSSES,HoC"

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from medibio.blurb import metrics, registry, units
-from medibio.blurb.metrics import MetricInputError
-from medibio.blurb.registry import Problem
+from medibio.tasks import metrics, registry, units
+from medibio.tasks.metrics import MetricInputError
+from medibio.tasks.spec import Problem, TaskSpec
 
 # --------------------------------------------------------------------------- hand cases
 
@@ -107,7 +107,7 @@ def test_unit_table_covers_the_registry():
 # --------------------------------------------------------------------------- real data
 
 
-def _perturb(spec: registry.DatasetSpec, ref, rng: random.Random):
+def _perturb(spec: TaskSpec, ref, rng: random.Random):
     if spec.problem is Problem.TOKEN:
         return [rng.choice(spec.labels) if rng.random() < 0.1 else t for t in ref]
     if spec.problem is Problem.REGRESSION:
@@ -125,7 +125,7 @@ EXPECTED_UNITS = {"BC2GM": ("sentence", 5038), "JNLPBA": ("document", 402), "EBM
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", registry.names())
 def test_summed_unit_statistics_reproduce_the_metric(name: str, data_root: Path):
-    from medibio.blurb.predictions import load_gold
+    from medibio.tasks.predictions import load_gold
 
     spec = registry.get(name)
     gold = load_gold(name, "test", data_root)

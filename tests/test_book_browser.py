@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from medibio.book import chapters, notebook, testing
+from medibio.book import chapters, notebook
 from medibio.book.assets import MATHJAX_ENTRY
+from tests.support import book as testing
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 
@@ -22,13 +23,13 @@ PAGES_WITH_MATH = ("intro", "figures_2_4_field_correlation", "table_3_pretrainin
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory, data_root) -> dict[str, testing.PageCheck]:
+def pages(tmp_path_factory, data_root, session_settings) -> dict[str, testing.PageCheck]:
     if not Path(testing.CHROMIUM).exists() or shutil.which("chromium") is None:
         if os.environ.get("MEDIBIO_REQUIRE_DATA", "") not in ("", "0", "false", "False"):  # CI
             pytest.fail("Chromium is missing (.ci/run installs it with apt-get)")
         pytest.skip("Chromium is not installed (apt-get install chromium)")
     base = tmp_path_factory.getbasetemp() / "smoke-book"
-    report = testing.smoke_book(base, data_root_dir=data_root)
+    report = testing.smoke_book(base, session_settings)
     assert report["html_dir"], "the smoke book did not render"
     checks = testing.check_pages(Path(report["html_dir"]), tmp_path_factory.getbasetemp() / "screenshots")
     return {c.slug: c for c in checks}

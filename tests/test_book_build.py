@@ -13,8 +13,9 @@ import yaml
 from typer.testing import CliRunner
 
 from medibio.book import appendix, assets, build, chapters, notebook, parameters
-from medibio.errors import InputFormatError
-from medibio.paths import REPO_ROOT
+from medibio.core.errors import InputFormatError
+from medibio.core.paths import REPO_ROOT
+from medibio.core.settings import Settings
 
 NOTEBOOK_CHAPTERS = [c for c in chapters.CHAPTERS if c.is_notebook]
 
@@ -121,6 +122,15 @@ def test_parameters_left_at_none_come_from_the_profile() -> None:
     ({"tasks": ["QA"]}, ["PubMedQA", "BioASQ"]),
     ({"seeds": 2}, [2]),
     ({"seeds": "1,2"}, [1, 2]),
+    ({"seeds": "[1, 2]"}, [1, 2]),  # papermill -p seeds "[1, 2]": list syntax arrives as text
+    ({"seeds": "(3,)"}, [3]),
+    ({"seeds": "[4294967295]"}, [4294967295]),
+    ({"tasks": "['BIOSSES', 'hoc']"}, ["BIOSSES", "HoC"]),
+    ({"tasks": "[BIOSSES, GAD]"}, ["BIOSSES", "GAD"]),  # names without quotes
+    ({"models": '["tiny-deberta", "minilm"]'}, ["tiny-deberta", "minilm"]),
+    ({"ift_tasks": "[STS-B]"}, ["STS-B"]),
+    ({"stilt_seeds": "[1, 2, 3]"}, [1, 2, 3]),
+    ({"stilt_tasks": "['GAD']"}, ["GAD"]),
     ({"table5_experiments": "true"}, True),
 ])
 def test_parameters_accept_what_papermill_and_users_pass(given, expected) -> None:
@@ -132,7 +142,12 @@ def test_parameters_accept_what_papermill_and_users_pass(given, expected) -> Non
     ("bogus", {}, "parameter profile: unknown profile 'bogus'; known: smoke, cpu, gpu, paper"),
     ("smoke", {"tasks": "B"}, "parameter tasks: unknown"),
     ("smoke", {"tasks": [1, 2]}, "parameter tasks: expected names"),
-    ("smoke", {"seeds": "a,b"}, "parameter seeds: seeds are whole numbers, got 'a'"),
+    ("smoke", {"seeds": "a,b"}, "parameter seeds: seeds are whole numbers, got 'a' in 'a,b'"),
+    ("smoke", {"seeds": "[1, x]"}, "parameter seeds: seeds are whole numbers, got 'x' in '[1, x]'"),
+    ("smoke", {"seeds": "[1, 2"}, "got '[1' in '[1, 2'"),  # the whole value, not only the fragment
+    ("smoke", {"seeds": "[4294967296]"}, "seeds are whole numbers in [0, 4294967295], got 4294967296"),
+    ("smoke", {"seeds": [-1]}, "in [0, 4294967295], got -1"),
+    ("smoke", {"tasks": "[BIOSSES, NOPE]"}, "in '[BIOSSES, NOPE]'"),
     ("smoke", {"ift_tasks": "MNLI-not-here"}, "parameter ift_tasks:"),
     ("smoke", {"pretrain_config": "huge"}, "parameter pretrain_config: unknown pretraining config 'huge'"),
     ("smoke", {"table5_experiments": "maybe"}, "parameter table5_experiments: expected True or False"),
@@ -146,7 +161,7 @@ def test_bad_parameters_are_one_clear_error(profile, given, message) -> None:
 
 
 def test_chapter_lookup_by_slug_or_unique_part() -> None:
-    from medibio.errors import MedibioError
+    from medibio.core.errors import MedibioError
 
     assert chapters.get("audit").slug == "appendix_a_paper_audit"
     assert chapters.get("appendix_b_reproducibility").title == "Appendix B: reproducibility"
@@ -168,7 +183,7 @@ def test_a_failing_notebook_is_reported_with_its_cell_and_the_others_still_run(t
             chapters.TocEntry("bad", "Bad", str(src / "bad.ipynb")),
             chapters.TocEntry("good", "Good", str(src / "good.ipynb")))
     monkeypatch.setattr(build, "CHAPTERS", fake)
-    results = build.execute_all("smoke", book_dir=tmp_path / "book", results_root_dir=tmp_path / "results")
+    results = build.execute_all("smoke", Settings(results_root=tmp_path / "results"), book_dir=tmp_path / "book")
     by_slug = {r.slug: r for r in results}
     assert [r.slug for r in results] == ["page", "bad", "good"]
     bad = by_slug["bad"]
@@ -183,7 +198,7 @@ def test_a_failing_notebook_is_reported_with_its_cell_and_the_others_still_run(t
     executed = nbformat.read(str(tmp_path / "book" / "good.ipynb"), as_version=4)
     injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and 'profile = "smoke"' in injected[0].source
-    # only the profile is injected: no machine path on the page, the results folder travels in the environment
+    # only the profile is injected: no machine path on the page, the settings travel as the kernel's environment
     assert "results_root =" not in injected[0].source and "data_root =" not in injected[0].source
     printed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs)
     assert printed.strip() == "smoke"
@@ -199,11 +214,10 @@ def test_unexecuted_copies_keep_the_toc_resolvable(tmp_path, monkeypatch) -> Non
     src = tmp_path / "one.ipynb"
     nbformat.write(_nb(["1 + 1"]), str(src))
     monkeypatch.setattr(build, "CHAPTERS", (chapters.TocEntry("one", "One", str(src)),))
-    results = build.execute_all("smoke", book_dir=tmp_path / "book", execute=False,
-                                results_root_dir=tmp_path / "results")
+    settings = Settings(results_root=tmp_path / "results")
+    results = build.execute_all("smoke", settings, book_dir=tmp_path / "book", execute=False)
     assert [r.status for r in results] == ["copied"]
-    again = build.execute_all("smoke", book_dir=tmp_path / "book", execute=False,
-                              results_root_dir=tmp_path / "results")
+    again = build.execute_all("smoke", settings, book_dir=tmp_path / "book", execute=False)
     assert [r.status for r in again] == ["kept"]
 
 
@@ -211,9 +225,10 @@ def test_markdown_pages_are_refreshed_even_without_execution(tmp_path, monkeypat
     page = tmp_path / "page.md"
     page.write_text("# Old\n")
     monkeypatch.setattr(build, "CHAPTERS", (chapters.TocEntry("page", "Page", str(page)),))
-    build.execute_all("smoke", book_dir=tmp_path / "book", execute=False, results_root_dir=tmp_path / "r")
+    settings = Settings(results_root=tmp_path / "r")
+    build.execute_all("smoke", settings, book_dir=tmp_path / "book", execute=False)
     page.write_text("# New\n")
-    results = build.execute_all("smoke", book_dir=tmp_path / "book", execute=False, results_root_dir=tmp_path / "r")
+    results = build.execute_all("smoke", settings, book_dir=tmp_path / "book", execute=False)
     assert [r.status for r in results] == ["copied"]
     assert (tmp_path / "book" / "page.md").read_text() == "# New\n"
 
@@ -230,7 +245,7 @@ def test_build_failure_summary_keeps_the_cause() -> None:
 
 
 def test_stage_root_copies_configuration_and_links_mathjax(tmp_path) -> None:
-    root = build.stage_root(tmp_path / "root")
+    root = build.book_root(tmp_path / "root")
     assert (root / "_config.yml").read_text() == (REPO_ROOT / "_config.yml").read_text()
     assert (root / "_toc.yml").is_file()
     static = root / ".cache" / "mathjax" / "static"
@@ -262,14 +277,6 @@ def test_missing_npm_gives_an_actionable_error(tmp_path, monkeypatch) -> None:
 
 # --- notebook helpers and provenance ---------------------------------------------------------------------
 
-def test_paper_vs_ours_computes_the_difference() -> None:
-    frame = notebook.paper_vs_ours({"BIOSSES": 57.68, "GAD": 82.23}, {"BIOSSES": 60.0}, spread={"BIOSSES": 1.5})
-    assert list(frame.index) == ["BIOSSES", "GAD"]
-    assert frame.loc["BIOSSES", "diff (ours − paper)"] == pytest.approx(2.32)
-    assert pd.isna(frame.loc["GAD", "ours"]) and pd.isna(frame.loc["GAD", "diff (ours − paper)"])
-    assert frame.loc["BIOSSES", "ours ± (sd over seeds)"] == 1.5
-
-
 def test_chapter_records_tables_figures_and_values(tmp_path, monkeypatch) -> None:
     import matplotlib
 
@@ -278,7 +285,9 @@ def test_chapter_records_tables_figures_and_values(tmp_path, monkeypatch) -> Non
 
     monkeypatch.delenv("MEDIBIO_RESULTS", raising=False)
     chapter = notebook.setup("99_test", "smoke", "", str(tmp_path))
-    frame = notebook.paper_vs_ours({"a": 1.0, "b": 2.0}, {"a": 1.5, "b": 1.0})
+    assert chapter.settings.results_root == tmp_path and chapter.results_root == tmp_path
+    frame = pd.DataFrame({"paper": [1.0, 2.0], "ours": [1.5, 1.0]}, index=["a", "b"])
+    frame["diff (ours − paper)"] = frame["ours"] - frame["paper"]
     styler = chapter.table("cmp", frame, caption="A caption", paper_vs_ours=True)
     html = styler.to_html()
     assert "A caption" in html and "#1a7f37" in html and "#b42318" in html  # above/below the paper
@@ -286,13 +295,11 @@ def test_chapter_records_tables_figures_and_values(tmp_path, monkeypatch) -> Non
     ax.plot([0, 1], [0, 1])
     chapter.figure("line", fig)
     chapter.value("answer", 42)
-    assert chapter.api("medibio.no_such_module", "run") is None
     summary = notebook.read_summary(tmp_path, "smoke", "99_test")
     assert summary["tables"]["cmp"] == {"rows": ["a", "b"], "columns": list(frame.columns), "n_rows": 2,
                                        "caption": "A caption"}
     assert Path(summary["figures"]["line"]).stat().st_size > 0
     assert summary["values"]["answer"] == 42
-    assert summary["pending"] == ["medibio.no_such_module.run"]
 
 
 def test_verify_checksums_flags_changed_and_missing_files(tmp_path) -> None:
@@ -324,7 +331,7 @@ def test_malformed_checksum_listing_names_file_and_line(tmp_path) -> None:
 
 
 def test_versions_and_environment_tables(monkeypatch) -> None:
-    from medibio import provenance
+    from medibio.core import provenance
 
     monkeypatch.setattr(provenance, "PACKAGES", ("pandas", "surely-not-installed-pkg"))
     monkeypatch.setattr(provenance.versions, "__defaults__", (provenance.PACKAGES,))
@@ -338,7 +345,7 @@ def test_versions_and_environment_tables(monkeypatch) -> None:
 # --- command line ----------------------------------------------------------------------------------------
 
 def test_cli_help_and_profile_validation() -> None:
-    from medibio.cli import app
+    from medibio.cli.main import app
 
     runner = CliRunner()
     result = runner.invoke(app, ["book", "--help"])
@@ -367,7 +374,7 @@ def test_notebook_defaults_are_the_cpu_book(chapter: chapters.TocEntry) -> None:
 
 
 def test_transfer_gain_subtracts_each_targets_baseline() -> None:
-    from medibio.ift import experiments as transfer
+    from medibio.results import ift as transfer
 
     matrix = pd.DataFrame({transfer.BASELINE: [50.0, 80.0], "A": [None, 82.5], "B": [55.0, None]},
                           index=pd.Index(["A", "B"], name="target"))
@@ -378,8 +385,8 @@ def test_transfer_gain_subtracts_each_targets_baseline() -> None:
 
 
 def test_table5_stage_failure_names_the_command(tmp_path) -> None:
-    from medibio.book import stages
-    from medibio.errors import MedibioError
+    from medibio.book import table5
+    from medibio.core.errors import MedibioError
 
     with pytest.raises(MedibioError, match="--config no-such-config"):
-        stages.run_table5_stages("no-such-config", results_root=tmp_path)
+        table5.pretrain_experiments("no-such-config", Settings(results_root=tmp_path))

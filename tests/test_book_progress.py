@@ -24,11 +24,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from medibio.paths import REPO_ROOT
+from medibio.core.paths import REPO_ROOT
 
 WORK = '''\
 import time
-from medibio import progress
+from medibio.core import progress
 
 with chapter.quiet("training"):
     with progress.bar("fake BIOSSES seed 1 [tiny]", 12) as bar:
@@ -61,8 +61,8 @@ def html_stub(root, keep_going=False):
 
 
 build.build_html = html_stub
-build.build_book = functools.partial(build.build_book, root=build.stage_root(base / "root"))
-from medibio.cli import main  # noqa: E402
+build.build_book = functools.partial(build.build_book, root=build.book_root(base / "root"))
+from medibio.cli.main import main  # noqa: E402
 
 main(["book", "--profile", "smoke", "--keep-going", "--results-root", str(base / "results")])
 '''
@@ -120,6 +120,7 @@ def built(tmp_path_factory) -> tuple[Path, int, str, str]:
     return (base, *_build(base, "ok"))
 
 
+@pytest.mark.slow
 def test_terminal_shows_chapters_bars_with_time_left_and_finished_runs(built) -> None:
     _, _, terminal, _ = built
     assert re.search(r"▶ \[1/3\] Fake One", terminal), terminal
@@ -159,6 +160,7 @@ def test_the_end_prints_the_timing_table_and_the_html(built) -> None:
     assert f"book: {base / 'root' / '_build' / 'html'}/index.html" in stdout
 
 
+@pytest.mark.slow
 def test_a_failed_html_build_still_prints_the_timing_table(tmp_path) -> None:
     code, terminal, stdout = _build(tmp_path, "html-fails")
     assert code == 1
@@ -171,7 +173,7 @@ def test_a_failed_html_build_still_prints_the_timing_table(tmp_path) -> None:
 def test_a_terminal_without_a_size_still_gets_the_bar() -> None:
     """A pseudo-terminal that reports 0 x 0 (script, some CI runners): tqdm alone would hide the bar."""
     main, child = pty.openpty()
-    code = ("import time\nfrom medibio import progress\nwith progress.bar('sizeless', 4) as bar:\n"
+    code = ("import time\nfrom medibio.core import progress\nwith progress.bar('sizeless', 4) as bar:\n"
             "    for _ in range(4):\n        time.sleep(0.3)\n        bar.update(1)\n")
     env = {k: v for k, v in os.environ.items() if k != "MEDIBIO_PROGRESS"}
     subprocess.run([sys.executable, "-c", code], env=env, stderr=child, stdout=subprocess.DEVNULL, timeout=60,

@@ -14,9 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from medibio.book import appendix, chapters, notebook, results
-from medibio.cli import app
-from medibio.ift import experiments
-from medibio.runs import aggregate, reference
+from medibio.cli.main import app
+from medibio.core.settings import Settings
+from medibio.results import aggregate
+from medibio.results import ift as experiments
+from medibio.results import recorded as reference
 from medibio.runs.records import RunRecord
 
 if TYPE_CHECKING:
@@ -26,7 +28,7 @@ BASELINE = experiments.BASELINE
 
 
 def _frozen(score: float = 80.0, low: float = 75.0, high: float = 85.0, dataset: str = "BioASQ") -> pd.DataFrame:
-    """A :func:`medibio.blurb.frozen.baselines` table by hand."""
+    """A :func:`medibio.baselines.frozen.baselines` table by hand."""
     return pd.DataFrame([{"dataset": dataset, "frozen": score, "ci95_low": low, "ci95_high": high}])
 
 
@@ -174,11 +176,13 @@ def test_versus_paper_and_the_chosen_ift_row(ift_runs, hand_runs: HandRuns) -> N
 
 
 def _chapter(slug: str, profile: str, root: Path) -> notebook.ChapterContext:
-    return notebook.ChapterContext(name=slug, profile=profile, data_root=None, results_root=root)
+    """A chapter writing under ``root``, without a data root (its folder does not exist)."""
+    settings = Settings(data_root=root / "no-data", results_root=root, progress=False)
+    assert notebook.ChapterContext(name=slug, profile=profile, settings=settings).data_root is None
+    return notebook.ChapterContext(name=slug, profile=profile, settings=settings)
 
 
-def test_recorded_results_beside_a_re_execution(hand_runs: HandRuns, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.delenv("MEDIBIO_LIMIT", raising=False)
+def test_recorded_results_beside_a_re_execution(hand_runs: HandRuns, tmp_path: Path) -> None:
     w = hand_runs.write
     for seed, wrong in ((1, range(0, 40, 5)), (2, range(0, 40, 6)), (3, range(0, 40, 7))):  # 80, 82.5, 85
         w("base", seed, wrong, profile="gpu", device="cpu")
@@ -190,7 +194,7 @@ def test_recorded_results_beside_a_re_execution(hand_runs: HandRuns, tmp_path: P
     recorded = reference.recorded("gpu", root=ref)
     assert [r.seed for r in recorded] == [1, 2, 3] and all(r.recorded for r in recorded)
     assert all(r.predictions_file(ref).is_file() for r in recorded)
-    assert json.loads(recorded[0].path(ref).read_text())["device"] == "cpu"
+    assert json.loads(recorded[0].path(ref).read_text())["environment"]["device"] == "cpu"
 
     # a build of the gpu profile re-executes the runs: 85 lies within two recorded std (2 x 2.5) of 82.5
     slug = chapters.chapter_of("Table 6").slug
@@ -222,15 +226,17 @@ def test_recorded_results_beside_a_re_execution(hand_runs: HandRuns, tmp_path: P
 # --------------------------------------------------------------------------- appendix B
 
 
-def test_run_index_lists_every_kind_with_commit_and_freshness(hand_runs: HandRuns) -> None:
+def test_run_index_lists_every_kind_with_commit_and_freshness(hand_runs: HandRuns, settings: Settings) -> None:
     hand_runs.write("base", 1, {0})
     for kind, dataset in (("frozen", "BioASQ"), ("scierc", "SciERC")):
         record = RunRecord(dataset=dataset, model=hand_runs.MODEL, profile="cpu", seed=0, kind=kind, variant="probe",
-                           score_test=50.0, config_digest="abcabcabcabc", git_commit="1234567890" * 4)
+                           score_test=50.0, config_digest="abcabcabcabc",
+                           environment={"git_commit": "1234567890" * 4})
         record_path = record.path(hand_runs.results)
         record_path.parent.mkdir(parents=True, exist_ok=True)
         record_path.write_text(json.dumps(record.to_dict()))
-    runs = appendix.run_index(hand_runs.results, hand_runs.data)
+    runs = appendix.run_index(hand_runs.results,
+                              settings.replace(data_root=hand_runs.data, results_root=hand_runs.results))
     assert list(runs.columns) == list(appendix.INDEX_COLUMNS)
     assert sorted(runs["kind"]) == ["finetune", "frozen", "scierc"]
     assert set(runs["commit"]) == {"c0ffeec0", "12345678"}
@@ -239,11 +245,11 @@ def test_run_index_lists_every_kind_with_commit_and_freshness(hand_runs: HandRun
     assert (hand_runs.results / runs.loc[runs["kind"] == "frozen", "record"].iloc[0]).is_file()
 
 
-def test_shown_path_never_prints_the_build_machine(tmp_path: Path, monkeypatch) -> None:
-    from medibio.paths import REPO_ROOT
+def test_shown_path_never_prints_the_build_machine(tmp_path: Path) -> None:
+    from medibio.core.paths import REPO_ROOT
 
-    assert appendix.shown_path(REPO_ROOT / "results") == "results/"
-    monkeypatch.setenv("MEDIBIO_RESULTS", str(tmp_path))
-    assert appendix.shown_path(tmp_path) == "$MEDIBIO_RESULTS"
-    elsewhere = appendix.shown_path(tmp_path / "other")
+    assert appendix.shown_path(REPO_ROOT / "results", Settings()) == "results/"
+    settings = Settings(results_root=tmp_path)  # the session's results root, as $MEDIBIO_RESULTS names it
+    assert appendix.shown_path(tmp_path, settings) == "$MEDIBIO_RESULTS"
+    elsewhere = appendix.shown_path(tmp_path / "other", settings)
     assert str(tmp_path) not in elsewhere and elsewhere.startswith("$MEDIBIO_RESULTS")

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from medibio.blurb import predictions
-from medibio.testing.cli import run_main as _run
+from medibio.tasks import predictions
+from tests.support.cli import run_main as _run
 
 METRICS_ROOT = Path(__file__).parent / "fixtures" / "metrics" / "data"
 DATASETS = "BC5-chem, BC5-disease, NCBI-disease"
 PROFILES = "smoke, cpu, gpu, paper"
-
 
 
 # (argv, fragments of the one error line). A missing option check would start real work, so every finetune
@@ -25,7 +24,17 @@ MISTAKES: list[tuple[list[str], tuple[str, ...]]] = [
     (["finetune", "--task", "BIOSSES", "--profile", "bogus"], ("'--profile'", "unknown profile 'bogus'", PROFILES)),
     (["finetune", "--task", "BIOSSES", "--seeds", "a,b"], ("'--seeds'", "comma list of distinct integers", "'a,b'")),
     (["finetune", "--task", "BIOSSES", "--seeds", "1,1"], ("'--seeds'", "distinct", "'1,1'")),
-    (["finetune", "--task", "BIOSSES", "--seeds", "-1"], ("'--seeds'", ">= 0")),
+    (["finetune", "--task", "BIOSSES", "--seeds", "-1"], ("'--seeds'", "in [0, 4294967295]")),
+    (["finetune", "--task", "BIOSSES", "--seeds", "1,4294967296"], ("'--seeds'", "in [0, 4294967295]",
+                                                                    "'1,4294967296'")),
+    (["scierc", "train", "--seeds", "99999999999"], ("'--seeds'", "in [0, 4294967295]")),
+    (["grid", "--task", "BIOSSES", "--seeds", "4294967296"], ("'--seeds'", "in [0, 4294967295]")),
+    (["finetune", "--task", "BIOSSES", "--model", ""], ("'--model'", "not empty", "''")),
+    (["finetune", "--task", "BIOSSES", "--model", " minilm"], ("'--model'", "no surrounding spaces")),
+    (["grid", "--task", "BIOSSES", "--model", ""], ("'--model'", "not empty")),
+    (["scierc", "train", "--model", ""], ("'--model'", "not empty")),
+    (["blurb", "frozen", "--model", ""], ("'--model'", "not empty")),
+    (["pretrain", "--from", ""], ("'--from'", "not empty")),
     (["finetune", "--task", "BIOSSES", "--intermediate", "NOPE"], ("'--intermediate'", "unknown task 'NOPE'",
                                                                    "STS-B", "BIOSSES")),
     (["finetune", "--task", "BIOSSES", "--config", "/missing.yaml"], ("'--config'", "/missing.yaml", "does not exist")),
@@ -157,13 +166,14 @@ def test_commands_own_exit_codes_pass_through(capsys: pytest.CaptureFixture[str]
 def test_library_lookups_raise_one_error_type() -> None:
     """Unknown names from every registry are UnknownNameError: a MedibioError (one CLI line) that is still
     the KeyError/ValueError older callers catch, printed without KeyError's quotes."""
-    from medibio import profiles
-    from medibio.blurb import fetch, loaders, registry
-    from medibio.errors import MedibioError, UnknownNameError
-    from medibio.ift import tasks
+    from medibio.core import profiles
+    from medibio.core.errors import MedibioError, UnknownNameError
     from medibio.pretrain import configs, experiments
+    from medibio.tasks import fetch, loaders, registry
+    from medibio.training.config import trainable_task
 
-    lookups = [registry.get, registry.resolve, profiles.get, tasks.get_ift, tasks.get_task,
+    lookups = [registry.get, registry.resolve, profiles.get, lambda name: registry.get(name, "ift"),
+               lambda name: registry.get(name, "blurb"), trainable_task, registry.names,
                configs.get_config, configs.config_for_profile, experiments.resolve_ids, fetch.get_source,
                lambda name: loaders.split_files("GAD", name)]
     for lookup in lookups:
@@ -232,7 +242,7 @@ def test_config_file_that_is_not_utf8_names_the_line_and_byte(tmp_path: Path,
 
 
 def test_a_valid_config_file_with_a_bom_and_string_numbers_is_read(tmp_path: Path) -> None:
-    from medibio.finetune import presets
+    from medibio.training import config as presets
 
     config = tmp_path / "ok.yaml"
     config.write_bytes("\ufefflearning_rate: 3e-5\r\ntasks:\r\n  biosses:\r\n    epochs: 5\r\n".encode())
@@ -275,13 +285,35 @@ def test_a_missing_training_split_is_an_error_naming_the_file(tmp_path: Path,
     assert "(has )" not in err and not list(tmp_path.rglob("seed*.json"))
 
 
+@pytest.mark.parametrize("what", ["directory", "broken symbolic link"])
+def test_a_training_file_that_is_a_directory_or_a_broken_link_is_said_to_be_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str) -> None:
+    """Not "missing data" with a download hint: the user has something there, and it is the wrong thing."""
+    root = tmp_path / "data"
+    for split in ("dev", "test"):
+        _write(root, "BIOSSES", split, BIOSSES_ROWS)
+    train = root / "blurb" / "BIOSSES" / "train.tsv"
+    if what == "directory":
+        train.mkdir()
+    else:
+        train.symlink_to(root / "elsewhere" / "train.tsv")
+    code, err = _finetune("BIOSSES", root, tmp_path / "results", capsys)
+    [line] = err.splitlines()
+    assert code == 2 and line.startswith(f"error: {train}: expected a file, got a {what}"), err
+    assert "missing data" not in err and "how to get it" not in err
+    assert not list(tmp_path.rglob("seed*.json"))
+
+
 def test_every_dataset_of_a_request_is_checked_before_the_first_trains(tmp_path: Path,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """GAD trains before BIOSSES (registry order); a bad BIOSSES test score stops the request first."""
     root = tmp_path / "data"
     for split in ("train", "dev", "test"):
-        _write(root, "GAD", split, (GAD_ROWS[0], *(f"{split}{row}" for row in GAD_ROWS[1:])))
-        _write(root, "BIOSSES", split, (BIOSSES_ROWS[0], *(f"{split}{row}" for row in BIOSSES_ROWS[1:])))
+        # ids and content of each split its own (splits sharing a sentence are refused, see test_malformed_inputs)
+        _write(root, "GAD", split, (GAD_ROWS[0], *(f"{split}{row}".replace(" .", f" ({split}) .")
+                                                   for row in GAD_ROWS[1:])))
+        _write(root, "BIOSSES", split, (BIOSSES_ROWS[0], *(f"{split}{row}".replace(" .", f" ({split}) .")
+                                                           for row in BIOSSES_ROWS[1:])))
     bad = _write(root, "BIOSSES", "test", (*BIOSSES_ROWS, "9\tA .\tB .\t9.5"))
     code, err = _finetune("GAD,BIOSSES", root, tmp_path / "results", capsys)
     assert code == 2 and f"{bad}:4: expected a finite numeric score in [0, 4]" in err, err
@@ -291,7 +323,7 @@ def test_every_dataset_of_a_request_is_checked_before_the_first_trains(tmp_path:
 @pytest.mark.parametrize("argv", [["blurb", "frozen", "--help"], ["results", "table", "--help"],
                                   ["results", "list", "--help"], ["finetune", "--help"]])
 def test_profile_help_is_generated_from_the_profiles(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    from medibio import profiles
+    from medibio.core import profiles
 
     code, out, _ = _run(argv, capsys)
     text = " ".join(out.replace("│", " ").split())
@@ -300,3 +332,45 @@ def test_profile_help_is_generated_from_the_profiles(argv: list[str], capsys: py
         assert name in text
     if argv[0] != "results":
         assert " ".join(profiles.help_text().split()) in text
+
+
+def test_overlapping_splits_stop_fine_tuning_unless_allowed_and_the_record_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A test sentence pasted into GAD's train split (GAD's ids are row numbers: only the content tells)."""
+    root = tmp_path / "data"
+    for split in ("train", "dev", "test"):
+        _write(root, "GAD", split, (GAD_ROWS[0], *(row.replace(" .", f" ({split}) .") for row in GAD_ROWS[1:])))
+    leaked = GAD_ROWS[1].replace(" .", " (test) .").replace("0\t", "2\t", 1)
+    train = _write(root, "GAD", "train", (GAD_ROWS[0], *(r.replace(" .", " (train) .") for r in GAD_ROWS[1:]),
+                                          leaked))
+    test = root / "blurb" / "GAD" / "test.tsv"
+    code, out, err = _run(["finetune", "--task", "GAD", "--profile", "smoke", "--data-root", str(root),
+                           "--results-root", str(tmp_path / "results")], capsys)
+    [line] = err.splitlines()
+    assert code == 2 and line.startswith(f"error: {test}:2: expected no example of the train split again"), err
+    assert f"also at {train}:4" in line and "--allow-overlap" in line
+    assert not list(tmp_path.rglob("seed*.json"))
+
+    code, out, err = _run(["finetune", "--task", "GAD", "--profile", "smoke", "--data-root", str(root),
+                           "--results-root", str(tmp_path / "results"), "--allow-overlap", "--json"], capsys)
+    assert code == 0, err
+    [record] = json.loads(out)
+    assert record["request"]["allow_overlap"] is True and record["details"]["official_splits"] is False
+    notes = "\n".join(record["notes"])
+    assert "splits overlap (allowed by --allow-overlap): 1 test example(s) repeat 1 train example(s) by content " \
+           "(test.tsv:2 = train.tsv:4)" in notes
+    assert "not BLURB's official train split: 3 relation instances, the official one has 4261" in notes
+
+
+@pytest.mark.parametrize("what", ["file", "broken symbolic link"])
+def test_a_data_root_that_is_no_folder_is_said_to_be_what_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 what: str) -> None:
+    root = tmp_path / "data"
+    if what == "file":
+        root.write_text("")
+    else:
+        root.symlink_to(tmp_path / "unmounted")
+    code, _, err = _run(["data", "check", "--data-root", str(root)], capsys)
+    [line] = err.splitlines()
+    assert code == 2 and line.startswith(f"error: {root}: expected a folder (the data root), got a {what}"), err
+    assert "missing data" not in err

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from medibio import atomic, paths
-from medibio.blurb import registry, scoring
-from medibio.blurb.registry import Group, Problem
-from medibio.cli import app
-from medibio.errors import DataMissingError, InputFormatError
+from medibio.cli.main import app
+from medibio.core import atomic, paths
+from medibio.core.errors import DataMissingError, InputFormatError
+from medibio.core.settings import DATA_ENV, Settings
+from medibio.tasks import registry, scoring
+from medibio.tasks.spec import Group, Problem
 
 # Table 6, column #1 of the paper (MediBioDeBERTa), in registry order.
 TABLE6_COL1 = dict(zip(registry.names(), [93.04, 85.13, 89.08, 83.94, 80.23, 73.73, 77.80, 80.47, 82.23,
@@ -32,7 +33,7 @@ def test_registry_has_the_13_blurb_datasets_in_six_groups() -> None:
     assert registry.get("DDI").negative_label == "DDI-false"
     assert registry.get("ChemProt").max_length == 256 and registry.get("GAD").max_length == 128
     with pytest.raises(KeyError, match="unknown BLURB dataset"):
-        registry.get("nope")
+        registry.get("nope", "blurb")
 
 
 def test_registry_resolve_accepts_all_groups_and_lists() -> None:
@@ -89,12 +90,13 @@ def test_errors_name_file_line_and_expectation(tmp_path: Path) -> None:
     assert "x.tsv" in str(missing) and "medibio data fetch" in str(missing)
 
 
-def test_data_root_env_override_and_missing_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(paths.DATA_ENV, str(tmp_path))
-    assert paths.data_root() == tmp_path.resolve()
-    monkeypatch.setenv(paths.DATA_ENV, str(tmp_path / "absent"))
+def test_data_root_env_override_and_missing_root(tmp_path: Path) -> None:
+    # MEDIBIO_DATA is read at a boundary (Settings.from_env) and reaches the library as a folder
+    given = Settings.from_env({DATA_ENV: str(tmp_path)})
+    assert paths.data_root(given.data_root) == tmp_path.resolve()
+    absent = Settings.from_env({DATA_ENV: str(tmp_path / "absent")})
     with pytest.raises(DataMissingError, match="MEDIBIO_DATA"):
-        paths.data_root()
+        paths.data_root(absent.data_root)
     assert paths.data_root(tmp_path) == tmp_path.resolve()
 
 
@@ -109,18 +111,31 @@ def test_cli_error_exit_code_is_2(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    env = {**os.environ, paths.DATA_ENV: str(tmp_path / "absent")}
+    env = {**os.environ, DATA_ENV: str(tmp_path / "absent")}
     proc = subprocess.run([sys.executable, "-m", "medibio", "data", "check"], capture_output=True, text=True,
                           env=env)
     assert proc.returncode == 2
     assert "missing data" in proc.stderr and "absent" in proc.stderr
 
 
+@pytest.mark.slow
 def test_unreachable_hub_model_gives_a_plain_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from medibio import modelzoo
-    from medibio.errors import ModelUnavailableError
+    from medibio.core.errors import ModelUnavailableError
+    from medibio.models import zoo as modelzoo
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelUnavailableError, match="Hugging Face hub") as info:
         modelzoo.load_config("medibio-test/no-such-model")
     assert "huggingface-cli download medibio-test/no-such-model" in str(info.value)
+
+
+def test_settings_reach_a_child_process_unchanged(tmp_path: Path) -> None:
+    """Every field a process medibio starts needs (folders, limit, processes, progress, the shared-core
+    process) survives ``to_env`` in the parent and ``from_env`` in the child."""
+    made = Settings(data_root=tmp_path / "data", results_root=tmp_path / "results", cache_root=tmp_path / "cache",
+                    limit=7, processes=3, progress=False, share_cores_with=4242)
+    assert Settings.from_env(made.to_env()) == made
+    plain = Settings(data_root=tmp_path / "d", results_root=tmp_path / "r", cache_root=tmp_path / "c")
+    assert Settings.from_env(plain.to_env()) == plain
+    assert Settings.from_env(plain.to_env(), limit=2, results_root=tmp_path / "flag") == plain.replace(
+        limit=2, results_root=tmp_path / "flag")  # flags win over the environment

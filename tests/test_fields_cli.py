@@ -7,8 +7,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from medibio.cli import app
-from medibio.errors import InputFormatError
+from medibio.cli.main import app
+from medibio.core.errors import InputFormatError
 
 FIX = Path(__file__).parent / "fixtures" / "fields"
 runner = CliRunner()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from medibio.errors import DataMissingError, InputFormatError
+from medibio.core.errors import DataMissingError, InputFormatError
 from medibio.fields import fos
 from medibio.fields.cooccurrence import count_fields, count_fields_python
 from medibio.fields.reader import detect

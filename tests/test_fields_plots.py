@@ -31,6 +31,7 @@ def test_figure_builders_shape(analysis):
     assert [t.get_text() for t in f4.axes[1].get_xticklabels()] == ["medicine", "mathematics", "overlap", "other"]
 
 
+@pytest.mark.slow
 def test_all_figures_written(analysis, tmp_path):
     paths = plots.all_figures(analysis, tmp_path)
     assert set(paths) == {"figure2", "figure3", "figure4"}

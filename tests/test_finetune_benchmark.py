@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from medibio import accel
-from medibio.finetune import benchmark, presets
+from benchmarks import finetune_engine as benchmark
+from medibio.core import precision as accel
+from medibio.training import config as presets
 
 pytestmark = pytest.mark.realdata
 
 
-def test_dynamic_and_fixed_padding_rows(data_root):
+def test_dynamic_and_fixed_padding_rows(session_settings, data_root):
     rows = benchmark.run(["ChemProt"], model="tiny-deberta", examples=16, profile="smoke", max_length=256, isolate=False,
-                         progress=False)
+                         progress=False, settings=session_settings)
     dynamic, fixed = rows
     assert (dynamic["padding"], fixed["padding"]) == ("dynamic+buckets", "max_length")
     assert fixed["padded_tokens_per_example"] == fixed["max_length"] == 256
@@ -25,17 +26,17 @@ def test_dynamic_and_fixed_padding_rows(data_root):
     assert "ChemProt" in text and text.count("\n") == 3 and "x" in text.splitlines()[2]
 
 
-def test_child_process_measurement_matches_the_schema(data_root):
-    row = benchmark.measure_in_child(task="BIOSSES", model_name="tiny-deberta", examples=8, profile="smoke",
-                                     pad_to_max_length=False, max_length=None, fp32=True)
+def test_child_process_measurement_matches_the_schema(session_settings, data_root):
+    row = benchmark.measure_in_child(session_settings, task="BIOSSES", model_name="tiny-deberta", examples=8,
+                                     profile="smoke", pad_to_max_length=False, max_length=None, fp32=True)
     assert row["task"] == "BIOSSES" and row["precision"] == "fp32" and row["memory_kind"] == "process max RSS"
     with pytest.raises(ValueError, match="unknown padding mode"):
         benchmark.run(["BIOSSES"], modes=["static"])
 
 
-def test_trainer_comparison_runs_both_engines_on_the_same_data(data_root):
+def test_trainer_comparison_runs_both_engines_on_the_same_data(session_settings, data_root):
     rows = benchmark.compare(["BIOSSES"], model="tiny-deberta", profile="smoke", sizes=(8, 8, 8, 1), seed=1,
-                             isolate=False, progress=False)
+                             isolate=False, progress=False, settings=session_settings)
     ours, hf = rows
     assert (ours["engine"], hf["engine"]) == ("medibio", "hf-trainer")
     # both engines take the machine's precision decision for the preset (bf16 on CPUs with native bf16)

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 import datasets
 import pytest
 
-from medibio.blurb import registry
-from medibio.blurb.registry import Problem
-from medibio.finetune import features
+from medibio.tasks import registry
+from medibio.tasks.spec import Problem
+from medibio.training import features
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from medibio import modelzoo
+    from medibio.models import zoo as modelzoo
 
     return modelzoo.load_tokenizer("minilm")
 
@@ -158,8 +158,8 @@ def test_subsample_is_seeded_and_keeps_order():
 
 
 def test_multilabel_threshold_decoding():
-    from medibio.blurb.registry import Problem
-    from medibio.finetune.features import decode_sequence_prediction
+    from medibio.tasks.spec import Problem
+    from medibio.training.features import decode_sequence_prediction
 
     # logits -2.0 (p=0.12), 0.1 (p=0.52), -1.0 (p=0.27)
     out = [-2.0, 0.1, -1.0]

@@ -12,9 +12,10 @@ from medibio.runs import records as rec
 pytestmark = pytest.mark.realdata
 
 
-def test_grid_selects_on_dev_and_writes_a_summary(tmp_path, data_root):
+def test_grid_selects_on_dev_and_writes_a_summary(settings, data_root):
+    tmp_path = settings.results_root
     out = grid.grid_search("BIOSSES", profile="smoke", learning_rates=(1e-5, 5e-4), batch_sizes=(8,),
-                           epochs=(1,), results_root=tmp_path, data_root=data_root)
+                           epochs=(1,), settings=settings)
     summary = out["BIOSSES"]
     points = summary["points"]
     assert [(p["learning_rate"], p["batch_size"], p["epochs"]) for p in points] == [(1e-5, 8, 1), (5e-4, 8, 1)]
@@ -28,5 +29,5 @@ def test_grid_selects_on_dev_and_writes_a_summary(tmp_path, data_root):
     assert stored["best"]["variant"] == best["variant"]
     # a rerun reuses every point's record
     again = grid.grid_search("BIOSSES", profile="smoke", learning_rates=(1e-5, 5e-4), batch_sizes=(8,),
-                             epochs=(1,), results_root=tmp_path, data_root=data_root)
+                             epochs=(1,), settings=settings)
     assert again["BIOSSES"]["points"] == points

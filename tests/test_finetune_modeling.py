@@ -6,9 +6,10 @@ import datasets
 import pytest
 import torch
 
-from medibio.blurb import registry
-from medibio.blurb.registry import Problem
-from medibio.finetune import features, modeling
+from medibio.models import heads as modeling
+from medibio.tasks import registry
+from medibio.tasks.spec import Problem
+from medibio.training import features
 
 ARCHITECTURES = ("bert", "electra", "albert", "deberta-v2")
 TASKS = ("NCBI-disease", "ChemProt", "HoC", "BIOSSES")
@@ -33,7 +34,7 @@ def _config(kind: str, vocab: int):
 def model_dirs(tmp_path_factory):
     from transformers import AutoModel
 
-    from medibio import modelzoo
+    from medibio.models import zoo as modelzoo
 
     tokenizer = modelzoo.load_tokenizer("minilm")
     dirs = {}
@@ -106,7 +107,7 @@ def test_seeded_head_does_not_depend_on_earlier_random_draws(model_dirs):
 
 
 def test_split_pairs_gives_each_sentence_as_the_tokenizer_would_alone():
-    from medibio import modelzoo
+    from medibio.models import zoo as modelzoo
 
     tokenizer = modelzoo.load_tokenizer("minilm")
     pair = tokenizer(["aspirin helps", "no"], ["it does not", "yes indeed it is"], padding=True, return_tensors="pt")
@@ -124,11 +125,12 @@ def test_split_pairs_gives_each_sentence_as_the_tokenizer_would_alone():
 @pytest.mark.realdata
 def test_cosine_head_starts_at_the_frozen_cosine_baseline_and_learns(data_root):
     """At step 0 the bi-encoder head ranks BIOSSES test pairs exactly like the frozen encoder's cosine
-    (medibio.blurb.frozen), which is why it cannot start below that baseline; a step changes its output."""
+    (medibio.baselines.frozen), which is why it cannot start below that baseline; a step changes its output."""
     from scipy.stats import pearsonr
 
-    from medibio.blurb import frozen
-    from medibio.blurb.loaders import load_blurb
+    from medibio.baselines import frozen
+    from medibio.models import zoo
+    from medibio.tasks.loaders import load_blurb
 
     spec = registry.get("BIOSSES")
     test = load_blurb("BIOSSES", data_root, splits=["test"])["test"]
@@ -143,7 +145,7 @@ def test_cosine_head_starts_at_the_frozen_cosine_baseline_and_learns(data_root):
         predicted = model(**batch).logits[:, 0]
     low, high = spec.value_range
     cosine = (predicted - (high + low) / 2) / ((high - low) / 2)
-    encoder = frozen.Encoder("minilm")
+    encoder = frozen.Encoder(zoo.resolve("minilm"))  # the encoder takes a resolved folder or hub id
     left = encoder.sentence_embeddings(test.remove_columns("text_pair"), spec, 128, 8)
     right = encoder.sentence_embeddings(test.remove_columns("text").rename_column("text_pair", "text"), spec, 128, 8)
     expected = torch.tensor(frozen.cosine_similarity(left, right), dtype=torch.float)

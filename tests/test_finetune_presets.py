@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from medibio import profiles
-from medibio.blurb import registry
-from medibio.errors import InputFormatError
-from medibio.finetune import presets, runner
+from medibio.core import profiles
+from medibio.core.errors import InputFormatError
+from medibio.finetune import runner
+from medibio.tasks import registry
+from medibio.training import config as presets
 
 
 def test_blurb_max_lengths_and_search_space_on_gpu():
@@ -86,16 +87,39 @@ def test_budget_table_lists_every_dataset():
     assert all(r["epochs"] >= 1 for r in rows)
 
 
-def test_launch_command_line_round_trip():
-    args = runner.command_args("BIOSSES", "tiny-deberta", [1, 2], "smoke", results_root="/tmp/x",
-                               intermediate=["STS-B"], learning_rate=3e-5, freeze_lower=True,
-                               bias_correction=False, llrd=None, class_weighting="balanced")
+def test_launch_command_line_round_trip(monkeypatch, tmp_path):
+    """A request for several processes reaches them whole: the request as ``medibio finetune`` arguments, the
+    overrides as the ``--config`` file the command reads back, the results root in the settings' environment."""
+    from medibio.core.settings import Settings
+    from medibio.runs import launch
+
+    class Launched(Exception):
+        pass
+
+    seen = {}
+
+    def launched(args, processes, settings, **_):
+        config = args[args.index("--config") + 1]
+        seen.update(args=list(args), processes=processes, env=settings.to_env(),
+                    overrides=presets.load_config_file(config))
+        raise Launched  # the processes would run here; the request is all this test checks
+
+    monkeypatch.setattr(launch, "accelerate_launch", launched)
+    overrides = {"learning_rate": 3e-5, "freeze_lower": True, "bias_correction": False, "llrd": None,
+                 "class_weighting": "balanced"}
+    with pytest.raises(Launched):
+        runner.run_finetune("BIOSSES", "tiny-deberta", [1, 2], "smoke", overrides, intermediate=["STS-B"],
+                            settings=Settings(results_root=tmp_path / "x", processes=2))
+    args = seen["args"]
     assert args[:5] == ["finetune", "--task", "BIOSSES", "--profile", "smoke"]
     text = " ".join(args)
-    for part in ("--seeds 1,2", "--intermediate STS-B", "--learning-rate 3e-05", "--freeze-lower",
-                 "--no-bias-correction", "--results-root /tmp/x", "--class-weighting balanced"):
+    for part in ("--seeds 1,2", "--intermediate STS-B", "--model tiny-deberta"):
         assert part in text
-    assert "--llrd" not in text
+    assert seen["overrides"] == {"learning_rate": 3e-5, "freeze_lower": True, "bias_correction": False,
+                                 "class_weighting": "balanced"}
+    assert "llrd" not in seen["overrides"]
+    assert seen["processes"] == 2 and seen["env"]["MEDIBIO_RESULTS"] == str(tmp_path / "x")
+    assert seen["env"]["MEDIBIO_PROCESSES"] == "1"  # the launched processes do not launch again
 
 
 def test_class_weighting_is_validated_and_set_for_re_and_qa_on_cpu():
@@ -152,12 +176,15 @@ def test_overrides_from_code_are_converted_and_per_task_names_canonical():
 
 
 def test_run_finetune_refuses_bad_overrides_before_any_work(tmp_path):
+    from medibio.core.settings import Settings
+
+    settings = Settings(results_root=tmp_path / "results", data_root=tmp_path)
     with pytest.raises(presets.OptionError, match="epochs to be an integer >= 1, got 0"):
         runner.run_finetune("BIOSSES", "minilm", profile="smoke", config_overrides={"epochs": 0},
-                            results_root=tmp_path / "results", data_root=tmp_path)
+                            settings=settings)
     with pytest.raises(presets.OptionError, match="'BOGUS'"):
         runner.run_finetune("BIOSSES", "minilm", profile="smoke", config_overrides={"tasks": {"BOGUS": {}}},
-                            results_root=tmp_path / "results", data_root=tmp_path)
+                            settings=settings)
     assert not (tmp_path / "results").exists()
 
 

@@ -16,13 +16,15 @@ pytestmark = pytest.mark.realdata
 
 KILL_AFTER_FIRST_EPOCH = textwrap.dedent("""
     import os, signal, sys
+    from medibio.core.settings import Settings
     from medibio.finetune import runner
 
     def kill(event, epoch, **_):
         if epoch == 1:
             os.kill(os.getpid(), signal.SIGKILL)  # no cleanup at all, like an OOM kill
 
-    runner.run_finetune("BIOSSES", profile="smoke", results_root=sys.argv[1], callbacks=[kill])
+    settings = Settings.from_env(results_root=sys.argv[1], data_root=sys.argv[2])
+    runner.run_finetune("BIOSSES", profile="smoke", callbacks=[kill], settings=settings)
 """)
 
 
@@ -30,11 +32,12 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "medibio", *args], capture_output=True, text=True, timeout=300)
 
 
-def test_killed_run_leaves_no_record_and_a_rerun_completes(tmp_path, data_root):
-    killed = subprocess.run([sys.executable, "-c", KILL_AFTER_FIRST_EPOCH, str(tmp_path)], capture_output=True,
-                            text=True, timeout=300)
+def test_killed_run_leaves_no_record_and_a_rerun_completes(settings, data_root):
+    tmp_path = settings.results_root
+    killed = subprocess.run([sys.executable, "-c", KILL_AFTER_FIRST_EPOCH, str(tmp_path), str(data_root)],
+                            capture_output=True, text=True, timeout=300)
     assert killed.returncode == -9
-    key = runner.plan_run("BIOSSES", profile="smoke", data_root=data_root).key
+    key = runner.plan_run("BIOSSES", profile="smoke", settings=settings).key
     assert rec.find_record(tmp_path, key) is None
     assert not list(tmp_path.rglob("*.json"))
     assert [p.name for p in tmp_path.rglob("*.lock")] == ["seed1.lock"]  # the killed run's lock stays ...

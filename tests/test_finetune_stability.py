@@ -8,17 +8,18 @@ import pytest
 import torch
 from torch import nn
 
-from medibio.finetune import stability as S
+from medibio.training import stability as S
 
 
 def _load(which: str) -> nn.Module:
     from transformers import AutoModelForSequenceClassification
     from transformers.utils import logging
 
-    from medibio import modelzoo
+    from medibio.core.settings import Settings
+    from medibio.models import zoo as modelzoo
 
     logging.set_verbosity_error()
-    path = modelzoo.tiny_deberta() if which == "tiny-deberta" else modelzoo.minilm_path()
+    path = modelzoo.resolve(which, Settings.from_env().cache_root)  # tiny-deberta: built in the session's cache
     torch.manual_seed(0)
     return AutoModelForSequenceClassification.from_pretrained(str(path), num_labels=2)
 
@@ -145,7 +146,7 @@ def test_head_lr_scale_speeds_up_only_the_new_head(decay):
 
 
 def test_head_lr_scale_enters_the_config_only_when_set():
-    from medibio.finetune.presets import FinetuneConfig
+    from medibio.training.config import FinetuneConfig
 
     assert "head_lr_scale" not in FinetuneConfig().to_dict()  # earlier records keep their digests
     assert FinetuneConfig().replace(head_lr_scale="10").to_dict()["head_lr_scale"] == 10.0
@@ -242,6 +243,7 @@ def test_no_bias_correction_keeps_decoupled_weight_decay():
         assert p.item() == pytest.approx(1.9)
 
 
+@pytest.mark.slow
 def test_no_bias_correction_trains_a_real_model():
     model = _load("minilm")
     opts = S.StabilityOptions(bias_correction=False)
@@ -276,7 +278,7 @@ def test_options_are_validated_and_described():
 def test_adamw_takes_the_fused_kernel_on_cpu_and_steps_like_the_plain_one():
     """The fused kernel is several times faster on CPU tensors (see stability.adamw); it must give the same
     update as torch's reference loop."""
-    from medibio.finetune import stability
+    from medibio.training import stability
 
     torch.manual_seed(0)
     weights = [torch.randn(8, 4), torch.randn(4)]

@@ -1,12 +1,12 @@
 """The gpu profile's whole book on CPU: every chapter under ``--limit 4`` (issue 14 §2).
 
 The ``gpu`` profile names a hub encoder (``microsoft/deberta-v3-base``), five seeds, bf16, the ``gpu-mini``
-pretraining and the five Table 5 stages: nothing of it runs on this CPU-only project otherwise, so it could
-rot unnoticed. Here a temporary Hugging Face cache (:mod:`medibio.testing.hub_cache`) serves the hub names
+pretraining and the five Table 5 experiments: nothing of it runs on this CPU-only project otherwise, so it could
+rot unnoticed. Here a temporary Hugging Face cache (:mod:`tests.support.hub_cache`) serves the hub names
 offline and ``--limit 4`` keeps 4 examples per split and 4 pretraining steps, as ``medibio book --profile gpu
 --limit 4`` does, with fine-tuning in two processes through ``accelerate launch`` (gloo on CPU).
-The chapters run fewer tasks and seeds than the profile picks (:data:`medibio.book.testing.LIMITED_PLAN`:
-one dataset per problem type, IFT, STILT, SciERC, the five Table 5 stages) to stay inside the CI budget.
+The chapters run fewer tasks and seeds than the profile picks (:data:`tests.support.book.LIMITED_PLAN`:
+one dataset per problem type, IFT, STILT, SciERC, the five Table 5 experiments) to stay inside the CI budget.
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ HUB_MODEL = "microsoft/deberta-v3-base"
 def limited(tmp_path_factory, data_root) -> dict:
     base = tmp_path_factory.mktemp("gpu-limited")
     hf_home = base / "hf"
-    subprocess.run([sys.executable, "-m", "medibio.testing.hub_cache", str(hf_home)], check=True, cwd=REPO,
+    subprocess.run([sys.executable, "-m", "tests.support.hub_cache", str(hf_home)], check=True, cwd=REPO,
                    capture_output=True)
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "MEDIBIO_DATA": str(data_root)}
     env.pop("HF_HUB_CACHE", None)
-    code = ("import sys; from pathlib import Path; from medibio.book import testing; "
-            "testing.limited_book(Path(sys.argv[1]), processes=2)")
+    code = ("import sys; from pathlib import Path; from tests.support import book; "
+            "book.limited_book(Path(sys.argv[1]), processes=2)")
     proc = subprocess.run([sys.executable, "-c", code, str(base)], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=2400)
     report_path = base / "limited-book.json"
@@ -95,7 +95,7 @@ def test_the_five_table5_stages_were_pretrained_and_fine_tuned(limited) -> None:
     for r in records:
         if r.variant.startswith("pretrain-table5-"):
             stages.setdefault(r.variant, set()).add(r.seed)
-            assert f"gpu-mini-limit{limited['limit']}/experiments/" in r.model["name"], r.model["name"]
+            assert f"/pretrain/gpu-mini-limit{limited['limit']}/" in r.model["name"], r.model["name"]
             assert r.ok and r.dataset == "BIOSSES" and r.num_processes == 2
     assert stages == {f"pretrain-table5-{i}": {1, 2} for i in range(1, 6)}
     kinds = {r.variant: r.model["model_type"] for r in records if r.variant.startswith("pretrain-table5-")}

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from medibio import modelzoo
-from medibio.testing import hub_cache
+from medibio.core.settings import Settings
+from medibio.models import tiny
+from medibio.models import zoo as modelzoo
+from tests.support import hub_cache
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = ("BC5-chem", "GAD", "HoC", "BIOSSES")  # token, sequence, multi-label classification, regression
@@ -36,20 +38,24 @@ pytestmark = pytest.mark.realdata
 DRIVER = r"""
 import json, sys
 import torch
-from medibio import modelzoo
-from medibio.blurb import registry
-from medibio.blurb.loaders import load_blurb
-from medibio.errors import ModelUnavailableError
-from medibio.finetune import features, modeling, runner
+from medibio.core.errors import ModelUnavailableError
+from medibio.core.settings import Settings
+from medibio.finetune import runner
+from medibio.models import heads as modeling
+from medibio.models import zoo as modelzoo
 from medibio.pretrain.configs import get_config
 from medibio.pretrain.trainer import run_pretraining
+from medibio.tasks import registry
+from medibio.tasks.loaders import load_blurb
+from medibio.training import features
 
 names, tasks, corpus, out, missing, tiny, record_names, scierc_file = json.loads(sys.argv[1])
+settings = Settings.from_env()  # this process's boundary: data, cache and limit from its environment
 from transformers import AutoTokenizer
 tiny_tokenizer = AutoTokenizer.from_pretrained(tiny)  # the tiny model's own tokenizer.json
 torch.set_num_threads(2)
 rows = {}
-examples = {task: load_blurb(task, splits=["train"])["train"].select(range(2)) for task in tasks}
+examples = {task: load_blurb(task, settings.data_root, splits=["train"])["train"].select(range(2)) for task in tasks}
 for name in names:
     for task in tasks:  # one optimiser step of every head, through the engine's loading and features
         spec = registry.get(task)
@@ -74,18 +80,20 @@ for name in names:
     if name in record_names:
         # the whole runner path once per name: plan, fingerprint, train, evaluate, record
         (rec,) = runner.run_finetune("BIOSSES", name, seeds=1, profile="smoke", config_overrides={"epochs": 1},
-                                     results_root=out + "/results")
+                                     settings=settings.replace(results_root=out + "/results"))
         rows[name + "|record"] = {"status": rec.status, "hash": rec.model["hash"], "model_type": rec.model["model_type"],
                                   "test": rec.test, "train_examples": rec.train_examples, "tag": rec.model["tag"]}
     # the SciERC span model from the hub name: the runner's loading path, one optimiser step, one prediction
-    from medibio.blurb.registry import Problem
-    from medibio.scierc import data as scierc_data, runner as scierc_runner
+    from medibio.tasks.spec import Problem
+    from medibio.scierc import runner as scierc_runner
     from medibio.scierc.model import collate, featurize
-    plan = scierc_runner.plan_run(name, 1, "smoke")
-    span_model = scierc_runner._build(plan, ("ner", "relation", "coref"), typed=False)
+    from medibio.tasks import scierc as scierc_data
+    plan = scierc_runner.plan_run(name, 1, "smoke", settings=settings)
+    span_model = scierc_runner._build(plan.job, modelzoo.resolve(name, settings.cache_root),
+                                      ("ner", "relation", "coref"), typed=False)
     span_tokenizer = modeling.load_tokenizer(name, Problem.TOKEN)
     docs = scierc_data.read_documents(scierc_file)
-    feats = featurize(docs, span_tokenizer, plan.config)
+    feats = featurize(docs, span_tokenizer, plan.job.config)
     batch = collate(feats, span_tokenizer.pad_token_id)
     heads = span_model.head_parameters()
     before = [p.detach().clone() for p in heads]
@@ -100,14 +108,15 @@ for name in names:
         "head_moved": all(not torch.equal(a, b.detach()) for a, b in zip(before, heads)),
         "lost_words": sum(f.lost_words for f in feats),
         "spans": [len(f.spans) for f in feats],
-        "all_spans": [len(scierc_data.enumerate_spans(d, plan.config.max_span_width)) for d in docs],
+        "all_spans": [len(scierc_data.enumerate_spans(d, plan.job.config.max_span_width)) for d in docs],
         "predicted": [p["doc_key"] for p in predictions],
         "fields": sorted(predictions[0])}
     cfg = get_config("smoke").with_overrides(max_steps=1, effective_batch=2, per_device_batch=2)
-    rec = run_pretraining(cfg, corpus=corpus, init=name, out_dir=out + "/pretrain/" + name.replace("/", "__"),
-                          progress=False)
-    rows[name + "|pretrain"] = {"status": rec["status"], "loss": rec["final_loss"],
-                                "model_type": rec["model"]["model_type"], "vocab": rec["tokenizer"]["vocab_size"]}
+    rec = run_pretraining(cfg, corpus=corpus, init=name, progress=False,
+                          settings=settings.replace(results_root=out + "/pretrain"))
+    rows[name + "|pretrain"] = {"status": rec.status, "loss": rec.details["final_loss"],
+                                "model_type": rec.model["model_type"],
+                                "vocab": rec.details["tokenizer"]["vocab_size"]}
 try:
     modelzoo.load_config(missing)
     rows["missing"] = "loaded"
@@ -118,9 +127,10 @@ print("ROWS " + json.dumps(rows))
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory: pytest.TempPathFactory, data_root: Path) -> tuple[dict[str, Path], dict]:
+def hub(tmp_path_factory: pytest.TempPathFactory, session_settings: Settings,
+        data_root: Path) -> tuple[dict[str, Path], dict]:
     base = tmp_path_factory.mktemp("hub")
-    snapshots = hub_cache.make_hub_cache(base / "hf")
+    snapshots = hub_cache.make_hub_cache(base / "hf", cache_root=session_settings.cache_root)
     corpus = base / "corpus.txt"
     words = ["the", "patient", "kidney", "insulin", "glucose", "protein", "receptor", "expression", "tumour",
              "cells", "therapy", "dose"]
@@ -132,7 +142,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory, data_root: Path) -> tuple[dict
     env.pop("HF_HUB_CACHE", None)
     env.pop("TRANSFORMERS_CACHE", None)
     args = json.dumps([list(hub_cache.HUB_NAMES), list(TASKS), str(corpus), str(base / "out"), MISSING,
-                       str(modelzoo.tiny_deberta()), list(RECORD_NAMES), str(SCIERC_DOCS)])
+                       str(tiny.build(session_settings.cache_root)), list(RECORD_NAMES), str(SCIERC_DOCS)])
     done = subprocess.run([sys.executable, "-c", DRIVER, args], env=env, capture_output=True, text=True,
                           timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -200,7 +210,7 @@ def test_the_scierc_span_model_steps_and_predicts_from_the_hub_name(hub: tuple[d
 def test_continual_pretraining_steps_from_the_hub_name(hub: tuple[dict[str, Path], dict], name: str) -> None:
     _, rows = hub
     row = rows[f"{name}|pretrain"]
-    assert row["status"] == "complete" and row["loss"] == row["loss"] and row["loss"] > 0
+    assert row["status"] == "ok" and row["loss"] == row["loss"] and row["loss"] > 0  # a finished run
     if name in hub_cache.DEBERTA_V3_NAMES:
         assert (row["model_type"], row["vocab"]) == ("deberta-v2", TINY_VOCAB)
     else:

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from medibio.ift import tasks
+from medibio.tasks import loaders
 
 pytestmark = pytest.mark.realdata
 
 
 def test_stsb_counts_and_labels(data_root: Path):
-    ds = tasks.load_task("STS-B", data_root=data_root)
+    ds = loaders.load_task("STS-B", data_root=data_root)
     assert {k: len(v) for k, v in ds.items()} == {"train": 5749, "dev": 1500, "test": 1379}
     assert list(ds["train"].features) == ["id", "text", "text_pair", "label"]
     for split in ds.values():
@@ -25,10 +25,10 @@ def test_stsb_counts_and_labels(data_root: Path):
 
 
 def test_sick_relatedness_and_entailment(data_root: Path):
-    rel = tasks.load_task("SICK-R", data_root=data_root)
+    rel = loaders.load_task("SICK-R", data_root=data_root)
     assert {k: len(v) for k, v in rel.items()} == {"train": 4439, "dev": 495, "test": 4906}
     assert all(1.0 <= x <= 5.0 for x in rel["train"]["label"])
-    ent = tasks.load_task("SICK-E", data_root=data_root)
+    ent = loaders.load_task("SICK-E", data_root=data_root)
     counts = Counter(label for split in ent.values() for label in split["label"])
     assert counts == {"NEUTRAL": 5595, "ENTAILMENT": 2821, "CONTRADICTION": 1424}
     assert ent["train"][0]["id"] == rel["train"][0]["id"] == "sick-1"
@@ -36,5 +36,5 @@ def test_sick_relatedness_and_entailment(data_root: Path):
 
 
 def test_blurb_dataset_as_intermediate_task(data_root: Path):
-    ds = tasks.load_task("BIOSSES", data_root=data_root)
+    ds = loaders.load_task("BIOSSES", data_root=data_root)
     assert {k: len(v) for k, v in ds.items()} == {"train": 64, "dev": 16, "test": 20}

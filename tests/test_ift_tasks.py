@@ -7,22 +7,25 @@ from pathlib import Path
 
 import pytest
 
-from medibio.blurb import metrics
-from medibio.blurb.registry import DatasetSpec, Problem
-from medibio.errors import DataMissingError, InputFormatError
-from medibio.ift import ranking, tasks
+from medibio.core.errors import DataMissingError, InputFormatError
+from medibio.tasks import ift as tasks
+from medibio.tasks import loaders, metrics, ranking
+from medibio.tasks.spec import Problem, TaskSpec
+from medibio.training.config import trainable_task
 
 FIXTURE_ROOT = Path(__file__).parent / "fixtures"  # holds ift/clinicalsts and ift/scirepeval
 
 
 def test_registry_names_aliases_and_blurb_fallback():
-    assert tasks.get_task("stsb").name == "STS-B"
-    assert tasks.get_task("SICK").name == "SICK-R"
-    assert tasks.get_task("fos").name == "fields-of-study"
-    blurb = tasks.get_task("BIOSSES")
-    assert isinstance(blurb, DatasetSpec) and blurb.group.value == "SS"
-    with pytest.raises(KeyError, match="neither an intermediate task"):
-        tasks.get_task("MNLI")
+    assert trainable_task("stsb").name == "STS-B"
+    assert trainable_task("SICK").name == "SICK-R"
+    assert trainable_task("fos").name == "fields-of-study"
+    blurb = trainable_task("BIOSSES")
+    assert isinstance(blurb, TaskSpec) and blurb.group.value == "SS"
+    # neither an intermediate task nor a BLURB dataset: the error says so and lists both kinds
+    with pytest.raises(KeyError, match="unknown task 'MNLI'") as err:
+        trainable_task("MNLI")
+    assert "STS-B" in str(err.value) and "BIOSSES" in str(err.value)
 
 
 def test_every_metric_exists_and_table2_tasks_are_present():
@@ -40,14 +43,14 @@ def test_every_metric_exists_and_table2_tasks_are_present():
 
 
 def test_clinicalsts_years_and_combined():
-    d18 = tasks.load_task("ClinicalSTS-2018", data_root=FIXTURE_ROOT)
+    d18 = loaders.load_task("ClinicalSTS-2018", data_root=FIXTURE_ROOT)
     assert {k: len(v) for k, v in d18.items()} == {"train": 3, "dev": 2, "test": 2}
     assert d18["dev"]["id"] == d18["test"]["id"]  # the official test set doubles as dev
     row = d18["train"][0]
     assert row == {"id": "clinicalsts2018-train-00001", "text": "The patient denies chest pain.",
                    "text_pair": "Patient reports no chest pain.", "label": 4.5}
     assert d18["train"].features["label"].dtype == "float64"
-    both = tasks.load_task("ClinicalSTS", data_root=FIXTURE_ROOT)
+    both = loaders.load_task("ClinicalSTS", data_root=FIXTURE_ROOT)
     assert {k: len(v) for k, v in both.items()} == {"train": 5, "dev": 3, "test": 3}
     assert len(set(both["train"]["id"])) == 5
 
@@ -55,7 +58,7 @@ def test_clinicalsts_years_and_combined():
 def test_clinicalsts_missing_says_where_to_get_it(tmp_path: Path):
     (tmp_path / "ift").mkdir()
     with pytest.raises(DataMissingError) as err:
-        tasks.load_task("ClinicalSTS-2019", data_root=tmp_path)
+        loaders.load_task("ClinicalSTS-2019", data_root=tmp_path)
     assert "portal.dbmi.hms.harvard.edu" in str(err.value) and "clinicalsts/2019" in str(err.value)
 
 
@@ -65,57 +68,57 @@ def test_clinicalsts_bad_line_names_file_and_line(tmp_path: Path):
     (folder / "train.tsv").write_text("a\tb\t3.0\nonly two\tfields\n")
     (folder / "test.tsv").write_text("a\tb\t1.0\n")
     with pytest.raises(InputFormatError) as err:
-        tasks.load_task("ClinicalSTS-2018", data_root=tmp_path)
+        loaders.load_task("ClinicalSTS-2018", data_root=tmp_path)
     assert err.value.line == 2 and err.value.path.name == "train.tsv"
     (folder / "train.tsv").write_text("a\tb\t7.5\n")
     with pytest.raises(InputFormatError, match="similarity score"):
-        tasks.load_task("ClinicalSTS-2018", data_root=tmp_path)
+        loaders.load_task("ClinicalSTS-2018", data_root=tmp_path)
 
 
 def test_scirepeval_regression_and_classification():
-    cc = tasks.load_task("citation-count", data_root=FIXTURE_ROOT)
+    cc = loaders.load_task("citation-count", data_root=FIXTURE_ROOT)
     assert list(cc) == ["train", "dev"] and len(cc["train"]) == 2
     assert cc["train"][0] == {"id": "101", "text": "Statin use and liver enzymes",
                               "text_pair": "We followed 200 patients on statins.", "label": 2.5649}
-    year = tasks.load_task("pub_year", data_root=FIXTURE_ROOT)  # dev from a JSON-array val.json
+    year = loaders.load_task("pub_year", data_root=FIXTURE_ROOT)  # dev from a JSON-array val.json
     assert year["dev"]["label"] == [0.3]
-    mesh = tasks.load_task("mesh-descriptors", data_root=FIXTURE_ROOT)
+    mesh = loaders.load_task("mesh-descriptors", data_root=FIXTURE_ROOT)
     assert mesh["train"]["label"] == ["Breast Neoplasms", "Hypertension"]
-    fos = tasks.load_task("fields-of-study", data_root=FIXTURE_ROOT)
+    fos = loaders.load_task("fields-of-study", data_root=FIXTURE_ROOT)
     assert fos["train"][0]["label"] == ["Environmental science", "Geography"]
     assert fos["dev"][0]["label"] == ["Computer science", "Mathematics"]
 
 
 def test_scirepeval_pair_tasks():
-    cite = tasks.load_task("citation-prediction", data_root=FIXTURE_ROOT)
+    cite = loaders.load_task("citation-prediction", data_root=FIXTURE_ROOT)
     assert cite["train"]["id"] == ["501::502", "501::503"] and cite["train"]["label"] == ["1", "0"]
     assert cite["train"][0]["text"] == "Protein folding with deep nets. We predict structures."
-    search = tasks.load_task("search", data_root=FIXTURE_ROOT)
+    search = loaders.load_task("search", data_root=FIXTURE_ROOT)
     assert search["train"]["id"] == ["s1::601", "s1::602", "s1::603"]
     assert search["train"]["text"][0] == "insulin resistance obesity"
     assert search["train"]["label"] == ["1", "0", "1"]
-    same = tasks.load_task("same-author", data_root=FIXTURE_ROOT)
+    same = loaders.load_task("same-author", data_root=FIXTURE_ROOT)
     assert same["dev"]["id"] == ["704::705", "704::706"]
-    infl = tasks.load_task("high-influence-cite", data_root=FIXTURE_ROOT)
+    infl = loaders.load_task("high-influence-cite", data_root=FIXTURE_ROOT)
     assert len(infl["dev"]) == 3 and infl["dev"].features["label"].dtype == "string"
 
 
 def test_scirepeval_missing_and_malformed(tmp_path: Path):
     with pytest.raises(DataMissingError, match="allenai/scirepeval"):
-        tasks.load_task("search", data_root=tmp_path)
+        loaders.load_task("search", data_root=tmp_path)
     folder = tmp_path / "ift" / "scirepeval" / "mesh_descriptors"
     folder.mkdir(parents=True)
     (folder / "train.jsonl").write_text('{"title": "x", "abstract": "", "descriptor": "Brain"}\n'
                                         '{"title": "y", "abstract": "", "descriptor": "Toes"}\n')
     with pytest.raises(DataMissingError, match="val.jsonl"):
-        tasks.load_task("mesh", data_root=tmp_path)
+        loaders.load_task("mesh", data_root=tmp_path)
     (folder / "val.jsonl").write_text('{"title": "z", "abstract": "", "descriptor": "Brain"}\n')
     with pytest.raises(InputFormatError) as err:
-        tasks.load_task("mesh", data_root=tmp_path)
+        loaders.load_task("mesh", data_root=tmp_path)
     assert err.value.line == 2 and "Toes" in str(err.value)
     (folder / "train.jsonl").write_text('{"title": "x", "abstract": "", "descriptor": "Brain"}\n{oops\n')
     with pytest.raises(InputFormatError) as err:
-        tasks.load_task("mesh", data_root=tmp_path)
+        loaders.load_task("mesh", data_root=tmp_path)
     assert err.value.line == 2
 
 

@@ -1,4 +1,4 @@
-"""Intermediate-task files follow the text policy of the BLURB files (medibio.blurb.formats): strict UTF-8
+"""Intermediate-task files follow the text policy of the BLURB files (medibio.tasks.formats): strict UTF-8
 named by line and column, a byte-order mark dropped, CRLF and trailing blank lines accepted, a blank line
 inside the file or a file without a record an error naming the file and line (issue 12)."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from medibio.errors import InputFormatError
-from medibio.ift import loaders
+from medibio.core.errors import InputFormatError
+from medibio.tasks import ift_formats as loaders
 
 SICK_HEADER = ("pair_ID\tsentence_A\tsentence_B\tentailment_label\trelatedness_score\tentailment_AB\tentailment_BA\t"
                "sentence_A_original\tsentence_B_original\tsentence_A_dataset\tsentence_B_dataset\tSemEval_set")
@@ -90,13 +90,16 @@ def test_invalid_utf8_is_named_by_line_and_column(tmp_path: Path, reader: Reader
     ("inner_blank", 2, "not a blank line"),
     ("gzip", 1, "gzip-compressed data"),
     ("nul", 2, "a NUL byte"),
+    ("inner_bom", 2, "a byte-order mark (U+FEFF) only as the first character of the file"),
 ])
 def test_malformed_text_is_one_error_naming_file_and_line(tmp_path: Path, reader: Reader, defect: str, line: int,
                                                           fragment: str) -> None:
     data = {"empty": b"", "blank_only": b"\n\n \n",
             "inner_blank": ("\n".join([reader.lines[0], "", *reader.lines[1:]]) + "\n").encode(),
             "gzip": gzip.compress(_valid(reader)),
-            "nul": ("\n".join([reader.lines[0], "\x00" + reader.lines[1], *reader.lines[2:]]) + "\n").encode()}[defect]
+            "nul": ("\n".join([reader.lines[0], "\x00" + reader.lines[1], *reader.lines[2:]]) + "\n").encode(),
+            "inner_bom": b"\xef\xbb\xbf" + ("\n".join([reader.lines[0], "\ufeff" + reader.lines[1], *reader.lines[2:]])
+                                        + "\n").encode()}[defect]
     path = _write(tmp_path, reader, data)
     with pytest.raises(InputFormatError) as info:
         reader.read(path)
@@ -127,3 +130,20 @@ def test_non_finite_scores_are_refused(tmp_path: Path) -> None:
     path = _write(tmp_path, stsb, ("\n".join([stsb.lines[0], stsb.lines[1].replace("1.500", "inf")]) + "\n").encode())
     with pytest.raises(InputFormatError, match=r":2: expected a similarity score \(a finite number\)"):
         stsb.read(path)
+
+
+@pytest.mark.parametrize("reader", READERS, ids=IDS)
+@pytest.mark.parametrize("what", ["directory", "broken_link"])
+def test_a_directory_or_broken_link_is_said_to_be_one(tmp_path: Path, reader: Reader, what: str) -> None:
+    from medibio.core.errors import DataMissingError, NotAFileError
+
+    path = tmp_path / f"{reader.name}{reader.suffix}"
+    if what == "directory":
+        path.mkdir()
+    else:
+        path.symlink_to(tmp_path / "gone")
+    with pytest.raises(NotAFileError) as info:
+        reader.read(path)
+    assert str(info.value).startswith(f"{path}: expected a file, got a ")
+    assert ("directory" if what == "directory" else "broken symbolic link") in str(info.value)
+    assert not isinstance(info.value, DataMissingError)

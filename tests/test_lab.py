@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from medibio.paths import REPO_ROOT
+from medibio.core.paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -20,8 +20,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from medibio.blurb import check, data_cli, loaders, predictions, registry
-from medibio.errors import InputFormatError
+from medibio.cli import data as data_cli
+from medibio.core.errors import DataMissingError, InputFormatError, NotAFileError
+from medibio.tasks import datacheck as check
+from medibio.tasks import loaders, predictions, registry
+from medibio.tasks.overlap import KNOWN_CONTENT_OVERLAPS, ContentOverlap
+from medibio.tasks.overlap import digest as content_digest
 
 
 def _hoc(on: set[int], sentence: str, index: str) -> str:
@@ -179,6 +183,18 @@ def nul_byte(fmt: Fmt) -> Case:
     lines = [line.encode() for line in fmt.lines]
     lines[fmt.first] = lines[fmt.first][:2] + b"\x00" + lines[fmt.first][2:]
     return Case(b"\n".join(lines) + b"\n", fmt.first + 1, ("NUL byte", "column 3"))
+
+
+def inner_bom(fmt: Fmt) -> Case:
+    """Two files joined with ``cat``: the second one's byte-order mark lands inside the file (issue 20)."""
+    index = min(fmt.first + 1, len(fmt.lines) - 1)
+    lines = _edit_line(fmt, index, "\ufeff" + fmt.lines[index])
+    return Case(_bytes(lines), index + 1, ("a byte-order mark (U+FEFF) only as the first character", "column 1"))
+
+
+def inner_bom_mid_line(fmt: Fmt) -> Case:
+    lines = _edit_line(fmt, fmt.first, fmt.lines[fmt.first][:3] + "\ufeff" + fmt.lines[fmt.first][3:])
+    return Case(_bytes(lines), fmt.first + 1, ("byte-order mark", f"column {len(fmt.lines[fmt.first][:3]) + 1}"))
 
 
 def empty_file(fmt: Fmt) -> Case:
@@ -354,7 +370,8 @@ def id_not_in_json(fmt: Fmt) -> Case | None:
 
 
 KINDS: tuple[Kind, ...] = (
-    invalid_utf8, latin1_text, utf16, gzipped, zipped, nul_byte, empty_file, blank_lines_only, header_only,
+    invalid_utf8, latin1_text, utf16, gzipped, zipped, nul_byte, inner_bom, inner_bom_mid_line, empty_file,
+    blank_lines_only, header_only,
     docstart_only, missing_header, wrong_header, inner_blank_line, too_few_columns, too_many_columns,
     spaces_not_tabs, bad_label, empty_id, duplicate_id, empty_text, _score("nan"), _score("inf"),
     _score("-inf"), _score("4.5"), _score("-0.5"), _score("high"), dangling_inside, docstart_without_id,
@@ -369,7 +386,7 @@ def test_matrix_covers_every_format_and_kind() -> None:
     per_format = {f.name: sum(1 for g, _ in MATRIX if g is f) for f in FORMATS}
     assert min(per_format.values()) >= 10, per_format
     assert {k.__name__ for _, k in MATRIX} == {k.__name__ for k in KINDS}
-    assert {registry.get(f.dataset).input_format for f in FORMATS} == set(loaders.INPUT_FORMATS)
+    assert {registry.get(f.dataset).reader for f in FORMATS} == set(loaders.INPUT_FORMATS)
 
 
 @pytest.mark.parametrize(("fmt", "kind"), MATRIX, ids=[f"{f.name}-{k.__name__}" for f, k in MATRIX])
@@ -416,6 +433,49 @@ def test_bom_inside_an_id_list_is_not_the_first_id(tmp_path: Path) -> None:
     fmt = BY_NAME["pubmedqa_ids"]
     _write(fmt, tmp_path, b"\xef\xbb\xbf11\n22\n")
     assert [r["id"] for r in _read(fmt, tmp_path)] == ["11", "22"]
+
+
+# --------------------------------------------------------------------------- not a file (issue 20)
+
+
+def _replace_by(path: Path, what: str) -> str:
+    """Put a directory or a dangling symbolic link where the file was; the words the error must use."""
+    path.unlink()
+    if what == "directory":
+        path.mkdir()
+        return "got a directory"
+    path.symlink_to(path.parent / "gone.tsv")
+    return f"got a broken symbolic link to {path.parent / 'gone.tsv'} (its target does not exist)"
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=[f.name for f in FORMATS])
+@pytest.mark.parametrize("what", ["directory", "broken_link"])
+def test_a_directory_or_broken_link_is_said_to_be_one_not_missing_data(tmp_path: Path, fmt: Fmt, what: str) -> None:
+    path = _write(fmt, tmp_path, _bytes(fmt.lines))
+    expected = _replace_by(path, what)
+    with pytest.raises(NotAFileError) as info:
+        _read(fmt, tmp_path)
+    assert str(info.value) == f"{path}: expected a file, {expected}"
+    assert not isinstance(info.value, DataMissingError) and "how to get it" not in str(info.value)
+
+
+def _pico_root(root: Path) -> Path:
+    pico = BY_NAME["conll_pico"]
+    for split in ("dev", "test"):
+        _write(pico, root, _bytes(pico.lines)).rename(root / "blurb" / "ebmnlp" / f"{split}.tsv")
+    return root / "blurb" / "ebmnlp" / "train.tsv"
+
+
+def test_the_known_absent_pico_train_split_does_not_hide_a_broken_link(tmp_path: Path) -> None:
+    train = _pico_root(tmp_path)
+    assert loaders.required_splits("EBM-PICO", tmp_path) == ["dev", "test"]  # truly absent: documented
+    assert check.check_split(registry.get("EBM-PICO"), "train", tmp_path).status == "absent"
+    train.symlink_to(tmp_path / "nowhere" / "train.tsv")
+    assert loaders.required_splits("EBM-PICO", tmp_path) == ["train", "dev", "test"]
+    with pytest.raises(NotAFileError, match="a broken symbolic link to"):
+        loaders.load_blurb("EBM-PICO", tmp_path)
+    row = check.check_split(registry.get("EBM-PICO"), "train", tmp_path)
+    assert row.status == "error" and not row.ok and "broken symbolic link" in row.note
 
 
 # --------------------------------------------------------------------------- split disjointness
@@ -487,12 +547,69 @@ def test_documented_jnlpba_overlap_is_a_note_not_an_error(tmp_path: Path) -> Non
         loaders.validate_splits("JNLPBA", tmp_path, ["train", "test"])
 
 
-def test_real_data_splits_are_disjoint_except_the_documented_jnlpba_abstracts(data_root: Path) -> None:
-    found = {}
+def test_real_data_splits_are_disjoint_except_the_documented_overlaps(data_root: Path) -> None:
+    """BLURB's official files: the 10 JNLPBA abstracts by id, and by content exactly the documented sets."""
+    by_unit, by_content = {}, {}
     for spec in registry.DATASETS:
-        for overlap in loaders.validate_splits(spec.name, data_root):
-            found[(spec.name, *overlap.splits)] = set(overlap.shared)
-    assert found == {key: set(units) for key, (units, _) in loaders.KNOWN_SPLIT_OVERLAPS.items()}
+        for found in loaders.validate_splits(spec.name, data_root):
+            assert found.known, found.describe()
+            if isinstance(found, ContentOverlap):
+                by_content[(spec.name, *found.splits)] = (len(found.shared), found.digest)
+            else:
+                by_unit[(spec.name, *found.splits)] = set(found.shared)
+    assert by_unit == {key: set(units) for key, (units, _) in loaders.KNOWN_SPLIT_OVERLAPS.items()}
+    assert by_content == KNOWN_CONTENT_OVERLAPS
+
+
+# GAD: ids are row numbers, so only the content can tell that a test sentence is a training sentence
+GAD_TRAIN = ["index\tsentence\tlabel", "0\t@GENE$ causes @DISEASE$ .\t1", "1\t@GENE$ and @DISEASE$ .\t0",
+             "2\tWe saw @GENE$ in @DISEASE$ .\t1"]
+GAD_DEV = ["index\tsentence\tlabel", "0\t@GENE$ near @DISEASE$ .\t1"]
+
+
+def _gad_root(root: Path, test: list[str]) -> Path:
+    for split, lines in (("train", GAD_TRAIN), ("dev", GAD_DEV), ("test", test)):
+        path = root / "blurb" / "GAD" / f"{split}.tsv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_bytes(lines))
+    return root / "blurb" / "GAD"
+
+
+@pytest.mark.parametrize("copied", ["2\tWe saw @GENE$ in @DISEASE$ .\t1",  # the same line, renumbered
+                                    "7\t  we SAW @gene$   in @disease$ .\t0"])  # case, spacing, label differ
+def test_an_example_repeated_under_another_id_is_refused_naming_both_lines(tmp_path: Path, copied: str) -> None:
+    folder = _gad_root(tmp_path, ["index\tsentence\tlabel", "0\tOther @GENE$ with @DISEASE$ .\t0", copied])
+    with pytest.raises(InputFormatError) as info:
+        loaders.load_blurb("GAD", tmp_path)
+    message = str(info.value)
+    assert (info.value.path, info.value.line) == (folder / "test.tsv", 3)
+    assert f"{folder / 'test.tsv'}:3: expected no example of the train split again (same normalised text); " \
+           f"this one is also at {folder / 'train.tsv'}:4" in message
+    assert "--allow-overlap" in message
+    with pytest.raises(InputFormatError, match="train.tsv:4"):
+        loaders.validate_dataset("GAD", tmp_path)
+    rows = {r.split: r for r in check.check_dataset(registry.get("GAD"), tmp_path)}
+    assert rows["test"].status == "error" and "test.tsv:3" in rows["test"].note and rows["train"].status != "error"
+
+    data, found = loaders.load_blurb_checked("GAD", tmp_path, allow_overlap=True)  # the user means it
+    assert list(data) == ["train", "dev", "test"] and len(data["test"]) == 2
+    [overlap] = found
+    assert not overlap.known and overlap.splits == ("train", "test") and overlap.examples == 1
+    assert overlap.describe() == "1 test example(s) repeat 1 train example(s) by content (test.tsv:3 = train.tsv:4)"
+
+
+def test_disjoint_content_loads_and_a_documented_content_overlap_is_a_note(tmp_path: Path, monkeypatch) -> None:
+    _gad_root(tmp_path, ["index\tsentence\tlabel", "0\tOther @GENE$ with @DISEASE$ .\t0"])
+    assert loaders.validate_splits("GAD", tmp_path) == []
+    _gad_root(tmp_path, ["index\tsentence\tlabel", "5\t@GENE$ near @DISEASE$ .\t1"])  # dev's sentence
+    with pytest.raises(InputFormatError, match="dev split"):
+        loaders.validate_splits("GAD", tmp_path)
+    shared = {"@gene$ near @disease$ ."}
+    monkeypatch.setitem(KNOWN_CONTENT_OVERLAPS, ("GAD", "dev", "test"), (1, content_digest(shared)))
+    [found] = loaders.validate_splits("GAD", tmp_path)
+    assert found.known and set(found.shared) == shared
+    row = {r.split: r for r in check.check_dataset(registry.get("GAD"), tmp_path)}["test"]
+    assert "known: 1 test example(s) repeat 1 dev example(s) by content" in row.note
 
 
 # --------------------------------------------------------------------------- data check and training
@@ -511,15 +628,17 @@ def _data_app():
     return app
 
 
-@pytest.mark.parametrize("kind", [invalid_utf8, gzipped, empty_file], ids=lambda k: k.__name__)
+@pytest.mark.parametrize("kind", [invalid_utf8, gzipped, inner_bom, empty_file], ids=lambda k: k.__name__)
 def test_data_check_reports_a_bad_file_as_one_row_and_prints_the_table(tmp_path: Path, kind: Kind) -> None:
     bioasq, gad = BY_NAME["bioasq_tsv"], BY_NAME["gad_tsv"]
     for split in loaders.SPLITS:
-        ids_of_split = [line.replace("q", f"{split}-q", 1) for line in bioasq.lines]  # disjoint splits
+        ids_of_split = [line.replace("q", f"{split}-q", 1).replace("\tIs ", f"\t{split}: Is ")
+                        for line in bioasq.lines]  # disjoint splits, by id and by content
         (tmp_path / "blurb" / "BioASQ").mkdir(parents=True, exist_ok=True)
         (tmp_path / "blurb" / "BioASQ" / f"{split}.tsv").write_bytes(_bytes(ids_of_split))
         (tmp_path / "blurb" / "GAD").mkdir(parents=True, exist_ok=True)
-        (tmp_path / "blurb" / "GAD" / f"{split}.tsv").write_bytes(_bytes(gad.lines))
+        (tmp_path / "blurb" / "GAD" / f"{split}.tsv").write_bytes(
+            _bytes([line.replace("\t@GENE$", f"\t{split} @GENE$") for line in gad.lines]))
     bad = kind(bioasq)
     (tmp_path / "blurb" / "BioASQ" / "dev.tsv").write_bytes(bad.content)
     args = ["data", "check", "--data-root", str(tmp_path), "--only", "BioASQ,GAD"]
@@ -534,7 +653,7 @@ def test_data_check_reports_a_bad_file_as_one_row_and_prints_the_table(tmp_path:
     assert text.exit_code == 1 and "ERROR" in text.output and "splits OK" in text.output
 
 
-def test_empty_dev_split_stops_fine_tuning_before_training(tmp_path: Path) -> None:
+def test_empty_dev_split_stops_fine_tuning_before_training(tmp_path: Path, settings) -> None:
     """The issue's empty NER dev file: an error naming the file before any model is built or record written."""
     from medibio.finetune import runner
 
@@ -544,5 +663,5 @@ def test_empty_dev_split_stops_fine_tuning_before_training(tmp_path: Path) -> No
         (folder / f"{split}.tsv").write_bytes(_bytes(BY_NAME["conll_bio"].lines) if split != "dev" else b"")
     with pytest.raises(InputFormatError, match=r"NCBI-disease/dev.tsv:1: expected at least one sentence"):
         runner.run_finetune("NCBI-disease", "tiny-deberta", seeds=1, profile="smoke",
-                            results_root=tmp_path / "results", data_root=tmp_path / "data")
+                            settings=settings.replace(results_root=tmp_path / "results", data_root=tmp_path / "data"))
     assert not list((tmp_path / "results").rglob("*.json"))

@@ -1,5 +1,6 @@
 """The tiny model builds to the same bytes every time, safely from several processes at once, without
-touching the caller's random state; fingerprints cover the tokenizer; a missing folder is named as one."""
+touching the caller's random state and without the data root (its vocabulary ships with the package);
+fingerprints cover the tokenizer; a missing folder is named as one."""
 
 from __future__ import annotations
 
@@ -12,22 +13,24 @@ from pathlib import Path
 
 import pytest
 
-from medibio import modelzoo
-from medibio.errors import ModelUnavailableError
+from medibio.core.errors import ModelUnavailableError
+from medibio.core.settings import Settings
+from medibio.models import tiny
+from medibio.models import zoo as modelzoo
 
 REPO = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.realdata
 
 
-def test_two_builds_give_identical_bytes_and_leave_the_global_rng_alone(data_root: Path, tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_two_builds_give_identical_bytes_and_leave_the_global_rng_alone(tmp_path: Path) -> None:
     import torch
 
     torch.manual_seed(7)
     expected = torch.rand(4)
     torch.manual_seed(7)
-    first = modelzoo.tiny_deberta(tmp_path / "a")
+    first = tiny.build(out_dir=tmp_path / "a")
     assert torch.equal(torch.rand(4), expected), "building the tiny model moved torch's global generator"
-    second = modelzoo.tiny_deberta(tmp_path / "b")
+    second = tiny.build(out_dir=tmp_path / "b")
     names = sorted(p.name for p in first.iterdir())
     assert names == sorted(p.name for p in second.iterdir())
     assert {"config.json", "model.safetensors", "spm.model", "tokenizer.json"} <= set(names)
@@ -35,6 +38,21 @@ def test_two_builds_give_identical_bytes_and_leave_the_global_rng_alone(data_roo
         assert (first / name).read_bytes() == (second / name).read_bytes(), f"{name} differs between builds"
     assert modelzoo.fingerprint(first) == modelzoo.fingerprint(second)
     assert not list(tmp_path.glob(".*.building")), "a temporary build folder was left behind"
+
+
+def test_loaders_build_the_tiny_model_in_the_cache_they_are_given(tmp_path: Path) -> None:
+    """A tiny model named by its alias is built where the settings say, by every loader, never in a default."""
+    from medibio.models import heads
+    from medibio.tasks import registry
+    from medibio.tasks.spec import Problem
+
+    for i, load in enumerate((lambda c: modelzoo.load_config("tiny-deberta", c),
+                              lambda c: heads.load_tokenizer("tiny-deberta", Problem.TOKEN, c),
+                              lambda c: heads.build_model(registry.get("BIOSSES"), "tiny-deberta", cache_root=c))):
+        cache = tmp_path / f"cache{i}"
+        assert not cache.exists()
+        assert load(cache) is not None
+        assert [p.name for p in cache.rglob("model.safetensors")] == ["model.safetensors"]
 
 
 def test_fingerprint_covers_config_weights_and_tokenizer(tmp_path: Path) -> None:
@@ -59,10 +77,13 @@ def test_fingerprint_covers_config_weights_and_tokenizer(tmp_path: Path) -> None
     assert modelzoo.fingerprint(copy) == base
 
 
-_BUILD = "from medibio import modelzoo; print(modelzoo.tiny_deberta())"
+# A process's own boundary: its settings (the cache) from its environment.
+_BUILD = ("from medibio.core.settings import Settings; from medibio.models import tiny; "
+          "print(tiny.build(Settings.from_env().cache_root))")
 
 
-def test_two_processes_building_on_an_empty_cache_both_succeed(data_root: Path, tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_two_processes_building_on_an_empty_cache_both_succeed(tmp_path: Path) -> None:
     env = {**os.environ, "MEDIBIO_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(REPO),
            "TOKENIZERS_PARALLELISM": "false"}
     procs = [subprocess.Popen([sys.executable, "-c", _BUILD], env=env, stdout=subprocess.PIPE,
@@ -73,16 +94,18 @@ def test_two_processes_building_on_an_empty_cache_both_succeed(data_root: Path, 
     paths = {out.strip().splitlines()[-1] for out, _ in outputs}
     assert len(paths) == 1
     built = Path(paths.pop())
-    assert modelzoo._complete(built)
+    assert tiny._complete(built)
     leftovers = [p.name for p in (tmp_path / "cache").iterdir() if p.name.endswith(".building")]
     assert leftovers == []
 
 
-_BUILD_AND_HASH = ("import json; from medibio import modelzoo; path = modelzoo.tiny_deberta(); "
-                   "print(json.dumps([str(path), modelzoo.fingerprint(path)]))")
+_BUILD_AND_HASH = ("import json; from medibio.core.settings import Settings; from medibio.models import tiny, zoo; "
+                   "path = tiny.build(Settings.from_env().cache_root); "
+                   "print(json.dumps([str(path), zoo.fingerprint(path)]))")
 
 
-def test_separate_processes_with_separate_cold_caches_build_identical_bytes(data_root: Path, tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_separate_processes_with_separate_cold_caches_build_identical_bytes(tmp_path: Path) -> None:
     """What two machines (or a cold CI cache and a warm laptop) see: each process builds from nothing, with its
     own hash seed and thread count; every file of the model and the fingerprint must be the same."""
     built = []
@@ -104,26 +127,28 @@ def test_separate_processes_with_separate_cold_caches_build_identical_bytes(data
     assert first_digest == second_digest and first_digest.startswith("sha256:")
 
 
-def test_a_killed_builds_leftovers_are_removed(data_root: Path, tmp_path: Path) -> None:
+def test_a_killed_builds_leftovers_are_removed(tmp_path: Path) -> None:
     out = tmp_path / "tiny"
     stale = tmp_path / f".{out.name}.dead1234.building"
     stale.mkdir()
     (stale / "spm.model").write_bytes(b"half")
-    modelzoo.tiny_deberta(out)
-    assert not stale.exists() and modelzoo._complete(out)
+    tiny.build(out_dir=out)
+    assert not stale.exists() and tiny._complete(out)
 
 
-def test_first_run_after_a_cold_build_scores_like_later_runs(data_root: Path, tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.realdata
+def test_first_run_after_a_cold_build_scores_like_later_runs(session_settings: Settings, data_root: Path,
+                                                             tmp_path: Path) -> None:
     from medibio.finetune import runner
 
-    monkeypatch.setenv("MEDIBIO_CACHE", str(tmp_path / "cache"))
+    cold_cache = session_settings.replace(data_root=data_root, cache_root=tmp_path / "cache")
     scores = []
     for name in ("cold", "warm"):
         (record,) = runner.run_finetune("BIOSSES", "tiny-deberta", seeds=1, profile="smoke",
-                                        results_root=tmp_path / name, data_root=data_root)
+                                        settings=cold_cache.replace(results_root=tmp_path / name))
         scores.append((record.model["hash"], record.test, record.dev_curve))
     assert scores[0] == scores[1]
+    assert (tmp_path / "cache" / tiny.folder_name()).is_dir()  # the cold run built it in the cache it was given
 
 
 @pytest.mark.parametrize("path", ["/nonexistent/folder", "./no/such/model", "~/missing-model", "a/b/c"])
@@ -140,9 +165,10 @@ def test_hub_ids_still_resolve_to_themselves() -> None:
     assert modelzoo.resolve("bert-base-uncased") == "bert-base-uncased"
 
 
+@pytest.mark.realdata
 def test_cli_names_the_missing_model_folder(data_root: Path, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    from medibio.cli import main
+    from medibio.cli.main import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["finetune", "--task", "BIOSSES", "--profile", "smoke", "--model", "/nonexistent/folder",
@@ -156,8 +182,8 @@ def test_cli_names_the_missing_model_folder(data_root: Path, tmp_path: Path,
 # A child process, because huggingface_hub reads HF_HOME and HF_HUB_OFFLINE when it is imported.
 _FINGERPRINTS = r"""
 import json, sys
-from medibio import modelzoo
-from medibio.errors import ModelUnavailableError
+from medibio.models import zoo as modelzoo
+from medibio.core.errors import ModelUnavailableError
 
 out = {}
 for name in json.loads(sys.argv[1]):
@@ -189,7 +215,7 @@ def test_a_partial_hub_snapshot_is_an_error_naming_its_missing_files_never_anoth
     """Loading only the config leaves a snapshot holding config.json; offline, its fingerprint is an error
     naming the weights and tokenizer it lacks (twice the same), not a hash of the config. Completed, the
     same hub id gets the fingerprint of the whole model: that of the local folder with the same bytes."""
-    from medibio.testing import hub_cache
+    from tests.support import hub_cache
 
     minilm = {p.name: p.read_bytes() for p in modelzoo.model_files(modelzoo.minilm_path())}
     hf = tmp_path / "hf"

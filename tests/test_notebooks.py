@@ -13,14 +13,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from medibio.book import chapters, notebook, testing
+from medibio.book import chapters, notebook
+from tests.support import book as testing
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory, data_root) -> dict:
-    return testing.smoke_book(tmp_path_factory.getbasetemp() / "smoke-book", data_root_dir=data_root)
+def smoke(tmp_path_factory, data_root, session_settings) -> dict:
+    return testing.smoke_book(tmp_path_factory.getbasetemp() / "smoke-book", session_settings)
 
 
 def _summary(smoke: dict, slug: str) -> dict:
@@ -96,7 +97,7 @@ def test_reproducibility_appendix(smoke, data_root) -> None:
     assert s["tables"]["manifests"]["n_rows"] >= 1
     assert s["tables"]["runs"]["n_rows"] == s["values"]["run_records"]
     # every kind of record the book made, with its commit and freshness, and no machine path on the page
-    assert {"finetune", "frozen", "scierc"} <= set(s["values"]["run_record_kinds"])
+    assert {"finetune", "frozen", "scierc", "ift-stage", "pretrain"} <= set(s["values"]["run_record_kinds"])
     assert {"commit", "freshness", "record"} <= set(s["tables"]["runs"]["columns"])
     caption = s["tables"]["runs"]["caption"]
     assert smoke["results_root"] not in caption and "/tmp" not in caption and "$MEDIBIO_RESULTS" in caption
@@ -119,7 +120,7 @@ def test_pretraining_chapter(smoke) -> None:
     s = _summary(smoke, "table_3_pretraining")
     assert s["tables"]["table3"]["columns"] == ["scideberta-v2", "medibiodeberta"]
     assert "batch size" in s["tables"]["table3"]["rows"]
-    assert s["values"]["pretrain_status"] == "complete"
+    assert s["values"]["pretrain_status"] == "ok"  # a finished run's record (a killed one writes none)
     assert s["values"]["pretrain_steps"] > 0 and s["values"]["final_loss"] > 0
     _figure_ok(s, "lr_schedule")
     _figure_ok(s, "loss_curve")
@@ -187,7 +188,7 @@ def test_first_page_indexes_every_artefact_from_the_chapters_records(smoke) -> N
     # statuses come from what the chapters recorded: Table 6 from the Tables 5-6 chapter's run records
     t56 = _summary(smoke, "tables_5_6_pretraining_configurations")
     assert t56["reproductions"]["Table 6"]["runs"] >= 1
-    # on smoke the scaled-down Table 5 stages are off: that artefact shows the paper's numbers only
+    # on smoke the scaled-down Table 5 experiments are off: that artefact shows the paper's numbers only
     assert "Table 5" not in t56["reproductions"]
     assert s["tables"]["profiles"]["rows"] == ["smoke", "cpu", "gpu", "paper"]
 

@@ -105,7 +105,7 @@ def test_every_checkable_claim_is_audited(frame: pd.DataFrame) -> None:
 
 
 def test_cli_audit_json_and_filter() -> None:
-    from medibio.cli import app
+    from medibio.cli.main import app
 
     runner = CliRunner()
     result = runner.invoke(app, ["audit", "--json", "--only-inconsistent"])
@@ -119,7 +119,7 @@ def test_cli_audit_json_and_filter() -> None:
 
 
 def test_cli_paper_table_json() -> None:
-    from medibio.cli import app
+    from medibio.cli.main import app
 
     result = CliRunner().invoke(app, ["paper-table", "6", "--json"])
     assert result.exit_code == 0, result.output

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from medibio.blurb import registry, scoring
-from medibio.errors import InputFormatError
-from medibio.paper import reference
+from medibio.core.errors import InputFormatError
+from medibio.paper import blurb_paper as reference
+from medibio.tasks import registry, scoring
 
 
 def test_nine_encoders_times_thirteen_datasets():

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from medibio.errors import InputFormatError
+from medibio.core.errors import InputFormatError
 from medibio.paper import sources
 
 
@@ -151,7 +151,7 @@ def test_rank_claim_gives_a_lower_bound(redone: pd.DataFrame) -> None:
 
 
 def test_cli_sources_json() -> None:
-    from medibio.cli import app
+    from medibio.cli.main import app
 
     result = CliRunner().invoke(app, ["audit", "--sources", "--json"])
     assert result.exit_code == 0, result.output

@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import pytest
 
-from medibio.blurb import registry
-from medibio.errors import InputFormatError
+from medibio.core.errors import InputFormatError
 from medibio.paper import tables
+from medibio.tasks import registry
 
 
 @pytest.mark.parametrize(

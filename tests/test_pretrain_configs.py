@@ -99,7 +99,7 @@ def test_every_profile_has_a_valid_batch_and_schedule():
 
 
 def test_book_profiles_map_to_pretraining_configs():
-    from medibio.pretrain import config_for_profile
+    from medibio.pretrain.configs import config_for_profile
 
     assert config_for_profile("cpu").name == "mini" and config_for_profile("gpu").name == "gpu-mini"
     assert config_for_profile("paper").effective_batch == 49_152
@@ -107,33 +107,40 @@ def test_book_profiles_map_to_pretraining_configs():
         config_for_profile("laptop")
 
 
-def test_limit_runs_the_same_config_shape_on_a_few_sequences(monkeypatch) -> None:
-    from medibio import profiles
+def test_limit_runs_the_same_config_shape_on_a_few_sequences() -> None:
     from medibio.pretrain import configs
 
     full = configs.get_config("gpu-mini")
-    monkeypatch.delenv(profiles.LIMIT_ENV, raising=False)
-    assert configs.for_run(full) is full
-    monkeypatch.setenv(profiles.LIMIT_ENV, "4")
-    limited = configs.for_run(full)
+    assert configs.for_run(full) is full and configs.for_run(full, None) is full
+    limited = configs.for_run(full, 4)
     assert limited.name == "gpu-mini-limit4" and limited.max_steps == 4
     assert limited.per_device_batch == 4
     # gradient accumulation (effective / per-device batch) is the full config's: 256 / 128 = 2
     assert limited.effective_batch // limited.per_device_batch == full.effective_batch // full.per_device_batch == 2
     assert limited.model.vocab_size == 2_000 and limited.model.layers == full.model.layers
-    assert configs.for_run(limited) is limited  # idempotent
+    assert configs.for_run(limited, 4) is limited  # idempotent
 
 
 def test_pretrain_cli_limit_reaches_the_run_and_is_checked(monkeypatch, capsys) -> None:
-    """``medibio pretrain --limit N`` sets the limit every process reads (as ``finetune --limit`` does); 0 is a
-    one-line mistake; the default config is the default profile's."""
-    from medibio import profiles
-    from medibio.pretrain import configs
-    from medibio.testing.cli import run_main
+    """``medibio pretrain --limit N`` puts the limit into the run's settings (as ``finetune --limit`` does),
+    without leaving it in the environment; 0 is a one-line mistake; the default config is the default
+    profile's."""
+    from medibio.core import profiles
+    from medibio.core.errors import MedibioError
+    from medibio.pretrain import configs, trainer
+    from tests.support.cli import run_main
 
-    monkeypatch.delenv(profiles.LIMIT_ENV, raising=False)  # monkeypatch restores it, whatever the CLI sets
-    code, _, _ = run_main(["pretrain", "--limit", "3", "--show", "configs"], capsys)
-    assert code == 0 and os.environ[profiles.LIMIT_ENV] == "3"
-    assert configs.for_run(get_config(profiles.get(profiles.DEFAULT_PROFILE).pretrain_config)).name == "mini-limit3"
+    seen = {}
+
+    def fake_run(config, **kwargs):
+        seen.update(config=config, **kwargs)
+        raise MedibioError("stopped before training")
+
+    monkeypatch.setattr(trainer, "run_pretraining", fake_run)
+    code, _, err = run_main(["pretrain", "--limit", "3"], capsys)
+    assert code == 2 and "stopped before training" in err
+    assert seen["settings"].limit == 3 and "MEDIBIO_LIMIT" not in os.environ
+    default = get_config(profiles.get(profiles.DEFAULT_PROFILE).pretrain_config)
+    assert seen["config"] == default and configs.for_run(default, seen["settings"].limit).name == "mini-limit3"
     code, _, err = run_main(["pretrain", "--limit", "0"], capsys)
     assert code == 2 and "--limit" in err and "Traceback" not in err

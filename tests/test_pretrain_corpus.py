@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from medibio.errors import DataMissingError, InputFormatError
+from medibio.core.errors import DataMissingError, InputFormatError
 from medibio.pretrain import corpus as C
 
 FIX = Path(__file__).parent / "fixtures" / "pretrain"

@@ -82,7 +82,7 @@ def test_whole_word_masking_masks_all_pieces_of_a_word(tok):
 
 
 def test_word_start_tables_for_sentencepiece_and_wordpiece(tok):
-    from medibio.modelzoo import load_tokenizer
+    from medibio.models.zoo import load_tokenizer
 
     cont = continuation_table(tok)
     pieces = tok.tokenize("the tumour")
@@ -92,6 +92,7 @@ def test_word_start_tables_for_sentencepiece_and_wordpiece(tok):
     assert bcont[bert.convert_tokens_to_ids("##ing")] and not bcont[bert.convert_tokens_to_ids("the")]
 
 
+@pytest.mark.slow
 def test_a_few_steps_on_a_fixed_batch_lower_the_loss(tok):
     import torch
 

@@ -13,10 +13,7 @@ CFG = get_config("smoke")
 
 
 @pytest.fixture()
-def inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    from medibio import profiles
-
-    monkeypatch.delenv(profiles.LIMIT_ENV, raising=False)
+def inputs(tmp_path: Path) -> tuple[Path, Path]:
     corpus = tmp_path / "docs.txt"
     corpus.write_text("the kidney filters blood.\n\ninsulin lowers glucose.\n", encoding="utf-8")
     vocab = tmp_path / "tok"
@@ -26,7 +23,7 @@ def inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]
 
 
 def _digest(corpus: Path, vocab: Path | None = None, config=CFG, **kwargs) -> str:
-    return plan_pretraining(config, str(corpus), tokenizer_dir=vocab, **kwargs).digest
+    return plan_pretraining(config, str(corpus), tokenizer_dir=vocab, **kwargs).key.config_digest
 
 
 @pytest.mark.parametrize("change", [{"learning_rate": 5e-4}, {"seed": 7}, {"max_steps": 9},
@@ -44,8 +41,9 @@ def test_bookkeeping_leaves_the_digest_alone(inputs, change) -> None:
     assert _digest(corpus, vocab, CFG.with_overrides(**change)) == _digest(corpus, vocab)
 
 
-def test_corpus_vocabulary_starting_point_and_limit_change_the_digest(inputs, monkeypatch) -> None:
-    from medibio import modelzoo, profiles
+def test_corpus_vocabulary_starting_point_and_limit_change_the_digest(inputs) -> None:
+    from medibio.core.settings import Settings
+    from medibio.models import zoo as modelzoo
 
     corpus, vocab = inputs
     base = _digest(corpus, vocab)
@@ -59,17 +57,17 @@ def test_corpus_vocabulary_starting_point_and_limit_change_the_digest(inputs, mo
     continual = _digest(corpus, init=str(modelzoo.minilm_path()))
     assert len({scratch, continual, _digest(corpus, vocab)}) == 3
     assert plan_pretraining(CFG, str(corpus), init="minilm").payload["init"] == modelzoo.fingerprint("minilm")
-    monkeypatch.setenv(profiles.LIMIT_ENV, "4")
-    limited = plan_pretraining(effective_config(CFG), str(corpus))
-    assert limited.config.name == "smoke-limit4" and limited.digest != scratch
-    assert limited.payload["limit"] == 4
+    limited = plan_pretraining(effective_config(CFG, limit=4), str(corpus), settings=Settings(limit=4))
+    assert limited.job.config.name == "smoke-limit4" and limited.key.config_digest != scratch
+    assert limited.payload["config"]["max_steps"] == 4 and limited.request["limit"] == 4
 
 
-def test_the_folder_is_named_by_config_tag_and_digest(inputs, tmp_path) -> None:
+def test_the_record_is_named_by_config_start_tag_corpus_and_digest(inputs, tmp_path) -> None:
     corpus, _ = inputs
     plan = plan_pretraining(CFG, str(corpus), tag="book")
-    assert plan.folder(tmp_path) == tmp_path / "pretrain" / "smoke" / "book" / plan.digest
+    assert plan.key.path(tmp_path) == (tmp_path / "pretrain" / "smoke" / "scratch" / "book" / "files"
+                                       / plan.key.config_digest / f"seed{CFG.seed}.json")
     moved = tmp_path / "elsewhere" / corpus.name
     moved.parent.mkdir()
     moved.write_bytes(corpus.read_bytes())
-    assert plan_pretraining(CFG, str(moved), tag="book").digest == plan.digest  # same bytes, same name
+    assert plan_pretraining(CFG, str(moved), tag="book").key == plan.key  # same bytes, same name

@@ -7,8 +7,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from medibio.core.settings import Settings
+from medibio.pretrain import trainer
 from medibio.pretrain.configs import get_config
-from medibio.pretrain.trainer import ResumeError, latest_checkpoint, run_pretraining
+from medibio.pretrain.plan import plan_pretraining
+from medibio.pretrain.trainer import (
+    ResumeError,
+    Stopped,
+    curve_frame,
+    latest_checkpoint,
+    model_folder,
+    run_pretraining,
+)
 from medibio.pretrain.vocab import train_tokenizer
 
 WORDS = [
@@ -19,17 +29,23 @@ WORDS = [
 CFG = get_config("smoke").with_overrides(max_steps=6, warmup_steps=1, save_every=3, log_every=1)
 
 
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
 @pytest.fixture(scope="module", autouse=True)
-def _isolated_cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("MEDIBIO_CACHE", str(tmp_path_factory.mktemp("cache")))
+def _one_thread():
     import torch
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # shared machine: keep the footprint small
     yield
     torch.set_num_threads(threads)
-    mp.undo()
+
+
+def _settings(results: Path, cache: Path) -> Settings:
+    return Settings(results_root=results, cache_root=cache, progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -49,49 +65,56 @@ def tokenizer_dir(corpus, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def full_run(corpus, tokenizer_dir, tmp_path_factory) -> dict:
-    out = tmp_path_factory.mktemp("full")
-    return run_pretraining(CFG, corpus=str(corpus), tokenizer_dir=tokenizer_dir, out_dir=out, progress=False)
+def full_settings(tmp_path_factory, cache) -> Settings:
+    return _settings(tmp_path_factory.mktemp("full"), cache)
 
 
-def test_run_record_has_curves_and_batch_layout(full_run):
-    assert full_run["status"] == "complete" and full_run["steps_done"] == 6
-    assert [c["step"] for c in full_run["curve"]] == [1, 2, 3, 4, 5, 6]
-    assert all(c["tokens_per_s"] > 0 and np.isfinite(c["loss"]) for c in full_run["curve"])
-    assert full_run["curve"][0]["lr"] == 0.0 and full_run["curve"][1]["lr"] == pytest.approx(CFG.learning_rate)
-    assert full_run["batch"] == {"per_device": 4, "processes": 1, "accumulation": 2, "effective": 8,
-                                 "seq_length": 32, "tokens_per_step": 256}
-    assert full_run["tokens_seen"] == 6 * 256
-    assert full_run["init"] == {"kind": "scratch", "from": None}
-    from medibio.pretrain import curve_frame
+@pytest.fixture(scope="module")
+def full_run(corpus, tokenizer_dir, full_settings):
+    return run_pretraining(CFG, corpus=str(corpus), tokenizer_dir=tokenizer_dir, progress=False,
+                           settings=full_settings)
 
-    frame = curve_frame(Path(full_run["output"]).parent)
+
+@pytest.fixture(scope="module")
+def full_model(full_run, full_settings) -> str:
+    return str(model_folder(full_run, full_settings))
+
+
+def test_run_record_has_curves_and_batch_layout(full_run, full_model, full_settings):
+    run = full_run.details
+    assert full_run.ok and full_run.kind == "pretrain" and run["steps_done"] == 6
+    assert [c["step"] for c in run["curve"]] == [1, 2, 3, 4, 5, 6]
+    assert all(c["tokens_per_s"] > 0 and np.isfinite(c["loss"]) for c in run["curve"])
+    assert run["curve"][0]["lr"] == 0.0 and run["curve"][1]["lr"] == pytest.approx(CFG.learning_rate)
+    assert run["batch"] == {"per_device": 4, "processes": 1, "accumulation": 2, "effective": 8,
+                            "seq_length": 32, "tokens_per_step": 256}
+    assert run["tokens_seen"] == 6 * 256
+    assert run["init"] == {"kind": "scratch", "from": None}
+    frame = curve_frame(full_run)
     assert list(frame["step"]) == [1, 2, 3, 4, 5, 6] and {"loss", "lr", "tokens_per_s"} <= set(frame.columns)
-    assert full_run["corpus"]["stats"]["documents"] == 60
-    assert Path(full_run["output"], "config.json").exists()
-    saved = __import__("json").loads(Path(full_run["output"]).parent.joinpath("run.json").read_text())
-    assert saved["run_id"] == full_run["run_id"] and saved["status"] == "complete"
+    assert run["corpus"]["stats"]["documents"] == 60
+    assert Path(full_model, "config.json").exists()
+    saved = __import__("json").loads(full_run.path(full_settings.results_root).read_text())
+    assert saved["run_id"] == full_run.run_id and saved["status"] == "ok" and saved["kind"] == "pretrain"
 
 
-def test_resume_after_kill_gives_the_same_next_loss(full_run, corpus, tokenizer_dir, tmp_path):
-    out = tmp_path / "killed"
-    stopped = run_pretraining(CFG, corpus=str(corpus), tokenizer_dir=tokenizer_dir, out_dir=out, progress=False,
-                              stop_after=4)  # killed after step 4: only the step-3 checkpoint survives
-    assert stopped["status"] == "stopped" and latest_checkpoint(out).name == "step-0000003"
-    resumed = run_pretraining(CFG, corpus=str(corpus), tokenizer_dir=tokenizer_dir, out_dir=out, progress=False,
-                              resume=True)
-    assert resumed["resumed_from"] == [3]
-    full = {c["step"]: c["loss"] for c in full_run["curve"]}
-    again = {c["step"]: c["loss"] for c in resumed["curve"]}
+def test_resume_after_kill_gives_the_same_next_loss(full_run, corpus, tokenizer_dir, tmp_path, cache):
+    settings = _settings(tmp_path / "killed", cache)
+    with pytest.raises(Stopped) as stopped:  # killed after step 4: only the step-3 checkpoint survives
+        run_pretraining(CFG, corpus=str(corpus), tokenizer_dir=tokenizer_dir, progress=False, stop_after=4,
+                        settings=settings)
+    assert stopped.value.steps_done == 4 and latest_checkpoint(stopped.value.workdir).name == "step-0000003"
+    plan = plan_pretraining(CFG, str(corpus), tokenizer_dir=tokenizer_dir, settings=settings)
+    assert stopped.value.workdir == plan.key.work_path(settings.results_root)
+    assert not plan.key.path(settings.results_root).exists()  # no record for a run that did not finish
+    resumed = run_pretraining(CFG, corpus=str(corpus), tokenizer_dir=tokenizer_dir, progress=False,
+                              settings=settings)
+    assert resumed.details["resumed_from"] == [3]
+    full = {c["step"]: c["loss"] for c in full_run.details["curve"]}
+    again = {c["step"]: c["loss"] for c in resumed.details["curve"]}
     for step in (4, 5, 6):
         assert again[step] == pytest.approx(full[step], rel=1e-6, abs=1e-6)
-    assert resumed["tokens_seen"] == full_run["tokens_seen"]
-
-
-def test_existing_checkpoints_need_resume(full_run, corpus, tokenizer_dir):
-    with pytest.raises(ResumeError, match="--resume"):
-        run_pretraining(CFG, corpus=str(corpus), tokenizer_dir=tokenizer_dir,
-                        out_dir=Path(full_run["output"]).parent, progress=False)
+    assert resumed.details["tokens_seen"] == full_run.details["tokens_seen"]
 
 
 HEADS = {
@@ -104,13 +127,13 @@ HEADS = {
 
 
 @pytest.mark.parametrize("head", list(HEADS))
-def test_checkpoint_loads_into_every_finetuning_head(full_run, head):
+def test_checkpoint_loads_into_every_finetuning_head(full_model, head):
     import torch
     import transformers
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     cls_name, kwargs = HEADS[head]
-    path = full_run["output"]
+    path = full_model
     model, info = getattr(transformers, cls_name).from_pretrained(path, output_loading_info=True, **kwargs)
     assert all(k.startswith(("classifier", "pooler")) for k in info["missing_keys"]), info["missing_keys"]
     mlm = AutoModelForMaskedLM.from_pretrained(path)
@@ -124,27 +147,29 @@ def test_checkpoint_loads_into_every_finetuning_head(full_run, head):
     assert tuple(logits.shape) == expected
 
 
-def test_continual_keeps_the_checkpoint_vocabulary(full_run, corpus, tmp_path):
-    rec = run_pretraining(CFG.with_overrides(max_steps=2), corpus=str(corpus), init=full_run["output"],
-                          out_dir=tmp_path / "cont", progress=False)
-    assert rec["init"] == {"kind": "continual", "from": full_run["output"]}
-    assert rec["tokenizer"]["fingerprint"] == full_run["tokenizer"]["fingerprint"]
-    assert rec["curve"][0]["loss"] < full_run["curve"][0]["loss"]  # starts from learned weights
+def test_continual_keeps_the_checkpoint_vocabulary(full_run, full_model, corpus, tmp_path, cache):
+    rec = run_pretraining(CFG.with_overrides(max_steps=2), corpus=str(corpus), init=full_model, progress=False,
+                          settings=_settings(tmp_path / "cont", cache))
+    assert rec.details["init"] == {"kind": "continual", "from": full_model}
+    assert rec.details["tokenizer"]["fingerprint"] == full_run.details["tokenizer"]["fingerprint"]
+    assert rec.details["curve"][0]["loss"] < full_run.details["curve"][0]["loss"]  # starts from learned weights
 
 
-def test_continual_from_minilm_bert(corpus, tmp_path):
+@pytest.mark.slow
+def test_continual_from_minilm_bert(corpus, tmp_path, cache):
     from transformers import AutoModelForTokenClassification
 
     cfg = CFG.with_overrides(max_steps=1, effective_batch=2, per_device_batch=2)
-    rec = run_pretraining(cfg, corpus=str(corpus), init="minilm", out_dir=tmp_path / "minilm", progress=False)
-    assert rec["model"]["model_type"] == "bert" and rec["tokenizer"]["vocab_size"] == 30522
-    assert rec["status"] == "complete" and np.isfinite(rec["final_loss"])
-    head = AutoModelForTokenClassification.from_pretrained(rec["output"], num_labels=3)
+    settings = _settings(tmp_path / "minilm", cache)
+    rec = run_pretraining(cfg, corpus=str(corpus), init="minilm", progress=False, settings=settings)
+    assert rec.model["model_type"] == "bert" and rec.details["tokenizer"]["vocab_size"] == 30522
+    assert rec.ok and np.isfinite(rec.details["final_loss"])
+    head = AutoModelForTokenClassification.from_pretrained(model_folder(rec, settings), num_labels=3)
     assert head.config.model_type == "bert"
 
 
 @pytest.mark.slow
-def test_two_processes_train_like_one_process_with_accumulation(corpus, tokenizer_dir, tmp_path):
+def test_two_processes_train_like_one_process_with_accumulation(corpus, tokenizer_dir, tmp_path, cache):
     """4 per device x 2 processes x 1 step and 4 x 1 x 2 see the same examples, masks and dropout."""
     import json
     import os
@@ -152,60 +177,78 @@ def test_two_processes_train_like_one_process_with_accumulation(corpus, tokenize
     import sys
 
     base = ["--config", "smoke", "--max-steps", "3", "--corpus", str(corpus)]
-    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
-    one = run_pretraining(CFG.with_overrides(max_steps=3), corpus=str(corpus), out_dir=tmp_path / "one",
-                          progress=False)
+    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1", "MEDIBIO_CACHE": str(cache)}
+    one = run_pretraining("smoke", corpus=str(corpus), max_steps=3, progress=False,
+                          settings=_settings(tmp_path / "one", cache))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "medibio", "pretrain",
-           *base, "--out", str(tmp_path / "two")]
+           *base, "--results-root", str(tmp_path / "two"), "--json"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    two = json.loads((tmp_path / "two" / "run.json").read_text())
-    assert two["num_processes"] == 2 and two["batch"]["accumulation"] == 1 and one["batch"]["accumulation"] == 2
-    assert [c["loss"] for c in two["curve"]] == pytest.approx([c["loss"] for c in one["curve"]], rel=1e-5)
+    two = json.loads(proc.stdout[proc.stdout.index("{"):])
+    assert two["environment"]["num_processes"] == 2 and two["details"]["batch"]["accumulation"] == 1
+    assert one.details["batch"]["accumulation"] == 2 and two["config_digest"] == one.config_digest
+    assert [c["loss"] for c in two["details"]["curve"]] == pytest.approx(
+        [c["loss"] for c in one.details["curve"]], rel=1e-5)
 
 
 def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_a_run_lives_in_the_folder_of_its_configuration(corpus, tokenizer_dir, tmp_path, monkeypatch):
-    """Without --out: the same configuration resumes (then reuses) its own folder; a changed one trains into
-    a new folder and leaves the old one untouched."""
-    from medibio.paths import results_root
-    from medibio.pretrain.plan import plan_pretraining
+def test_a_run_lives_in_the_folder_of_its_configuration(corpus, tokenizer_dir, tmp_path, cache):
+    """The same configuration resumes (then reuses) its own run; a changed one trains into a new record and
+    leaves the old one untouched."""
+    settings = _settings(tmp_path / "results", cache)
+    run = {"corpus": str(corpus), "tokenizer_dir": tokenizer_dir, "progress": False, "tag": "t", "settings": settings}
+    with pytest.raises(Stopped):  # killed after step 4: the step-3 checkpoint survives
+        run_pretraining(CFG, stop_after=4, **run)
+    plan = plan_pretraining(CFG, str(corpus), tokenizer_dir=tokenizer_dir, tag="t", settings=settings)
+    folder = plan.key.folder(settings.results_root)
+    assert folder.parent.parent.parent == tmp_path / "results" / "pretrain" / CFG.name / "scratch"
+    assert folder.name == plan.key.config_digest
 
-    monkeypatch.setenv("MEDIBIO_RESULTS", str(tmp_path / "results"))
-    run = {"corpus": str(corpus), "tokenizer_dir": tokenizer_dir, "progress": False, "tag": "t"}
-    stopped = run_pretraining(CFG, stop_after=4, **run)  # killed after step 4: the step-3 checkpoint survives
-    folder = plan_pretraining(CFG, str(corpus), tokenizer_dir=tokenizer_dir, tag="t").folder(results_root())
-    assert stopped["status"] == "stopped" and Path(stopped["out_dir"]) == folder
-    assert folder.parent == tmp_path / "results" / "pretrain" / CFG.name / "t"
-    assert folder.name == stopped["config_digest"]
-
-    resumed = run_pretraining(CFG, **run)  # same configuration, no --resume needed: its own checkpoints
-    assert resumed["status"] == "complete" and resumed["resumed_from"] == [3]
-    assert Path(resumed["out_dir"]) == folder and resumed["config_digest"] == stopped["config_digest"]
+    resumed = run_pretraining(CFG, **run)  # same configuration: its own checkpoints
+    assert resumed.ok and resumed.details["resumed_from"] == [3]
+    assert resumed.path(settings.results_root).parent == folder and resumed.config_digest == plan.key.config_digest
     before = _files(folder)
     again = run_pretraining(CFG, **run)  # finished: returned as it is, nothing trained or written
-    assert again["run_id"] == resumed["run_id"] and _files(folder) == before
+    assert again.run_id == resumed.run_id and again.created == resumed.created and _files(folder) == before
 
     changed = run_pretraining(CFG.with_overrides(learning_rate=CFG.learning_rate / 2), **run)
-    assert changed["status"] == "complete" and changed["resumed_from"] == []
-    assert Path(changed["out_dir"]).parent == folder.parent and Path(changed["out_dir"]) != folder
-    assert changed["config_digest"] != resumed["config_digest"]
+    assert changed.ok and changed.details["resumed_from"] == []
+    new_folder = changed.path(settings.results_root).parent
+    assert new_folder.parent == folder.parent and new_folder != folder
+    assert changed.config_digest != resumed.config_digest
     assert _files(folder) == before, "the earlier configuration's folder was touched"
 
 
-def test_resuming_an_out_folder_of_another_configuration_is_refused(full_run, corpus, tokenizer_dir):
+def test_a_checkpoint_of_another_configuration_is_refused(corpus, tokenizer_dir, tmp_path, cache, monkeypatch):
+    """A work folder holding another configuration's checkpoint is refused before anything is loaded."""
+    import shutil
+
+    settings = _settings(tmp_path / "results", cache)
+    with pytest.raises(Stopped) as stopped:
+        run_pretraining(CFG, corpus=str(corpus), tokenizer_dir=tokenizer_dir, progress=False, stop_after=4,
+                        settings=settings)
+    other = plan_pretraining(CFG.with_overrides(seed=CFG.seed + 1), str(corpus), tokenizer_dir=tokenizer_dir,
+                             settings=settings)
+    shutil.copytree(stopped.value.workdir, other.key.work_path(settings.results_root))
+
+    def too_late(*_args, **_kwargs):  # a model of another size would fail here, on a tensor size mismatch
+        raise AssertionError("the work folder's tokenizer, corpus or weights were loaded before the check")
+
+    monkeypatch.setattr(trainer, "prepare_tokenizer", too_late)
     with pytest.raises(ResumeError, match="configuration"):
         run_pretraining(CFG.with_overrides(seed=CFG.seed + 1), corpus=str(corpus), tokenizer_dir=tokenizer_dir,
-                        out_dir=Path(full_run["output"]).parent, resume=True, progress=False)
+                        progress=False, settings=settings)
 
 
 def test_the_record_carries_the_shared_provenance(full_run):
-    from medibio import provenance
+    from medibio.core import provenance
 
     env = provenance.environment()
-    assert full_run["versions"] == env["versions"] and full_run["git_commit"] == env["git_commit"]
-    assert full_run["device"] == env["device"] and full_run["torch_threads"] == env["torch_threads"]
-    assert full_run["effective_config"]["config"]["learning_rate"] == CFG.learning_rate
+    assert full_run.versions == env["versions"] | {"torch_num_threads": full_run.cpu_threads}
+    assert full_run.git_commit == env["git_commit"] and full_run.device.startswith("cpu")
+    assert full_run.cpu_threads == 1 and set(full_run.environment) == {"device", "num_processes", "cpu_threads",
+                                                                        "versions", "git_commit"}
+    assert full_run.config["config"]["learning_rate"] == CFG.learning_rate

@@ -54,7 +54,7 @@ def test_round_trip_tokens(vocab_dir):
 def test_cli_vocab_train(tmp_path):
     from typer.testing import CliRunner
 
-    from medibio.cli import app
+    from medibio.cli.main import app
 
     out = tmp_path / "v"
     result = CliRunner().invoke(app, ["vocab", "train", str(FIX / "shard-00000.jsonl.gz"), "--variant",

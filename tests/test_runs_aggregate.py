@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from medibio.runs import aggregate as A
+from medibio.results import aggregate as A
 from medibio.runs import records as R
 
 MODEL = {"name": "minilm", "path": "/m", "tag": "minilm", "hash": "sha256:0", "model_type": "bert",
@@ -26,8 +26,8 @@ SCORES = {
 def _records(profile: str = "cpu") -> list[R.RunRecord]:
     out = [R.RunRecord(dataset=d, model=MODEL, profile=profile, seed=i + 1, score_test=v, score_dev=v + 1,
                        config_digest="c0ffee000000") for d, values in SCORES.items() for i, v in enumerate(values)]
-    out.append(R.skipped_record("EBM-PICO", MODEL, profile, 1, "train split absent in the data root",
-                                config_digest="c0ffee000000"))
+    out.append(R.RunRecord(dataset="EBM-PICO", model=MODEL, profile=profile, seed=1, status="skipped",
+                           reason="train split absent in the data root", config_digest="c0ffee000000"))
     return out
 
 
@@ -101,7 +101,7 @@ def test_dev_split_and_filters():
 def test_table_from_results_root_and_cli(tmp_path: Path):
     from typer.testing import CliRunner
 
-    from medibio.cli import app
+    from medibio.cli.main import app
 
     for rec in _records():
         R.write_record(rec, tmp_path)

@@ -7,20 +7,21 @@ import shutil
 
 import pytest
 
-from medibio.runs import identity
+from medibio.core import hashing
+from medibio.core.settings import Settings
 
 
 def test_digest_ignores_key_order_and_container_type() -> None:
-    a = identity.digest({"lr": 1e-4, "caps": (800, 1000), "chain": ["STS-B"]})
-    b = identity.digest({"chain": ("STS-B",), "caps": [800, 1000], "lr": 0.0001})
-    assert a == b and len(a) == identity.DIGEST_LENGTH
+    a = hashing.digest({"lr": 1e-4, "caps": (800, 1000), "chain": ["STS-B"]})
+    b = hashing.digest({"chain": ("STS-B",), "caps": [800, 1000], "lr": 0.0001})
+    assert a == b and len(a) == hashing.DIGEST_LENGTH
 
 
 def test_digest_changes_with_any_value() -> None:
     base = {"lr": 1e-4, "epochs": 2, "class_weighting": "none"}
-    seen = {identity.digest(base)}
+    seen = {hashing.digest(base)}
     for key, value in (("lr", 2e-4), ("epochs", 3), ("class_weighting", "balanced")):
-        seen.add(identity.digest({**base, key: value}))
+        seen.add(hashing.digest({**base, key: value}))
     assert len(seen) == 4
 
 
@@ -28,35 +29,33 @@ def test_digest_is_the_sha256_of_canonical_json() -> None:
     import hashlib
 
     payload = {"b": 1, "a": [1.5, None, True]}
-    assert identity.canonical_json(payload) == '{"a":[1.5,null,true],"b":1}'
-    assert identity.digest(payload) == hashlib.sha256(b'{"a":[1.5,null,true],"b":1}').hexdigest()[:12]
+    assert hashing.canonical_json(payload) == '{"a":[1.5,null,true],"b":1}'
+    assert hashing.digest(payload) == hashlib.sha256(b'{"a":[1.5,null,true],"b":1}').hexdigest()[:12]
 
 
 def test_non_finite_values_are_refused() -> None:
     with pytest.raises(ValueError, match="nan"):
-        identity.digest({"lr": math.nan})
+        hashing.digest({"lr": math.nan})
 
 
 def test_files_fingerprint_relative_names_and_absent(tmp_path) -> None:
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "train.tsv").write_text("x\t1\n", encoding="utf-8")
-    fp = identity.files_fingerprint([tmp_path / "d" / "train.tsv", tmp_path / "d" / "dev.tsv"], root=tmp_path)
+    fp = hashing.files_fingerprint([tmp_path / "d" / "train.tsv", tmp_path / "d" / "dev.tsv"], root=tmp_path)
     assert fp == {"d/dev.tsv": "absent",
-                  "d/train.tsv": identity.file_sha256(tmp_path / "d" / "train.tsv")[:16]}
+                  "d/train.tsv": hashing.file_sha256(tmp_path / "d" / "train.tsv")[:16]}
     (tmp_path / "d" / "train.tsv").write_text("x\t2\n", encoding="utf-8")
-    assert identity.files_fingerprint([tmp_path / "d" / "train.tsv"], root=tmp_path) != {
+    assert hashing.files_fingerprint([tmp_path / "d" / "train.tsv"], root=tmp_path) != {
         "d/train.tsv": fp["d/train.tsv"]}
 
 
 # --- the fine-tuning digest (medibio.finetune.runner.plan_run): every field that can change a result -------
 
 @pytest.fixture()
-def inputs(tmp_path, monkeypatch):
+def inputs(tmp_path):
     """A model folder and a data root with BIOSSES's files, both small enough to rewrite byte by byte."""
-    from medibio import profiles
-    from medibio.blurb import loaders
+    from medibio.tasks import loaders
 
-    monkeypatch.delenv(profiles.LIMIT_ENV, raising=False)
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text('{"model_type": "bert"}', encoding="utf-8")
@@ -71,10 +70,19 @@ def inputs(tmp_path, monkeypatch):
     return model, data
 
 
-def _digest(model, data, **kwargs) -> str:
+def _settings(data, results_root=None) -> Settings:
+    """Settings reading ``data`` (no example limit); the results root is the default unless given."""
+    return Settings(data_root=data, **({"results_root": results_root} if results_root else {}))
+
+
+def _plan(model, data, results_root=None, **kwargs):
     from medibio.finetune import runner
 
-    return runner.plan_run("BIOSSES", str(model), 1, "smoke", data_root=data, **kwargs).key.config_digest
+    return runner.plan_run("BIOSSES", str(model), 1, "smoke", settings=_settings(data, results_root), **kwargs)
+
+
+def _digest(model, data, results_root=None, **kwargs) -> str:
+    return _plan(model, data, results_root, **kwargs).key.config_digest
 
 
 CHANGES = {
@@ -117,7 +125,7 @@ def test_the_digest_changes_with_the_model_weights_tokenizer_and_config(inputs, 
 
 @pytest.mark.parametrize("split", ["train", "dev", "test"])
 def test_the_digest_changes_with_a_data_files_bytes(inputs, split) -> None:
-    from medibio.blurb import loaders
+    from medibio.tasks import loaders
 
     model, data = inputs
     before = _digest(model, data)
@@ -126,16 +134,14 @@ def test_the_digest_changes_with_a_data_files_bytes(inputs, split) -> None:
     assert _digest(model, data) != before
 
 
-def test_the_digest_ignores_what_does_not_change_results(inputs, tmp_path, monkeypatch) -> None:
+def test_the_digest_ignores_what_does_not_change_results(inputs, tmp_path) -> None:
     """Results root, data root location, key order of overrides, another task's overrides, the variant
     label and files beside the model (a README, optimizer state) leave the digest alone."""
-    from medibio.finetune import runner
-
     model, data = inputs
     overrides = {"learning_rate": 1e-3, "epochs": 4, "llrd": 0.9}
     base = _digest(model, data, overrides=overrides)
-    monkeypatch.setenv("MEDIBIO_RESULTS", str(tmp_path / "elsewhere"))
-    assert _digest(model, data, overrides=dict(reversed(overrides.items()))) == base
+    elsewhere = tmp_path / "elsewhere"
+    assert _digest(model, data, elsewhere, overrides=dict(reversed(overrides.items()))) == base
     assert _digest(model, data, overrides={**overrides, "tasks": {"GAD": {"epochs": 9}}}) == base
     moved = tmp_path / "moved-data"
     shutil.copytree(data, moved)
@@ -143,28 +149,30 @@ def test_the_digest_ignores_what_does_not_change_results(inputs, tmp_path, monke
     (model / "README.md").write_text("notes", encoding="utf-8")
     (model / "optimizer.pt").write_bytes(b"state")
     assert _digest(model, data, overrides=overrides) == base
-    named = runner.plan_run("BIOSSES", str(model), 1, "smoke", overrides=overrides, data_root=data,
-                            variant="my-label")
-    assert named.key.config_digest == base and named.variant.startswith("my-label")
+    named = _plan(model, data, overrides=overrides, variant="my-label")
+    assert named.key.config_digest == base and named.key.variant.startswith("my-label")
 
 
 def test_the_intermediate_budget_reaches_the_stage_it_names(inputs) -> None:
     """``intermediate_epochs``/``intermediate_max_train_examples`` overrides set the stage's own training
     (and so its folder's digest), not only the target's record."""
-    from medibio.finetune import runner
-    from medibio.ift import chain
+    from medibio.ift import stages as chain
 
     model, data = inputs
-    preset = runner.plan_run("BIOSSES", str(model), 1, "smoke", intermediate="STS-B", data_root=data)
-    asked = runner.plan_run("BIOSSES", str(model), 1, "smoke", intermediate="STS-B", data_root=data,
-                            overrides={"intermediate_epochs": 3, "intermediate_max_train_examples": 8})
+    preset = _plan(model, data, intermediate="STS-B").job
+    asked = _plan(model, data, intermediate="STS-B",
+                  overrides={"intermediate_epochs": 3, "intermediate_max_train_examples": 8}).job
     (stage,) = asked.stages
     assert preset.stages[0]["hyperparameters"]["epochs"] == 1  # the smoke preset's intermediate_epochs
     assert stage["hyperparameters"]["epochs"] == 3 and stage["hyperparameters"]["max_train_examples"] == 8
     cfg = chain.stage_hyperparameters(stage)
     assert (cfg.epochs, cfg.max_train_examples) == (3, 8)
-    assert chain.stage_digest(asked.model_hash, asked.stages) != chain.stage_digest(preset.model_hash,
-                                                                                   preset.stages)
+
+    def stage_digest(job) -> str:  # the identity of the stage's own record (kind "ift-stage")
+        return chain.plan_stage(job.model, job.stages, job.model_hash, job.seed, job.profile, str(model),
+                                "BIOSSES", job.overrides).key.config_digest
+
+    assert stage_digest(asked) != stage_digest(preset)
 
 
 @pytest.mark.parametrize(("requested", "used", "entry"), [
@@ -174,17 +182,15 @@ def test_the_digest_names_the_precision_only_where_the_machine_departs_from_the_
         inputs, monkeypatch, requested, used, entry) -> None:
     """bf16 asked and run gives the same digest as before precision was recorded (records made on identical
     machines are shared); bf16 asked on a CPU without it (fp32) or a GPU without it (fp16) gets its own."""
-    from medibio import accel
     from medibio.finetune import runner
 
     model, data = inputs
     as_asked = {"fp32": "no"}.get(requested, requested)  # what a machine that honours the request uses
-    monkeypatch.setattr(accel, "precision_for", lambda device=None, requested="auto": as_asked)
-    plain = runner.plan_run("BIOSSES", str(model), 1, "smoke", data_root=data,
-                            overrides={"mixed_precision": requested})
-    monkeypatch.setattr(accel, "precision_for", lambda device=None, requested="auto": used)
-    plan = runner.plan_run("BIOSSES", str(model), 1, "smoke", data_root=data,
-                           overrides={"mixed_precision": requested})
+    # the runner asks medibio.core.precision.precision_for (imported into its namespace)
+    monkeypatch.setattr(runner, "precision_for", lambda device=None, requested="auto": as_asked)
+    plain = _plan(model, data, overrides={"mixed_precision": requested})
+    monkeypatch.setattr(runner, "precision_for", lambda device=None, requested="auto": used)
+    plan = _plan(model, data, overrides={"mixed_precision": requested})
     assert plan.payload.get("precision") == entry
     assert plain.payload.get("precision") is None
     assert (plan.key.config_digest == plain.key.config_digest) == (entry is None)

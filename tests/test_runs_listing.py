@@ -15,27 +15,31 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from medibio import modelzoo, profiles
-from medibio.cli import app
+from medibio.cli.main import app
+from medibio.core import profiles
+from medibio.core.settings import Settings
 from medibio.finetune import runner
-from medibio.runs import listing
+from medibio.models import zoo as modelzoo
+from medibio.results import listing
 from medibio.runs import records as rec
+from medibio.runs.protocol import Plan
 
 CHANGE = "hyperparameters.epochs: 2 → 3"
 
 
-def _write(plan: runner.RunPlan, root: Path, score: float) -> rec.RunRecord:
+def _write(plan: Plan, root: Path, score: float) -> rec.RunRecord:
     """The record a run of ``plan`` leaves (its identity fields exactly as the runner writes them)."""
-    record = rec.RunRecord(dataset=plan.spec.name, model=rec.model_info(plan.model), profile=plan.profile.name,
-                           seed=plan.seed, variant=plan.variant, hyperparameters=plan.config.to_dict(),
+    job = plan.job
+    record = rec.RunRecord(dataset=job.spec.name, model=modelzoo.model_info(job.model), profile=job.profile.name,
+                           seed=job.seed, variant=plan.key.variant, hyperparameters=job.config.to_dict(),
                            score_test=score, config_digest=plan.key.config_digest, config=plan.payload,
-                           request=plan.request, intermediate=list(plan.chain))
+                           request=plan.request, details={"intermediate": list(job.chain)})
     rec.write_record(record, root)
     return record
 
 
 def _smoke_epochs(monkeypatch: pytest.MonkeyPatch, epochs: int) -> None:
-    """Change the smoke profile's preset epochs, as an edit of medibio/profiles.py would."""
+    """Change the smoke profile's preset epochs, as an edit of medibio/core/profiles.py would."""
     smoke = profiles.PROFILES["smoke"]
     monkeypatch.setitem(profiles.PROFILES, "smoke", dataclasses.replace(
         smoke, finetune_base={**smoke.finetune_base, "epochs": epochs}))
@@ -48,26 +52,25 @@ def _list(*args: str) -> str:
 
 
 @pytest.fixture()
-def roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    monkeypatch.delenv(profiles.LIMIT_ENV, raising=False)
+def roots(tmp_path: Path, settings: Settings) -> tuple[Path, Path, Settings]:
     data = tmp_path / "data"
     data.mkdir()
-    return tmp_path / "results", data
+    return tmp_path / "results", data, settings.replace(data_root=data, results_root=tmp_path / "results")
 
 
 def test_a_changed_preset_makes_the_record_stale_and_names_the_change(roots, monkeypatch) -> None:
-    results, data = roots
-    old = _write(runner.plan_run("BIOSSES", "minilm", 1, "smoke", data_root=data), results, 40.0)
+    results, data, settings = roots
+    old = _write(runner.plan_run("BIOSSES", "minilm", 1, "smoke", settings=settings), results, 40.0)
     assert old.hyperparameters["epochs"] == 2
-    assert [listing.freshness(r, data) for r in rec.load_records(results)] == [("current", "")]
+    assert [listing.freshness(r, settings) for r in rec.load_records(results)] == [("current", "")]
     assert "no stale run records" in _list("--stale", "--results-root", str(results), "--data-root", str(data))
 
     _smoke_epochs(monkeypatch, 3)
-    new_plan = runner.plan_run("BIOSSES", "minilm", 1, "smoke", data_root=data)
+    new_plan = runner.plan_run("BIOSSES", "minilm", 1, "smoke", settings=settings)
     assert new_plan.key.config_digest != old.config_digest  # the changed request runs into its own record
     assert rec.find_record(results, new_plan.key) is None
 
-    state, changed = listing.freshness(rec.read_record(old.path(results)), data)
+    state, changed = listing.freshness(rec.read_record(old.path(results)), settings)
     assert state == "stale" and CHANGE in changed.split("; ")
 
     rows = json.loads(_list("--stale", "--json", "--results-root", str(results), "--data-root", str(data)))
@@ -90,11 +93,11 @@ def test_a_changed_preset_makes_the_record_stale_and_names_the_change(roots, mon
 
 
 def test_stale_shows_records_that_cannot_be_checked_here_with_the_reason(roots, tmp_path) -> None:
-    results, data = roots
+    results, data, settings = roots
     folder = tmp_path / "my-model"
     shutil.copytree(modelzoo.minilm_path(), folder, ignore=shutil.ignore_patterns("1_Pooling", "*.md"))
-    current = _write(runner.plan_run("BIOSSES", "minilm", 1, "smoke", data_root=data), results, 40.0)
-    gone = _write(runner.plan_run("BIOSSES", str(folder), 1, "smoke", data_root=data), results, 41.0)
+    current = _write(runner.plan_run("BIOSSES", "minilm", 1, "smoke", settings=settings), results, 40.0)
+    gone = _write(runner.plan_run("BIOSSES", str(folder), 1, "smoke", settings=settings), results, 41.0)
     shutil.rmtree(folder)  # the model the record was made with is no longer on this machine
 
     rows = json.loads(_list("--stale", "--json", "--results-root", str(results), "--data-root", str(data)))

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from medibio.errors import InputFormatError
+from medibio.core import provenance
+from medibio.core.errors import InputFormatError
+from medibio.models import zoo
 from medibio.runs import records as R
 from medibio.runs.identity import RunKey
 
@@ -32,13 +34,13 @@ def _key(dataset: str = "BIOSSES", seed: int = 1, tag: str = "minilm", profile: 
 
 
 def test_record_fills_identity_from_registry_and_round_trips():
-    rec = _record("chemprot", seed=3, variant="ift-STS-B", intermediate=["STS-B"])
-    assert rec.group == "RE" and rec.problem == "sequence_classification"
+    rec = _record("chemprot", seed=3, variant="ift-STS-B", details={"intermediate": ["STS-B"]})
+    assert rec.group == "RE" and rec.problem == "sequence_classification" and rec.intermediate == ["STS-B"]
     assert rec.run_id == f"finetune/cpu/minilm/ift-STS-B/chemprot/seed3@{DIGEST}"
     assert rec.key == RunKey("finetune", "cpu", "minilm", "ift-STS-B", "chemprot", 3, DIGEST)
     data = rec.to_dict()
-    assert list(data)[:3] == ["schema", "kind", "run_id"]
-    assert data["kind"] == "finetune" and data["schema"] == R.SCHEMA
+    assert list(data)[:3] == ["schema_version", "kind", "run_id"]
+    assert data["kind"] == "finetune" and data["schema_version"] == R.SCHEMA_VERSION and "schema" not in data
     again = R.RunRecord.from_dict(json.loads(json.dumps(data)))
     assert again == rec
 
@@ -100,28 +102,26 @@ def test_record_with_unknown_or_missing_keys_is_rejected(tmp_path: Path):
 def test_skipped_record_needs_a_reason(tmp_path: Path):
     with pytest.raises(ValueError, match="reason"):
         R.RunRecord(dataset="EBM-PICO", model=_model(), profile="cpu", seed=1, status="skipped")
-    rec = R.skipped_record("EBM-PICO", _model(), "cpu", 1, "train split absent in the data root",
-                           config_digest=DIGEST)
-    assert not rec.ok and rec.score_test is None and rec.notes == ["train split absent in the data root"]
+    rec = R.RunRecord(dataset="EBM-PICO", model=_model(), profile="cpu", seed=1, status="skipped",
+                      reason="train split absent in the data root", config_digest=DIGEST)
+    assert not rec.ok and rec.score_test is None and rec.reason == "train split absent in the data root"
     R.write_record(rec, tmp_path)
     assert R.load_records(tmp_path)[0].reason == "train split absent in the data root"
 
 
 def test_model_tag_names():
-    from medibio import modelzoo
-
-    assert R.model_tag("minilm") == "minilm"
-    assert R.model_tag("sentence-transformers/all-MiniLM-L6-v2") == "minilm"
-    assert R.model_tag(modelzoo.minilm_path()) == "minilm"
-    assert R.model_tag("tiny-deberta") == "tiny-deberta"
-    assert R.model_tag("microsoft/deberta-v3-base") == "microsoft__deberta-v3-base"
-    assert R.model_tag("scideberta") == "KISTI-AI__Scideberta-full"
+    assert zoo.model_tag("minilm") == "minilm"
+    assert zoo.model_tag("sentence-transformers/all-MiniLM-L6-v2") == "minilm"
+    assert zoo.model_tag(zoo.minilm_path()) == "minilm"
+    assert zoo.model_tag("tiny-deberta") == "tiny-deberta"
+    assert zoo.model_tag("microsoft/deberta-v3-base") == "microsoft__deberta-v3-base"
+    assert zoo.model_tag("scideberta") == "KISTI-AI__Scideberta-full"
 
 
 def test_model_tag_of_local_folder_is_its_name(tmp_path: Path):
     folder = tmp_path / "my ckpt"
     folder.mkdir()
-    assert R.model_tag(folder) == "my_ckpt"
+    assert zoo.model_tag(folder) == "my_ckpt"
 
 
 def test_fingerprint_covers_config_and_weights(tmp_path: Path):
@@ -132,32 +132,30 @@ def test_fingerprint_covers_config_and_weights(tmp_path: Path):
     (folder / "README.md").write_text("ignored")
     expected = hashlib.sha256(b"config.json\0" + b'{"model_type": "bert"}'
                               + b"model.safetensors\0" + b"\x01" * 3000).hexdigest()
-    assert R.model_fingerprint(folder) == "sha256:" + expected
+    assert zoo.fingerprint(folder) == "sha256:" + expected
     (folder / "README.md").write_text("still ignored")
-    assert R.model_fingerprint(folder) == "sha256:" + expected
+    assert zoo.fingerprint(folder) == "sha256:" + expected
     (folder / "model.safetensors").write_bytes(b"\x02" * 3001)
-    assert R.model_fingerprint(folder) != "sha256:" + expected
+    assert zoo.fingerprint(folder) != "sha256:" + expected
 
 
 def test_fingerprint_of_hub_id_is_that_of_its_whole_snapshot(monkeypatch: pytest.MonkeyPatch, tmp_path):
-    """A hub id is named by the files of its complete snapshot (medibio.modelzoo.hub_snapshot), never by its
+    """A hub id is named by the files of its complete snapshot (medibio.models.zoo.hub_snapshot), never by its
     config alone (tests/test_modelzoo.py covers partial snapshots offline)."""
-    from medibio import modelzoo
-
     folder = tmp_path / "snapshot"
     folder.mkdir()
     (folder / "config.json").write_text('{"model_type": "bert"}')
     (folder / "model.safetensors").write_bytes(b"\x03" * 100)
     (folder / "vocab.txt").write_text("[PAD]\n")
     asked: list[str] = []
-    monkeypatch.setattr(modelzoo, "hub_snapshot", lambda repo: asked.append(repo) or folder)
-    monkeypatch.setattr(modelzoo, "load_config", lambda name: pytest.fail("the config alone named the model"))
-    assert R.model_fingerprint("someorg/not-local") == R.model_fingerprint(folder)
+    monkeypatch.setattr(zoo, "hub_snapshot", lambda repo: asked.append(repo) or folder)
+    monkeypatch.setattr(zoo, "load_config", lambda name: pytest.fail("the config alone named the model"))
+    assert zoo.fingerprint("someorg/not-local") == zoo.fingerprint(folder)
     assert asked == ["someorg/not-local"]
 
 
 def test_environment_info_reports_versions_and_commit():
-    env = R.environment_info()
+    env = provenance.environment()
     assert env["versions"]["torch"] and env["versions"]["transformers"]
     assert env["torch_threads"] >= 1 and env["device"]
     assert env["git_commit"] is None or len(env["git_commit"].split("+")[0]) == 40
@@ -165,7 +163,7 @@ def test_environment_info_reports_versions_and_commit():
 
 def test_committed_fixture_records_still_read(fixtures_dir: Path):
     """Records written by an earlier version stay readable (the on-disk format is a contract)."""
-    from medibio.runs.aggregate import results_table
+    from medibio.results.aggregate import results_table
 
     recs = R.load_records(fixtures_dir / "runs", profile="cpu")
     assert [(r.dataset, r.seed, r.status) for r in recs] == [
@@ -254,6 +252,7 @@ def test_the_lock_of_a_process_killed_with_sigkill_is_free_at_once(tmp_path: Pat
     assert not _key().lock_path(tmp_path).exists()
 
 
+@pytest.mark.slow
 def test_processes_taking_over_one_stale_lock_hold_it_one_at_a_time(tmp_path: Path):
     """The old pid-file lock let two processes remove the same stale lock and both train."""
     path = _key().lock_path(tmp_path)
@@ -282,12 +281,13 @@ def test_a_left_over_lock_never_blocks_whatever_pid_and_host_it_names(tmp_path: 
 
 
 def test_table_rows_carry_the_digest_and_commit_and_never_mix_configurations():
-    from medibio.runs.aggregate import results_table
+    from medibio.results.aggregate import results_table
 
-    old = [_record("BIOSSES", s, score_test=10.0 * s, config_digest="aaaaaaaaaaaa", git_commit="1" * 40,
-                   created="2026-01-01T00:00:00+00:00") for s in (1, 2)]
-    new = [_record("BIOSSES", s, score_test=50.0 + s, config_digest="bbbbbbbbbbbb", git_commit="2" * 40 + "+dirty",
-                   created="2026-02-01T00:00:00+00:00") for s in (1, 2)]
+    old = [_record("BIOSSES", s, score_test=10.0 * s, config_digest="aaaaaaaaaaaa",
+                   environment={"git_commit": "1" * 40}, created="2026-01-01T00:00:00+00:00") for s in (1, 2)]
+    new = [_record("BIOSSES", s, score_test=50.0 + s, config_digest="bbbbbbbbbbbb",
+                   environment={"git_commit": "2" * 40 + "+dirty"}, created="2026-02-01T00:00:00+00:00")
+           for s in (1, 2)]
     row = results_table(old + new, aggregates=False).iloc[0]
     assert row["mean"] == 51.5 and row["digest"] == "bbbbbbbbbbbb" and row["commit"] == "22222222+dirty"
     assert "1 older configuration(s) not shown" in row["note"]

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from medibio.finetune import runner
-from medibio.runs import reference
+from medibio.results import recorded as reference
 from medibio.runs.records import RunRecord
 
 MODEL = {"name": "m", "path": "/m", "tag": "m", "hash": "sha256:0", "model_type": "bert", "parameters": 1}
@@ -17,7 +17,7 @@ MODEL = {"name": "m", "path": "/m", "tag": "m", "hash": "sha256:0", "model_type"
 
 def _rec(seed: int, score: float, digest: str = "abcabcabcabc") -> RunRecord:
     return RunRecord(dataset="BIOSSES", model=MODEL, profile="gpu", seed=seed, score_test=score,
-                     config_digest=digest, device="cuda (NVIDIA H100) x1", git_commit="9" * 40)
+                     config_digest=digest, environment={"device": "cuda (NVIDIA H100) x1", "git_commit": "9" * 40})
 
 
 def test_comparison_by_hand() -> None:
@@ -35,19 +35,22 @@ def test_comparison_by_hand() -> None:
 
 
 @pytest.mark.realdata
-def test_record_then_read_back_and_compare_a_re_execution(tmp_path, data_root) -> None:
+def test_record_then_read_back_and_compare_a_re_execution(tmp_path, data_root, settings) -> None:
     results, ref = tmp_path / "results", tmp_path / "reference"
-    made = runner.run_finetune("BIOSSES", profile="smoke", seeds=[1, 2], results_root=results, data_root=data_root)
+    settings = settings.replace(data_root=data_root, results_root=results)
+    made = runner.run_finetune("BIOSSES", profile="smoke", seeds=[1, 2], settings=settings)
     written = reference.record(made, results, ref)
     assert len(written) == 2 and all(p.is_file() for p in written)
     back = reference.recorded("smoke", root=ref)
     assert [r.seed for r in back] == [1, 2] and all(r.recorded for r in back)
     assert all(r.predictions_file(ref).is_file() for r in back)  # predictions travel with the records
     stored = json.loads(written[0].read_text(encoding="utf-8"))
-    assert stored["device"] and stored["versions"]["torch"] and stored["config_digest"] == made[0].config_digest
+    environment = stored["environment"]
+    assert environment["device"] and environment["versions"]["torch"]
+    assert stored["config_digest"] == made[0].config_digest
     # a re-execution of the same configuration lands on the recording (deterministic on this CPU)
-    again = runner.run_finetune("BIOSSES", profile="smoke", seeds=[1, 2], results_root=tmp_path / "again",
-                                data_root=data_root)
+    again = runner.run_finetune("BIOSSES", profile="smoke", seeds=[1, 2],
+                                settings=settings.replace(results_root=tmp_path / "again"))
     row = reference.compare_with_recorded(again, back).iloc[0]
     assert row["same configuration"] and math.isclose(row["difference"], 0.0, abs_tol=1e-9)
     assert row["inside seed spread"]

@@ -14,10 +14,11 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-from medibio.blurb.units import UnitStats
-from medibio.cli import app, main
+from medibio.cli.main import app, main
+from medibio.results import significance as S
 from medibio.runs import records as R
-from medibio.runs import significance as S
+from medibio.tasks import bootstrap as B
+from medibio.tasks.units import UnitStats
 
 if TYPE_CHECKING:
     from conftest import HandRuns
@@ -44,12 +45,12 @@ def _mc_close(estimate: float, exact: float, resamples: int) -> bool:
 
 
 def test_bootstrap_weights_are_multinomial_counts():
-    w = S.bootstrap_weights(7, 5000, np.random.default_rng(0))
+    w = B.bootstrap_weights(7, 5000, np.random.default_rng(0))
     assert w.shape == (5000, 7) and (w.sum(axis=1) == 7).all()
     # each unit is drawn Binomial(7, 1/7) times: mean 1, variance 6/7
     assert w.mean() == pytest.approx(1.0, abs=0.02) and w.var() == pytest.approx(6 / 7, abs=0.03)
-    assert (S.bootstrap_weights(7, 3, np.random.default_rng(1)) ==
-            S.bootstrap_weights(7, 3, np.random.default_rng(1))).all()
+    assert (B.bootstrap_weights(7, 3, np.random.default_rng(1)) ==
+            B.bootstrap_weights(7, 3, np.random.default_rng(1))).all()
 
 
 # --------------------------------------------------------------------------- hand cases
@@ -59,7 +60,7 @@ def test_bootstrap_distribution_of_four_questions_by_hand():
     # 3 of 4 answers right: a resample draws 4 questions, so the number right is Binomial(4, 3/4):
     # P(0..4 right) = 1, 12, 54, 108, 81 (/256) -> accuracy 0, 25, 50, 75, 100
     resamples = 40000
-    dist = S.bootstrap_distribution([_accuracy([1, 1, 0, 1])], resamples, seed=2)[:, 0]
+    dist = B.bootstrap_distribution([_accuracy([1, 1, 0, 1])], resamples, seed=2)[:, 0]
     for k, count in enumerate((1, 12, 54, 108, 81)):
         assert _mc_close(float(np.mean(dist == 25.0 * k)), count / 256, resamples), k
 
@@ -209,7 +210,7 @@ def test_compare_systems_on_records(two_systems: tuple[Path, Path]):
 
 
 def test_results_table_gets_a_bootstrap_column(two_systems: tuple[Path, Path]):
-    from medibio.runs.aggregate import results_table
+    from medibio.results.aggregate import results_table
 
     root, data = two_systems
     df = S.add_bootstrap_interval(results_table(root), root, resamples=300, data_root=data)

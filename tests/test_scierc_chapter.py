@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from medibio.book import notebook
-from medibio.paths import REPO_ROOT
-from medibio.scierc import data, presets, published
+from medibio.core.paths import REPO_ROOT
+from medibio.paper import table4 as published
+from medibio.scierc import presets
+from medibio.tasks import scierc as data
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 

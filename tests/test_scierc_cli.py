@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from medibio.testing.cli import run_main as _run
+from tests.support.cli import run_main as _run
 
 TINY = Path(__file__).parent / "fixtures" / "scierc" / "tiny.json"
 PROFILES = "smoke, cpu, gpu, paper"
-
 
 
 @pytest.fixture()
@@ -50,15 +49,15 @@ def test_gold_as_predictions_scores_100_and_a_missing_entity_costs_what_it_shoul
     for key in ("ner_f1", "rel_f1", "relplus_f1", "coref_f1", "muc_f1", "b3_f1", "ceafe_f1"):
         assert scores[key] == pytest.approx(100.0), key
 
-    # drop D2's Material entity: NER 5 of 6 found; REL keeps the relation (boundaries only); REL+ loses it
-    # (its argument has no predicted type): 2 of 3
+    # type D2's Material entity as a Method: NER 5 of 6 right (precision and recall); REL keeps the relation
+    # (boundaries only); REL+ loses it (its argument's predicted type is wrong): 2 of 3
     rows = _gold()
-    rows[1]["entities"] = [[0, 1, "Task"]]
+    rows[1]["entities"] = [[0, 1, "Task"], [3, 3, "Method"]]
     code, out, _ = _evaluate(_write(tmp_path / "less.jsonl", rows), data_root, capsys, "--json")
     scores = json.loads(out)
     assert code == 0
-    assert (scores["ner_p"], scores["ner_r"]) == (pytest.approx(100.0), pytest.approx(500 / 6))
-    assert scores["ner_f1"] == pytest.approx(2 * 100 * (500 / 6) / (100 + 500 / 6))
+    assert (scores["ner_p"], scores["ner_r"]) == (pytest.approx(500 / 6), pytest.approx(500 / 6))
+    assert scores["ner_f1"] == pytest.approx(500 / 6)
     assert scores["rel_f1"] == pytest.approx(100.0)
     assert scores["relplus_p"] == pytest.approx(200 / 3) and scores["relplus_r"] == pytest.approx(200 / 3)
 
@@ -76,7 +75,8 @@ def test_a_file_without_every_document_is_an_error_unless_partial(tmp_path, data
 
 
 @pytest.mark.parametrize(("rows", "line", "expected"), [
-    ([{"doc_key": "D1"}, '{"doc_key": "D2", '], 2, "valid json"),
+    ([{"doc_key": "D1"}, '{"doc_key": "D2", '], 2,
+     "a JSON object per document (doc_key, entities, relations, clusters), got 'invalid JSON"),
     ([{"doc_key": "D9"}], 1, "an object whose doc_key is a document of the split"),
     ([["D1"]], 1, "an object whose doc_key is a document of the split"),
     ([{"doc_key": "D1"}, {"doc_key": "D1"}], 2, "one line per document ('D1' is on line 1 already)"),
@@ -90,6 +90,50 @@ def test_malformed_lines_name_file_and_line(tmp_path, data_root, capsys, rows, l
     code, out, err = _evaluate(path, data_root, capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert f"{path}:{line}: expected {expected}" in err
+
+
+def _d1(**fields: list) -> list[dict]:
+    """Gold predictions with D1's fields replaced (D1 has the words 0..8, D2 0..4)."""
+    rows = _gold()
+    rows[0].update(fields)
+    return rows
+
+
+# predictions no model produces (issue 20): each is an error naming file, line, document and what was expected
+IMPOSSIBLE = [
+    (_d1(entities=[[0, 0, "Generic"], [2, 3, "Method"], [5, 5, "Generic"], [7, 7, "Gene"]]),
+     "an entity type of SciERC (Generic, Material"),
+    (_d1(relations=[[0, 0, 2, 3, "USED-FOR"], [7, 7, 5, 5, "CAUSES"]]), "a relation type of SciERC (COMPARE"),
+    (_d1(entities=[[0, 0, t] for t in ("Generic", "Material", "Method", "Metric", "OtherScientificTerm", "Task")],
+         relations=[], clusters=[]), "one type per span (span [0, 0] is also 'Generic')"),
+    (_d1(entities=[[0, 0, "Generic"], [0, 0, "Generic"]], relations=[], clusters=[]), "one type per span"),
+    (_d1(entities=[[-1, 0, "Generic"]], relations=[], clusters=[]), "an entity span within the document's words 0..8"),
+    (_d1(entities=[[7, 9, "Generic"]], relations=[], clusters=[]), "an entity span within the document's words 0..8"),
+    (_d1(entities=[[3, 2, "Generic"]], relations=[], clusters=[]), "with start <= end"),
+    (_d1(relations=[[0, 0, 2, 30, "USED-FOR"]]), "a relation argument within the document's words"),
+    (_d1(clusters=[[[2, 3], [5, 9]]]), "a coreference mention within the document's words 0..8"),
+    (_d1(clusters=[[[2, 3], [5, 5]], [[5, 5], [7, 7]]]), "each mention in one cluster, once ([5, 5] is also in "
+                                                         "cluster 0)"),
+    (_d1(clusters=[[[2, 3], [5, 5], [2, 3]]]), "([2, 3] is twice in one cluster)"),
+    (_d1(entities=[], clusters=[]), "relation arguments among the predicted entities (span [0, 0] is not one"),
+]
+
+
+@pytest.mark.parametrize(("rows", "expected"), IMPOSSIBLE, ids=[e.split(" (")[0] for _, e in IMPOSSIBLE])
+def test_predictions_no_model_makes_are_errors_not_scores(tmp_path, data_root, capsys, rows, expected) -> None:
+    path = _write(tmp_path / "odd.jsonl", rows)
+    code, out, err = _evaluate(path, data_root, capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (out, err)
+    assert f"{path}:1: expected (document 'D1') " in err and expected in err, err
+
+
+@pytest.mark.parametrize("extra", [(), ("--partial",)])
+def test_an_empty_predictions_file_is_an_error_even_with_partial(tmp_path, data_root, capsys, extra) -> None:
+    for name, text in (("empty.jsonl", ""), ("blank.jsonl", "\n \n")):
+        path = tmp_path / name
+        path.write_text(text)
+        code, out, err = _evaluate(path, data_root, capsys, *extra)
+        assert code == 2 and out == "" and f"{path}:1: expected at least one JSON object per document" in err, err
 
 
 @pytest.mark.parametrize("argv", [

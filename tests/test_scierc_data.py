@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from medibio.errors import InputFormatError
-from medibio.scierc import data
+from medibio.core.errors import InputFormatError
+from medibio.tasks import scierc as data
 
 TINY = Path(__file__).parent / "fixtures" / "scierc" / "tiny.json"
 
@@ -109,7 +109,8 @@ def test_malformed_input_names_file_line_document(tmp_path, changes, expected) -
 def test_bad_json_and_repeated_mention(tmp_path) -> None:
     path = tmp_path / "broken.json"
     path.write_text('{"doc_key": "x", \n')
-    with pytest.raises(InputFormatError, match=r"broken.json:1: expected valid json"):
+    with pytest.raises(InputFormatError, match=r"broken.json:1: expected a SciERC document as one JSON object, "
+                                               r"got 'invalid JSON"):
         data.read_documents(path)
     doc = data.read_documents(_write(tmp_path, _doc(clusters=[[[2, 3], [5, 5], [5, 5]]])))[1]
     assert doc.clusters == (((2, 3), (5, 5)),) and "repeated in cluster 0" in doc.notes[0]
@@ -139,3 +140,73 @@ def test_negative_sampling_keeps_every_positive_and_at_most_k_negatives(k) -> No
     negatives = int((target == NULL).sum())
     assert int((kept == NULL).sum()) == (negatives if k is None or k >= negatives else k)
     assert len(set(keep.tolist())) == len(keep)
+
+
+def _tiny_bytes() -> bytes:
+    return TINY.read_bytes()
+
+
+# The SciERC readers, gold documents and predictions, follow the one text policy (issue 20): a leading BOM is
+# dropped (as the README says), one inside the file, non-UTF-8 bytes or a compressed file are one error naming
+# the file and line.
+def _read_gold(path: Path) -> list:
+    return [d.doc_key for d in data.read_documents(path)]
+
+
+def _read_predictions(path: Path) -> list:
+    from medibio.tasks import scierc_predictions
+
+    docs, preds = scierc_predictions.read(path, data.read_documents(TINY))
+    return [p["doc_key"] for p in preds]
+
+
+def _predictions_bytes() -> bytes:
+    rows = [json.loads(line) for line in TINY.read_text().splitlines()]
+    return "".join(json.dumps({"doc_key": r["doc_key"], "entities": [e for s in r["ner"] for e in s],
+                               "relations": [x for s in r["relations"] for x in s], "clusters": r["clusters"]}) + "\n"
+                   for r in rows).encode()
+
+
+SCIERC_READERS = [(_read_gold, _tiny_bytes), (_read_predictions, _predictions_bytes)]
+
+
+@pytest.mark.parametrize(("read", "content"), SCIERC_READERS, ids=["gold", "predictions"])
+def test_scierc_readers_drop_a_leading_bom_and_accept_crlf(tmp_path, read, content) -> None:
+    path = tmp_path / "file.json"
+    path.write_bytes(b"\xef\xbb\xbf" + content().replace(b"\n", b"\r\n"))
+    assert read(path) == ["D1", "D2"]
+
+
+@pytest.mark.parametrize(("read", "content"), SCIERC_READERS, ids=["gold", "predictions"])
+@pytest.mark.parametrize(("defect", "fragment"), [
+    (lambda b: b.replace(b'"D2"', b'"D\xe92"'), "the byte 0xe9 at column"),
+    (lambda b: b.replace(b'{"doc_key": "D2"', b'\xef\xbb\xbf{"doc_key": "D2"'), "a byte-order mark (U+FEFF) only"),
+])
+def test_scierc_readers_refuse_what_the_text_policy_refuses(tmp_path, read, content, defect, fragment) -> None:
+    path = tmp_path / "file.json"
+    path.write_bytes(defect(content()))
+    with pytest.raises(InputFormatError) as err:
+        read(path)
+    assert err.value.path == path and err.value.line == 2 and fragment in str(err.value)
+
+
+@pytest.mark.parametrize(("read", "content"), SCIERC_READERS, ids=["gold", "predictions"])
+def test_scierc_readers_refuse_a_compressed_file(tmp_path, read, content) -> None:
+    import gzip
+
+    path = tmp_path / "file.json"
+    path.write_bytes(gzip.compress(content()))
+    with pytest.raises(InputFormatError, match=r"file.json:1: expected a plain UTF-8 text file, got 'gzip"):
+        read(path)
+
+
+@pytest.mark.parametrize(("read", "content"), SCIERC_READERS, ids=["gold", "predictions"])
+def test_scierc_readers_say_a_directory_or_broken_link_is_one(tmp_path, read, content) -> None:
+    from medibio.core.errors import NotAFileError
+
+    (tmp_path / "folder.json").mkdir()
+    with pytest.raises(NotAFileError, match=r"folder.json: expected a file, got a directory$"):
+        read(tmp_path / "folder.json")
+    (tmp_path / "link.json").symlink_to(tmp_path / "gone.json")
+    with pytest.raises(NotAFileError, match=r"link.json: expected a file, got a broken symbolic link to .*gone.json"):
+        read(tmp_path / "link.json")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from medibio.scierc import metrics
+from medibio.tasks import scierc_metrics as metrics
 
 REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "scierc_coref_reference.json").read_text())
 
@@ -90,7 +90,7 @@ def test_reference_fixture_is_representative() -> None:
 
 
 def test_score_documents_flat_keys() -> None:
-    from medibio.scierc import data
+    from medibio.tasks import scierc as data
 
     docs = data.read_documents(Path(__file__).parent / "fixtures" / "scierc" / "tiny.json")
     perfect = [{"entities": d.all_entities(), "relations": d.all_relations(), "clusters": d.clusters} for d in docs]

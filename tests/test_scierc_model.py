@@ -1,7 +1,7 @@
 """The span model on documents that give a head nothing to score (no two entities in one sentence: 3 of
 SciERC's 350 training abstracts): every loss stays connected to the graph, so a batch of such documents
 trains (batch size 1, joint and pipeline) and every trainable parameter gets a gradient, as
-DistributedDataParallel requires of each step; and a run with ``$MEDIBIO_PROCESSES=2`` goes through
+DistributedDataParallel requires of each step; and a run with ``settings.processes=2`` goes through
 ``accelerate launch`` in two processes (on those documents, in pipeline mode)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from medibio.scierc import data
+from medibio.tasks import scierc as data
 
 TINY = Path(__file__).parent / "fixtures" / "scierc" / "tiny.json"
 # one word per sentence: no span pair within a sentence (no relation candidate in any mode) and, with four
@@ -41,16 +41,18 @@ def _model(heads: tuple[str, ...], typed: bool):
     import torch
     from transformers import AutoModel
 
-    from medibio import modelzoo
-    from medibio.blurb.registry import Problem
-    from medibio.finetune import modeling
+    from medibio.core.settings import Settings
+    from medibio.models import heads as modeling
+    from medibio.models import zoo as modelzoo
     from medibio.scierc import presets
     from medibio.scierc.model import SpanModel
+    from medibio.tasks.spec import Problem
 
     torch.manual_seed(0)
     cfg = presets.preset("smoke")
-    encoder = AutoModel.from_pretrained(modelzoo.tiny_deberta())
-    tokenizer = modeling.load_tokenizer(str(modelzoo.tiny_deberta()), Problem.TOKEN)
+    tiny = modelzoo.resolve("tiny-deberta", Settings.from_env().cache_root)  # built in the session's cache
+    encoder = AutoModel.from_pretrained(tiny)
+    tokenizer = modeling.load_tokenizer(tiny, Problem.TOKEN)
     return SpanModel(encoder, cfg, heads, typed_relations=typed), tokenizer, cfg
 
 
@@ -97,36 +99,33 @@ def test_a_document_with_pairs_keeps_its_loss() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["joint", "pipeline"])
-def test_batch_size_one_trains_on_documents_without_pairs(mode, hand_root, tmp_path) -> None:
+def test_batch_size_one_trains_on_documents_without_pairs(mode, hand_root, settings) -> None:
     from medibio.scierc import runner
 
     [record] = runner.run_scierc(profile="smoke", overrides={"mode": mode, "batch_size": 1, "epochs": 1},
-                                 results_root=tmp_path / "results", data_root=hand_root)
+                                 settings=settings.replace(data_root=hand_root))
     assert record.ok and record.variant == mode and record.train_examples == 4
     steps = record.hyperparameters["optimizer_steps"]
     assert steps == (4 if mode == "joint" else 8)  # one step per document (and per model in the pipeline)
 
 
 @pytest.mark.slow
-def test_medibio_processes_launches_two_processes_in_pipeline_mode(hand_root, tmp_path, monkeypatch) -> None:
-    """``$MEDIBIO_PROCESSES=2`` (``medibio book --processes 2``): ``run_scierc`` goes through ``accelerate
+def test_medibio_processes_launches_two_processes_in_pipeline_mode(hand_root, settings) -> None:
+    """``settings.processes=2`` (``medibio book --processes 2``): ``run_scierc`` goes through ``accelerate
     launch``; each process gets one document per step, so both meet documents without pairs."""
-    from medibio.finetune.runner import PROCESSES_ENV
     from medibio.runs import records as rec
     from medibio.scierc import runner
 
-    monkeypatch.setenv(PROCESSES_ENV, "2")
+    one = settings.replace(data_root=hand_root)
+    two = one.replace(processes=2)
+    root = settings.results_root
     overrides = {"mode": "pipeline", "batch_size": 2, "epochs": 2}
-    [record] = runner.run_scierc(profile="smoke", overrides=overrides, results_root=tmp_path / "results",
-                                 data_root=hand_root)
+    [record] = runner.run_scierc(profile="smoke", overrides=overrides, settings=two)
     assert record.ok and record.num_processes == 2 and record.device.endswith("x2")
     assert record.hyperparameters["per_device_batch_size"] == 1
-    assert {e["stage"] for e in record.dev_curve} == {"entity", "relation"}
-    monkeypatch.delenv(PROCESSES_ENV)
-    plan = runner.plan_run(profile="smoke", overrides=overrides, data_root=hand_root)
-    assert rec.find_record(tmp_path / "results", plan.key).created == record.created
-    assert not list((tmp_path / "results" / ".launch").glob("*.yaml"))  # the overrides file is removed
+    assert {e["part"] for e in record.dev_curve} == {"entity", "relation"}  # the curves of both models
+    plan = runner.plan_run(profile="smoke", overrides=overrides, settings=one)
+    assert rec.find_record(root, plan.key).created == record.created
+    assert not list((root / ".launch").glob("*.yaml"))  # the overrides file is removed
     with pytest.raises(ValueError, match="callbacks cannot follow"):
-        monkeypatch.setenv(PROCESSES_ENV, "2")
-        runner.run_scierc(profile="smoke", overrides=overrides, results_root=tmp_path / "results",
-                          data_root=hand_root, callbacks=[print])
+        runner.run_scierc(profile="smoke", overrides=overrides, settings=two, callbacks=[print])

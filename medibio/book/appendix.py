@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from medibio import provenance
-from medibio.errors import InputFormatError
-from medibio.paths import REPO_ROOT, RESULTS_ENV
+from medibio.core import provenance
+from medibio.core.errors import InputFormatError
+from medibio.core.paths import REPO_ROOT
+from medibio.core.settings import RESULTS_ENV, Settings
+from medibio.results.listing import list_records
 
 CHECKSUM_COLUMNS = ("path", "bytes", "sha256_16", "lines")
 
@@ -103,31 +105,29 @@ def manifests(root: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["manifest", "title", "sha256_16"])
 
 
-def shown_path(path: str | Path, env: str = RESULTS_ENV) -> str:
-    """A folder as a reader can use it, never the build machine's absolute path: relative to the repository
-    when inside it, else ``$ENV`` when that environment variable names it, else ``$ENV`` with a note."""
+def shown_path(path: str | Path, settings: Settings) -> str:
+    """The results folder as a reader can use it, never the build machine's absolute path: relative to the
+    repository when inside it, else the variable that named it (``$MEDIBIO_RESULTS``)."""
     path = Path(path).expanduser().resolve()
     try:
         return path.relative_to(REPO_ROOT.resolve()).as_posix() + "/"
     except ValueError:
         pass
-    named = os.environ.get(env)
-    if named and Path(named).expanduser().resolve() == path:
-        return f"${env}"
-    return f"${env} (a folder outside the repository)"
+    if settings.results_root.expanduser().resolve() == path:
+        return f"${RESULTS_ENV}"
+    return f"${RESULTS_ENV} (a folder outside the repository)"
 
 
 INDEX_COLUMNS = ("kind", "profile", "model", "variant", "dataset", "seed", "status", "score_test", "digest",
                  "commit", "freshness", "changed", "record")
 
 
-def run_index(results_root: Path, data_root: Path | None = None) -> pd.DataFrame:
-    """One row per run record under ``results_root`` of every kind (fine-tuning, frozen baselines, SciERC):
-    its digest, the commit that made it and whether today's request would still get it
-    (:func:`medibio.runs.listing.list_records`); the record's path relative to the results folder."""
-    from medibio.runs.listing import list_records
-
-    frame = list_records(results_root, data_root=data_root)
+def run_index(results_root: Path, settings: Settings) -> pd.DataFrame:
+    """One row per run record under ``results_root`` of every kind (fine-tuning, frozen baselines, SciERC,
+    intermediate stages, pretraining): its digest, the commit that made it and whether today's request would
+    still get it (:func:`medibio.results.listing.list_records`); the record's path relative to the results
+    folder."""
+    frame = list_records(results_root, settings)
     root = Path(results_root)
     frame["record"] = [Path(p).relative_to(root).as_posix() if Path(p).is_relative_to(root) else Path(p).name
                        for p in frame["path"]]
@@ -147,11 +147,10 @@ def build_history(results_root: Path) -> pd.DataFrame:
 
 
 def chapter_summaries(results_root: Path, profile: str) -> pd.DataFrame:
-    """What each chapter of this build recorded: tables, figures and the library APIs it still awaits."""
+    """What each chapter of this build recorded: how many tables and figures."""
     rows = []
     for path in sorted((results_root / "book" / profile).glob("*/summary.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         rows.append({"chapter": data["chapter"], "tables": len(data.get("tables", {})),
-                     "figures": len(data.get("figures", {})),
-                     "awaiting": ", ".join(data.get("pending", [])) or "–"})
-    return pd.DataFrame(rows, columns=["chapter", "tables", "figures", "awaiting"])
+                     "figures": len(data.get("figures", {}))})
+    return pd.DataFrame(rows, columns=["chapter", "tables", "figures"])

@@ -14,13 +14,15 @@ everything is already in place.
 
 from __future__ import annotations
 
+import json
+
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from medibio.errors import MedibioError
-from medibio.paths import REPO_ROOT
+from medibio.core.errors import MedibioError
+from medibio.core.paths import REPO_ROOT
 
 MATHJAX_SPEC = "mathjax@3"
 MATHJAX_ROOT = REPO_ROOT / ".cache" / "mathjax"
@@ -89,8 +91,6 @@ def install_kernel(prefix: str | Path = sys.prefix) -> Path:
 
 def kernel_ready(prefix: str | Path = sys.prefix) -> bool:
     """True when the kernelspec exists and starts *this* interpreter."""
-    import json
-
     spec = kernel_spec_dir(prefix) / "kernel.json"
     if not spec.is_file():
         return False

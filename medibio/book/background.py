@@ -1,41 +1,45 @@
-"""Work a book build starts beside its chapters: the frozen-encoder baselines, in a one-thread process.
+"""Work a book build starts beside its chapters on the cpu profile: the frozen-encoder baselines, then the
+fine-tuning chapter's runs from its last one backwards, in a one-thread process.
 
-The baselines (:mod:`medibio.blurb.frozen`) depend on nothing a chapter computes, and several chapters show
-them. On a GPU machine the CPU cores idle while the GPU trains, so a one-thread process encoding test sets
-beside the chapters costs them little. On the 2-core CPU it pays too, provided the chapters give it a core:
-the build names the process in ``$MEDIBIO_SHARE_CORES_WITH`` and the chapters' runs start on one thread
-while it runs and take the second back when it ends (:mod:`medibio.cores` has the measurements: without
-that, three threads on two cores slowed SciERC from 0.27 to ~5 s a step). SciERC's span heads use a second
-thread poorly, so the SciERC chapter loses little by giving one up while the baselines are computed beside it.
-The chapters ask for the same baselines as before: each one is a run record under a kernel lock, so a
-chapter that needs a baseline the background process is computing waits for it and then reuses it, and one
-the process has not reached yet (or could not compute) the chapter computes itself. Nothing depends on the
-background process succeeding; its log is kept beside the build report.
+The baselines (:mod:`medibio.baselines.frozen`) depend on nothing a chapter computes, and several chapters
+show them. On the 2-core CPU a one-thread process beside the chapters pays when the chapters give it a core:
+the build puts the process's pid into the chapters' settings (``share_cores_with``), so a run a chapter
+starts while the process lives computes on one thread (:meth:`medibio.core.settings.Settings.run_threads`;
+three threads on two cores slowed SciERC from 0.27 to ~5 s a step). After the baselines the process helps
+the Tables 5–6 chapter: that chapter trains its runs from the first onwards, this process from the last
+backwards (:func:`train_from_the_end`), and it stops where they meet. Every run is a record under a lock, so each
+is trained once, by one of them; a chapter that needs a run the process is training waits for it and reuses
+it. Nothing depends on the background process succeeding; its log is kept beside the build report.
 """
 
 from __future__ import annotations
 
+import argparse
+
 import contextlib
-import os
+import dataclasses
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from unittest import mock
 
-from medibio import cores, profiles
+from medibio.baselines import frozen
 from medibio.book.chapters import TocEntry
+from medibio.core import launch, profiles, progress
+from medibio.core.precision import accelerator as make_accelerator
+from medibio.core.settings import Settings
+from medibio.finetune.runner import FinetuneKind, plan_runs
+from medibio.runs import protocol
+from medibio.runs import records as rec
 
 # Chapters that show frozen-encoder baselines of the profile's model on the book plan's tasks.
 USES_FROZEN = ("tables_5_6_pretraining_configurations", "tables_1_2_intermediate_finetuning",
                "table_7_blurb_comparison")
+FINETUNES = "tables_5_6_pretraining_configurations"  # the chapter whose runs the process may help with
 # One intra-op thread, and threads that sleep rather than spin while they wait (GNU OpenMP spins by
 # default, which would take time from the chapter's own threads).
-CHILD_ENV = {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "MEDIBIO_PROGRESS": "0"}
-
-
-FINETUNES = "tables_5_6_pretraining_configurations"  # the chapter whose runs the process may help with
+CHILD_ENV = {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
 
 
 def frozen_tasks(profile: str) -> list[str]:
@@ -44,30 +48,35 @@ def frozen_tasks(profile: str) -> list[str]:
     return list(dict.fromkeys([*prof.book.tasks, *prof.book.stilt_tasks]))
 
 
-def command(profile: str, results_root: Path, data_root: Path | None, finetune: bool = False) -> list[str]:
-    """``python -m medibio.book.background``: the baselines of :func:`frozen_tasks`, then with ``finetune``
-    the fine-tuning chapter's runs from its last one backwards (:func:`work`)."""
+def train_from_the_end(tasks: str | Sequence[str], profile: str, settings: Settings) -> list[rec.RunRecord]:
+    """Train the runs of a fine-tuning request from its *last* one backwards, and stop at the first one that
+    another process is training or has finished; returns the records of the runs it took."""
+    plans = plan_runs(tasks, profile=profile, settings=settings)
+    accelerator = make_accelerator(plans[0].job.config.mixed_precision) if plans else None
+    kind = FinetuneKind()
+    written = []
+    for plan in reversed(plans):
+        if rec.find_record(settings.results_root, plan.key) is not None:
+            break
+        try:
+            written.append(protocol.run(kind, plan, settings, accelerator, wait=False)[0])
+        except rec.RunLockedError:
+            break
+    return written
+
+
+def work(profile: str, settings: Settings, finetune: bool = False) -> None:
+    """What the background process does: the baselines, then (``finetune``) help the Tables 5–6 chapter."""
     prof = profiles.get(profile)
-    cmd = [sys.executable, "-m", "medibio.book.background", "--profile", prof.name,
-           "--results-root", str(results_root)]
-    if data_root is not None:
-        cmd += ["--data-root", str(data_root)]
-    return [*cmd, "--finetune"] if finetune else cmd
-
-
-def work(profile: str, results_root: Path, data_root: Path | None, finetune: bool = False) -> None:
-    """What the background process does. First the frozen-encoder baselines (what several chapters show).
-    Then, with ``finetune``, it helps the Tables 5-6 chapter: that chapter trains its runs from the first
-    onwards, this process from the last backwards (:func:`medibio.finetune.runner.help_finetune`), and it
-    stops where they meet. Every run is a record under a lock, so each is trained once, by one of them."""
-    from medibio.blurb import frozen
-    from medibio.finetune import runner
-
-    prof = profiles.get(profile)
-    frozen.baselines(prof.name, frozen_tasks(prof.name), data_root=data_root, results_root=results_root)
+    frozen.baselines(prof.name, frozen_tasks(prof.name), settings=settings)
     if finetune:
-        runner.help_finetune(list(prof.book.tasks), profile=prof.name, results_root=results_root,
-                             data_root=data_root)
+        train_from_the_end(list(prof.book.tasks), prof.name, settings)
+
+
+def command(profile: str, finetune: bool = False) -> list[str]:
+    """``python -m medibio.book.background``: :func:`work` in a process of its own."""
+    cmd = [sys.executable, "-m", "medibio.book.background", "--profile", profiles.get(profile).name]
+    return [*cmd, "--finetune"] if finetune else cmd
 
 
 def wanted(profile: str, chosen: Sequence[TocEntry], execute: bool) -> bool:
@@ -77,29 +86,28 @@ def wanted(profile: str, chosen: Sequence[TocEntry], execute: bool) -> bool:
             and any(c.slug in USES_FROZEN for c in chosen))
 
 
-def helps_finetune(profile: str, chosen: Sequence[TocEntry]) -> bool:
+def trains_from_the_end(profile: str, chosen: Sequence[TocEntry]) -> bool:
     """Whether the background process should also train fine-tuning runs: when the build executes the
     chapter that asks for them, on a profile whose book plan says so (cpu)."""
     return profiles.get(profile).book.background_finetune and any(c.slug == FINETUNES for c in chosen)
 
 
 @contextlib.contextmanager
-def beside_chapters(profile: str, results_root: Path, data_root: Path | None, log: Path,
-                     say=print, finetune: bool = False) -> Iterator[subprocess.Popen | None]:
-    """Run :func:`command` in a background process for the ``with`` block; at its end wait for the
-    process (or stop it, if the block ends with an error) and say how it went."""
+def beside_chapters(profile: str, settings: Settings, log: Path, say: Callable[[str], None] = print,
+                    finetune: bool = False) -> Iterator[Settings]:
+    """Run :func:`command` in a background process for the ``with`` block and give the block the settings
+    its chapters run with (sharing the cores with that process); at its end wait for the process (or stop
+    it, if the block ends with an error) and say how it went."""
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.Popen(command(profile, results_root, data_root, finetune), stdout=out,
-                                stderr=subprocess.STDOUT, env={**os.environ, **CHILD_ENV})
+        child = dataclasses.replace(settings, progress=False, share_cores_with=None)
+        proc = launch.popen(command(profile, finetune), child, CHILD_ENV, stdout=out, stderr=subprocess.STDOUT)
         then = ", then fine-tuning runs from the end of Tables 5–6" if finetune else ""
         say(f"… frozen-encoder baselines{then}: computing in a background process (1 thread, log {log.name})")
         ok = False
         try:
-            # the chapters' kernels start with this environment: they leave the process a core while it runs
-            with mock.patch.dict(os.environ, {cores.ENV: str(proc.pid)}):
-                yield proc
+            yield dataclasses.replace(settings, share_cores_with=proc.pid)
             ok = True
         finally:
             if not ok and proc.poll() is None:
@@ -114,16 +122,15 @@ def beside_chapters(profile: str, results_root: Path, data_root: Path | None, lo
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """The background process's entry point (``python -m medibio.book.background``), started by the build."""
-    import argparse
-
+    """The background process's entry point (``python -m medibio.book.background``), started by the build:
+    its settings come from the environment the build gave it."""
     parser = argparse.ArgumentParser(prog="python -m medibio.book.background", description=work.__doc__)
     parser.add_argument("--profile", required=True, choices=profiles.names())
-    parser.add_argument("--results-root", required=True, type=Path)
-    parser.add_argument("--data-root", type=Path, default=None)
     parser.add_argument("--finetune", action="store_true", help="then help the fine-tuning chapter")
     args = parser.parse_args(argv)
-    work(args.profile, args.results_root, args.data_root, args.finetune)
+    settings = Settings.from_env()
+    progress.configure(settings.progress)
+    work(args.profile, settings, args.finetune)
 
 
 if __name__ == "__main__":

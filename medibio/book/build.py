@@ -1,6 +1,6 @@
 """Execute the chapter notebooks with papermill into ``book/`` and render them with jupyter-book 1.x.
 
-Why two stages: jupyter-book's own execution cannot inject parameters, so papermill executes every
+Why two steps: jupyter-book's own execution cannot inject parameters, so papermill executes every
 notebook of ``notebooks/`` (sources, committed without outputs) into ``book/`` with the profile's
 parameters and keeps the outputs; jupyter-book then renders ``book/`` as is (``execute_notebooks: off``)
 with warnings as errors.
@@ -13,7 +13,6 @@ HTML in that case (the failed page shows its error), which helps to see everythi
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
 import subprocess
@@ -25,12 +24,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from medibio.atomic import write_json
-from medibio.book import assets
+from medibio.book import assets, background
 from medibio.book.chapters import BOOK_DIR, CHAPTERS, TocEntry, execution_order
+from medibio.book.chapters import get as chapter_named
 from medibio.book.notebook import QUIET_ENV
-from medibio.errors import MedibioError
-from medibio.paths import DATA_ENV, REPO_ROOT, RESULTS_ENV, data_root, results_root
+from medibio.core import launch, progress
+from medibio.core.atomic import write_json
+from medibio.core.errors import MedibioError
+from medibio.core.paths import REPO_ROOT
+from medibio.core.settings import Settings
 
 CONFIG_FILES = ("_config.yml", "_toc.yml")
 
@@ -108,11 +110,9 @@ class BuildReport:
 
 def select(only: Sequence[str] | None = None) -> list[TocEntry]:
     """Chapters to execute: all, or those named by ``only`` (slugs or unique substrings)."""
-    from medibio.book import chapters
-
     if not only:
         return list(CHAPTERS)
-    picked = {chapters.get(name).slug for name in only}
+    picked = {chapter_named(name).slug for name in only}
     return [c for c in CHAPTERS if c.slug in picked]
 
 
@@ -194,45 +194,40 @@ def _copy_unexecuted(chapter: TocEntry, book_dir: Path) -> ChapterResult:
     return ChapterResult(chapter.slug, "copied", output=str(out))
 
 
-def execute_all(profile: str, *, book_dir: Path = BOOK_DIR, only: Sequence[str] | None = None,
-                execute: bool = True, data_root_dir: str | Path | None = None,
-                results_root_dir: str | Path | None = None, extra: dict[str, Any] | None = None,
+def execute_all(profile: str, settings: Settings, *, book_dir: Path = BOOK_DIR, only: Sequence[str] | None = None,
+                execute: bool = True, extra: dict[str, Any] | None = None,
                 on_result: Callable[[ChapterResult], None] | None = None,
                 on_start: Callable[[TocEntry], None] | None = None) -> list[ChapterResult]:
     """Execute the selected chapters into ``book_dir``; the others are kept or copied unexecuted.
 
-    ``on_start``/``on_result`` are called around each executed chapter (the CLI prints them; the work inside a
-    chapter reports its own progress to the same terminal, see :mod:`medibio.progress`)."""
+    Only the profile (and ``extra``) is injected as a parameter (a chapter derives everything else from it);
+    the settings reach the kernels as their environment (:func:`medibio.core.launch.kernel_environment`), so
+    the rendered parameters cell shows no path of the build machine. ``on_start``/``on_result`` are called
+    around each executed chapter (the CLI prints them; the work inside a chapter reports its own progress
+    to the same terminal, see :mod:`medibio.core.progress`)."""
     book_dir = Path(book_dir)
     book_dir.mkdir(parents=True, exist_ok=True)
-    root = data_root(data_root_dir, must_exist=False)
-    results = Path(results_root(results_root_dir)).resolve()
-    os.environ[RESULTS_ENV] = str(results)
-    if root.is_dir():
-        os.environ[DATA_ENV] = str(root)
-    # Only the profile is injected (a chapter derives everything else from it); the data and results folders
-    # travel as environment variables, so the rendered parameters cell shows no path of the build machine.
+    settings = settings.replace(results_root=settings.results_root.resolve())
     params: dict[str, Any] = {"profile": profile, **(extra or {})}
     if execute and not assets.kernel_ready():
         assets.install_kernel()
-    for key, value in QUIET_ENV.items():
-        os.environ.setdefault(key, value)  # inherited by the kernels
     chosen = {c.slug for c in select(only)}
     out: list[ChapterResult] = []
-    for chapter in execution_order(CHAPTERS):
-        if not chapter.is_notebook or (execute and chapter.slug in chosen):
-            if on_start is not None and chapter.is_notebook:
-                on_start(chapter)
-            result = execute_chapter(chapter, book_dir, params)  # markdown pages are always refreshed
-        else:
-            result = _copy_unexecuted(chapter, book_dir)
-        out.append(result)
-        if on_result is not None:
-            on_result(result)
+    with launch.kernel_environment(settings, QUIET_ENV):
+        for chapter in execution_order(CHAPTERS):
+            if not chapter.is_notebook or (execute and chapter.slug in chosen):
+                if on_start is not None and chapter.is_notebook:
+                    on_start(chapter)
+                result = execute_chapter(chapter, book_dir, params)  # markdown pages are always refreshed
+            else:
+                result = _copy_unexecuted(chapter, book_dir)
+            out.append(result)
+            if on_result is not None:
+                on_result(result)
     return out
 
 
-def stage_root(dest: Path, source_root: Path = REPO_ROOT) -> Path:
+def book_root(dest: Path, source_root: Path = REPO_ROOT) -> Path:
     """Make ``dest`` a book root like the repository's (configuration + local MathJax) for a build
     elsewhere (tests build into a temporary folder and must not touch the checkout's book/)."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -272,9 +267,8 @@ def failure_summary(log: str, tail: int = 15) -> str:
     return "\n".join([*shown, "...", *lines[-tail:]] if shown else lines[-tail:])
 
 
-def build_book(profile: str, *, root: Path = REPO_ROOT, only: Sequence[str] | None = None,
+def build_book(profile: str, settings: Settings, *, root: Path = REPO_ROOT, only: Sequence[str] | None = None,
                execute: bool = True, keep_going: bool = False, html: bool = True,
-               data_root_dir: str | Path | None = None, results_root_dir: str | Path | None = None,
                extra: dict[str, Any] | None = None,
                on_result: Callable[[ChapterResult], None] | None = None,
                on_start: Callable[[TocEntry], None] | None = None) -> BuildReport:
@@ -283,21 +277,16 @@ def build_book(profile: str, *, root: Path = REPO_ROOT, only: Sequence[str] | No
     The report goes to ``<results_root>/book/<profile>/build.json`` (the appendix shows the last one)
     unless nothing was executed.
     """
-    from medibio import progress
-    from medibio.book import background
-
     report = BuildReport(profile=profile)
     start = time.perf_counter()
-    report_path = Path(results_root(results_root_dir)) / "book" / profile / "build.json"
+    settings = settings.replace(results_root=settings.results_root.resolve())
+    report_path = settings.results_root / "book" / profile / "build.json"
     with contextlib.ExitStack() as stack:
         if background.wanted(profile, select(only), execute):
-            folder = data_root(data_root_dir, must_exist=False)
-            stack.enter_context(background.beside_chapters(
-                profile, Path(results_root(results_root_dir)).resolve(), folder if folder.is_dir() else None,
-                report_path.with_name("frozen-background.log"), say=progress.say,
-                finetune=background.helps_finetune(profile, select(only))))
-        report.chapters = execute_all(profile, book_dir=root / "book", only=only, execute=execute,
-                                      data_root_dir=data_root_dir, results_root_dir=results_root_dir,
+            settings = stack.enter_context(background.beside_chapters(
+                profile, settings, report_path.with_name("frozen-background.log"), say=progress.say,
+                finetune=background.trains_from_the_end(profile, select(only))))
+        report.chapters = execute_all(profile, settings, book_dir=root / "book", only=only, execute=execute,
                                       extra=extra, on_result=on_result, on_start=on_start)
     report.execute_seconds = time.perf_counter() - start
     if html and (keep_going or not report.failures):

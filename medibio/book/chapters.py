@@ -4,7 +4,7 @@ One list drives everything: the build (what to execute, in which order), ``_toc.
 :func:`toc_yaml`; a test checks the committed file agrees), the first page's index of the paper's figures and
 tables (:data:`ARTEFACTS`), and the tests. A page is either a markdown file copied as is or a notebook
 executed by papermill. What a chapter runs under a profile is not decided here: a chapter derives it from
-``profile`` itself (:mod:`medibio.profiles`), so papermill, JupyterLab and ``medibio book`` run the same thing.
+``profile`` itself (:mod:`medibio.core.profiles`), so papermill, JupyterLab and ``medibio book`` run the same thing.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from medibio.paths import REPO_ROOT
+from medibio.core.paths import REPO_ROOT
+from medibio.core.errors import UnknownNameError
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 BOOK_DIR = REPO_ROOT / "book"
@@ -83,8 +84,6 @@ def get(slug: str) -> TocEntry:
         return exact[0]
     hits = [c for c in CHAPTERS if slug.lower() in c.slug.lower()]
     if len(hits) != 1:
-        from medibio.errors import UnknownNameError
-
         extra = f" ({len(hits)} chapters match {slug!r}: give more of the name)" if hits else ""
         raise UnknownNameError("chapter", slug, [c.slug for c in CHAPTERS], extra)
     return hits[0]

@@ -2,7 +2,7 @@
 
 Notebooks hold no logic beyond calling the library; what every chapter needs to show its results the
 same way lives here. :func:`setup` validates a chapter's parameters in its first cell and fills every value
-left at ``None`` from the profile (:mod:`medibio.profiles`), so a chapter run by papermill, in JupyterLab or by
+left at ``None`` from the profile (:mod:`medibio.core.profiles`), so a chapter run by papermill, in JupyterLab or by
 ``medibio book`` with the same profile runs the same thing. Each chapter also writes a small
 ``summary.json`` (tables and their rows, figures, key numbers, which paper artefacts it reproduced from
 which records) under ``<results_root>/book/<profile>/<chapter>/``: the tests read it, the first page builds
@@ -11,9 +11,10 @@ its index from it, and the appendix lists it.
 
 from __future__ import annotations
 
+import json
+
 import contextlib
 import io
-import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -23,11 +24,16 @@ from typing import Any
 
 import pandas as pd
 
-from medibio.atomic import write_json, write_text
-from medibio.paths import DATA_ENV, RESULTS_ENV, data_root, results_root
+from medibio.core import progress
+from medibio.core.atomic import write_json, write_text
+from medibio.core.settings import Settings
+from medibio.book.parameters import resolve
+from medibio.book.chapters import ARTEFACTS, chapter_of
 
 SUMMARY_FILE = "summary.json"
-# Library chatter that has no place in a rendered chapter (set before transformers/datasets are imported).
+# Library chatter that has no place in a rendered chapter: the book starts its kernels with these variables
+# (transformers and datasets read them when imported); a chapter opened in JupyterLab quiets the same
+# libraries through their logging APIs instead (:func:`quiet_libraries`).
 QUIET_ENV = {"TQDM_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false",
              "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
              "TRANSFORMERS_VERBOSITY": "error", "DATASETS_VERBOSITY": "error", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
@@ -39,14 +45,21 @@ class ChapterContext:
 
     name: str
     profile: str
-    data_root: Path | None
-    results_root: Path
+    settings: Settings
     params: SimpleNamespace = field(default_factory=SimpleNamespace)
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
     figures: dict[str, str] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)
-    pending: list[str] = field(default_factory=list)
     reproductions: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def results_root(self) -> Path:
+        return self.settings.results_root
+
+    @property
+    def data_root(self) -> Path | None:
+        """The data root, None when there is none (chapters that need data say so instead of failing)."""
+        return self.settings.data_root if self.settings.data_root.is_dir() else None
 
     @property
     def out_dir(self) -> Path:
@@ -54,7 +67,7 @@ class ChapterContext:
 
     @property
     def has_data(self) -> bool:
-        return self.data_root is not None and self.data_root.is_dir()
+        return self.data_root is not None
 
     def table(self, key: str, frame: pd.DataFrame, caption: str = "", paper_vs_ours: bool = False,
               precision: int = 2) -> Any:
@@ -103,10 +116,8 @@ class ChapterContext:
             if recorded:
                 parts.append(f"recorded GPU result ({len(recorded)} runs)")
             status = "; ".join(parts) or "paper numbers only"
-        from medibio import profiles
-
-        if profiles.limit() and status != "paper numbers only":
-            status += f" — limited to {profiles.limit()} examples per split: a code-path check, not a result"
+        if self.settings.limit and status != "paper numbers only":
+            status += f" — limited to {self.settings.limit} examples per split: a code-path check, not a result"
         self.reproductions[artefact] = {"status": status, "section": section, "runs": len(ok)}
         self.save()
 
@@ -116,37 +127,15 @@ class ChapterContext:
         self.save()
         return value
 
-    def awaiting(self, api: str) -> None:
-        """Note that a cell waits for a library API that is not there yet (shown in the appendix)."""
-        if api not in self.pending:
-            self.pending.append(api)
-        self.save()
-
-    def api(self, module: str, name: str) -> Any:
-        """``module.name`` when the library provides it, else None (recorded as awaited).
-
-        Lets a chapter show the paper's numbers today and its own results once the library part that
-        produces them lands, without a cell that fails in between.
-        """
-        import importlib
-
-        try:
-            return getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):
-            self.awaiting(f"{module}.{name}")
-            return None
-
     @contextlib.contextmanager
     def quiet(self, name: str = "training") -> Iterator[None]:
         """Long work with its progress where the reader is, and without library chatter on the page.
 
         Progress bars and run lines go to the terminal that started the kernel (``medibio book``,
-        ``papermill``; see :mod:`medibio.progress`) and, live, into this cell, which keeps one summary line
+        ``papermill``; see :mod:`medibio.core.progress`) and, live, into this cell, which keeps one summary line
         ("19 runs — 13 trained now (34:10), 6 reused from their records"). Whatever else the libraries print
         on stderr is kept in ``<out_dir>/<name>.stderr.log`` rather than on the page.
         """
-        from medibio import progress
-
         status = progress.CellStatus(name)
         buffer = io.StringIO()
         try:
@@ -168,48 +157,54 @@ class ChapterContext:
         payload = {"chapter": self.name, "profile": self.profile,
                    "data_root": str(self.data_root) if self.data_root else None,
                    "results_root": str(self.results_root), "tables": self.tables, "figures": self.figures,
-                   "values": self.values, "pending": self.pending, "reproductions": self.reproductions,
+                   "values": self.values, "reproductions": self.reproductions,
                    "updated": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         return write_json(self.out_dir / SUMMARY_FILE, payload)
 
 
+def quiet_libraries() -> None:
+    """transformers and datasets without progress bars and advisory warnings in the cells (what
+    :data:`QUIET_ENV` does for the book's kernels, through the libraries' own switches)."""
+    import datasets
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    datasets.disable_progress_bars()
+    datasets.utils.logging.set_verbosity_error()
+
+
 def setup(name: str, profile: str, data_root_param: str | Path | None = "",
           results_root_param: str | Path | None = "", **params: Any) -> ChapterContext:
-    """Check a notebook's parameters, export ``MEDIBIO_*`` for the library, set plotting defaults.
+    """The boundary of a chapter: check its parameters, build its settings, set plotting defaults.
 
     ``params`` are the chapter's own parameters (``tasks``, ``seeds``, ...): validated, and ``None`` taken
     from the profile (:func:`medibio.book.parameters.resolve`); the result is ``chapter.params``. Empty
-    paths mean "the library's default" (``$MEDIBIO_DATA`` or ``../shared/data``; ``results/``), so a notebook
-    opened in JupyterLab runs with its defaults, and papermill can point it elsewhere.
+    paths mean "the session's": ``$MEDIBIO_DATA`` or ``../shared/data``; ``$MEDIBIO_RESULTS`` or ``results/``
+    (:meth:`medibio.core.settings.Settings.from_env`), so a notebook opened in JupyterLab runs with its
+    defaults, and papermill can point it elsewhere. ``chapter.settings`` goes to every library call.
     """
     import matplotlib
     import seaborn as sns
 
-    from medibio import progress
-    from medibio.book.parameters import resolve
-
     resolved = resolve(profile, **params)
     progress.terminal()  # pin the launcher's terminal before any cell redirects stderr
-    if data_root_param:
-        os.environ[DATA_ENV] = str(Path(data_root_param).expanduser().resolve())
-    if results_root_param:
-        os.environ[RESULTS_ENV] = str(Path(results_root_param).expanduser().resolve())
-    for key, value in QUIET_ENV.items():
-        os.environ.setdefault(key, value)
-    root = data_root(must_exist=False)
+    settings = Settings.from_env(
+        data_root=Path(data_root_param).expanduser().resolve() if data_root_param else None,
+        results_root=Path(results_root_param).expanduser().resolve() if results_root_param else None)
+    settings = settings.replace(results_root=settings.results_root.resolve())
+    progress.configure(settings.progress)
+    quiet_libraries()
     matplotlib.rcParams.update({"figure.dpi": 100, "savefig.dpi": 110})
     sns.set_theme(style="whitegrid", context="notebook")
     pd.set_option("display.precision", 2)
-    chapter = ChapterContext(name=name, profile=resolved.profile, data_root=root if root.is_dir() else None,
-                             results_root=Path(results_root()).resolve(), params=resolved)
-    from medibio import profiles
-
-    if profiles.limit():
+    chapter = ChapterContext(name=name, profile=resolved.profile, settings=settings, params=resolved)
+    if settings.limit:
         from IPython.display import Markdown, display
 
-        chapter.values["limit"] = profiles.limit()
-        display(Markdown(f"**Limited build:** every run of this chapter used at most {profiles.limit()} examples "
-                         f"per split (`--limit`, `${profiles.LIMIT_ENV}`): the `{resolved.profile}` profile's code "
+        chapter.values["limit"] = settings.limit
+        display(Markdown(f"**Limited build:** every run of this chapter used at most {settings.limit} examples "
+                         f"per split (`--limit`, `$MEDIBIO_LIMIT`): the `{resolved.profile}` profile's code "
                          "path end to end, not its results."))
     chapter.save()
     return chapter
@@ -259,28 +254,9 @@ def _diff_colour(value: Any) -> str:
     return "color: #1a7f37" if float(value) > 0 else "color: #b42318"
 
 
-def paper_vs_ours(paper: Mapping[str, float | None], ours: Mapping[str, float | None], *,
-                  index_name: str = "dataset", order: Sequence[str] | None = None,
-                  spread: Mapping[str, float | None] | None = None) -> pd.DataFrame:
-    """One row per key: the paper's number, ours, ``ours - paper`` and (optionally) our seed spread."""
-    keys = list(order) if order is not None else list(dict.fromkeys([*paper, *ours]))
-    rows = []
-    for key in keys:
-        p, o = paper.get(key), ours.get(key)
-        row = {"paper": p, "ours": o,
-               "diff (ours − paper)": (o - p) if p is not None and o is not None else None}
-        if spread is not None:
-            row["ours ± (sd over seeds)"] = spread.get(key)
-        rows.append(row)
-    frame = pd.DataFrame(rows, index=pd.Index(keys, name=index_name))
-    return frame.astype("float64")
-
-
 def reproduction_index(results_root_dir: str | Path, profile: str) -> pd.DataFrame:
     """Every figure and table of the paper -> the chapter reproducing it and what that chapter showed on this
     profile, read from the chapters' summaries (written from the run records each chapter used)."""
-    from medibio.book.chapters import ARTEFACTS, chapter_of
-
     rows = []
     for artefact in ARTEFACTS:
         entry = chapter_of(artefact)
@@ -299,7 +275,5 @@ def reproduction_index(results_root_dir: str | Path, profile: str) -> pd.DataFra
 
 def read_summary(results_root_dir: str | Path, profile: str, chapter: str) -> dict[str, Any]:
     """The summary a chapter wrote (tests and the appendix use it)."""
-    import json
-
     path = Path(results_root_dir) / "book" / profile / chapter / SUMMARY_FILE
     return json.loads(path.read_text(encoding="utf-8"))

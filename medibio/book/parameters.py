@@ -2,21 +2,28 @@
 
 Papermill passes whatever a user typed (``-p tasks BIOSSES`` arrives as a string, ``-p seeds 1`` as an int),
 JupyterLab users edit the parameters cell, and ``medibio book`` injects only ``profile``. :func:`resolve`
-turns all of these into the same validated values — a comma-separated string is a list, names are checked
-against their registries, a bad value is one :class:`ParameterError` naming the parameter and what is
-allowed — and fills the rest from :class:`medibio.profiles.Profile`, so the same profile runs the same thing
-however the chapter was started.
+turns all of these into the same validated values — a comma-separated string or list syntax (papermill
+``-p seeds "[1, 2]"``) is a list, names are checked against their registries, a bad value is one
+:class:`ParameterError` naming the parameter, the whole value and what is allowed — and fills the rest from
+:class:`medibio.core.profiles.Profile`, so the same profile runs the same thing however the chapter was started.
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from medibio import profiles
-from medibio.errors import MedibioError
-from medibio.profiles import Profile
+from medibio.core import profiles
+from medibio.core.errors import MedibioError
+from medibio.core.paths import REPO_ROOT
+from medibio.core.profiles import Profile
+from medibio.core.rules import MAX_SEED
+from medibio.pretrain.configs import CONFIGS
+from medibio.tasks import registry
+from medibio.training.config import load_config_file, trainable_task
 
 
 class ParameterError(MedibioError, ValueError):
@@ -24,8 +31,20 @@ class ParameterError(MedibioError, ValueError):
 
 
 def _items(name: str, value: Any) -> list[Any]:
+    """The items of a list parameter: a list, one int, a comma string ``1,2`` or list syntax ``[1, 2]``
+    (papermill ``-p seeds "[1, 2]"`` passes that text as is); quotes around names are dropped."""
     if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
+        text = value.strip()
+        if text[:1] + text[-1:] in ("[]", "()"):
+            try:
+                parsed = ast.literal_eval(text)
+            except (ValueError, SyntaxError):  # [BIOSSES, GAD]: names without quotes
+                parsed = None
+            if isinstance(parsed, (list, tuple)):
+                return list(parsed)
+            text = text[1:-1]
+        items = (v.strip().strip("'\"").strip() for v in text.split(","))
+        return [v for v in items if v]
     if isinstance(value, (list, tuple)):
         return list(value)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -34,16 +53,22 @@ def _items(name: str, value: Any) -> list[Any]:
                          f"{type(value).__name__} {value!r}")
 
 
+def _whole(value: Any, item: Any) -> str:
+    """`` in <the whole value>`` when an item was cut out of a longer value, so the error shows both."""
+    return f" in {value!r}" if value != item else ""
+
+
 def _names(lookup: Callable[[str], Any]) -> Callable[[str, Any], list[str]]:
     def check(name: str, value: Any) -> list[str]:
         out = []
         for item in _items(name, value):
             if not isinstance(item, str):
-                raise ParameterError(f"parameter {name}: expected names, got {item!r}")
+                raise ParameterError(f"parameter {name}: expected names, got {item!r}{_whole(value, item)}")
             try:
                 out.extend(lookup(item))
             except KeyError as exc:
-                raise ParameterError(f"parameter {name}: {exc.args[0] if exc.args else exc}") from None
+                raise ParameterError(f"parameter {name}: {exc.args[0] if exc.args else exc}"
+                                     f"{_whole(value, item)}") from None
         if not out:
             raise ParameterError(f"parameter {name}: empty; give at least one name or None for the profile's")
         return out
@@ -51,15 +76,11 @@ def _names(lookup: Callable[[str], Any]) -> Callable[[str, Any], list[str]]:
 
 
 def _blurb(item: str) -> list[str]:
-    from medibio.blurb import registry
-
     return [s.name for s in registry.resolve(item)]
 
 
 def _ift_task(item: str) -> list[str]:
-    from medibio.ift import tasks
-
-    return [tasks.get_task(item).name]
+    return [trainable_task(item).name]
 
 
 def _model(item: str) -> list[str]:
@@ -72,9 +93,11 @@ def _seeds(name: str, value: Any) -> list[int]:
         try:
             seed = int(item)
         except (TypeError, ValueError):
-            raise ParameterError(f"parameter {name}: seeds are whole numbers, got {item!r}") from None
-        if isinstance(item, float) and item != seed or seed < 0:
-            raise ParameterError(f"parameter {name}: seeds are whole numbers >= 0, got {item!r}")
+            raise ParameterError(f"parameter {name}: seeds are whole numbers, got {item!r}"
+                                 f"{_whole(value, item)}") from None
+        if isinstance(item, float) and item != seed or not 0 <= seed <= MAX_SEED:
+            raise ParameterError(f"parameter {name}: seeds are whole numbers in [0, {MAX_SEED}], got {item!r}"
+                                 f"{_whole(value, item)}")
         out.append(seed)
     if not out:
         raise ParameterError(f"parameter {name}: empty; give seeds or None for the profile's")
@@ -90,8 +113,6 @@ def _flag(name: str, value: Any) -> bool:
 
 
 def _pretrain_config(name: str, value: Any) -> str:
-    from medibio.pretrain.configs import CONFIGS
-
     if not isinstance(value, str) or value not in CONFIGS:
         raise ParameterError(f"parameter {name}: unknown pretraining config {value!r}; known: {', '.join(CONFIGS)}")
     return value
@@ -99,11 +120,6 @@ def _pretrain_config(name: str, value: Any) -> str:
 
 def _finetune_config(name: str, value: Any) -> dict[str, Any]:
     """A YAML of fine-tuning overrides (``medibio finetune --config``): "" means none."""
-    from pathlib import Path
-
-    from medibio.finetune.presets import load_config_file
-    from medibio.paths import REPO_ROOT
-
     text = _text(name, value).strip()
     if not text:
         return {}

@@ -6,6 +6,8 @@ records it (``chapter.figure``) and Jupyter displays it.
 
 from __future__ import annotations
 
+import numpy as np
+
 from typing import Any
 
 import pandas as pd
@@ -64,7 +66,6 @@ def score_heatmap(frame: pd.DataFrame, title: str, vmin: float | None = None, vm
 
 def mean_std_bars(frame: pd.DataFrame, x: str, y: str, hue: str, err: str, title: str) -> Any:
     """Grouped bars with ± error bars (e.g. SciERC F1 mean ± std per task and model)."""
-    import numpy as np
     import seaborn as sns
 
     fig, ax = _figure(6.5, 3.8)
@@ -96,8 +97,6 @@ def lines(frame: pd.DataFrame, x: str, y: str, hue: str | None, title: str, logy
 def paper_vs_ours_bars(frame: pd.DataFrame, title: str, paper: str = "paper", ours: str = "ours",
                        spread: str | None = None) -> Any:
     """Per-row bars of the paper's number and ours (with our seed spread as error bars)."""
-    import numpy as np
-
     fig, ax = _figure(7.5, 0.5 * max(len(frame), 3) + 1.5)
     y = np.arange(len(frame))
     height = 0.38

@@ -5,14 +5,14 @@ what the encoder scores without training; issue 14 that recorded GPU results sta
 The chapters with fine-tuning results (Tables 5–6, 1–2 and 7) build their tables with these functions, so
 they cannot drift apart:
 
-* :func:`scores_table`: :func:`medibio.runs.aggregate.results_table` of the records a run function returned,
+* :func:`scores_table`: :func:`medibio.results.aggregate.results_table` of the records a run function returned,
   with the 95% bootstrap interval over test examples
-  (:func:`medibio.runs.significance.add_bootstrap_interval`),
+  (:func:`medibio.results.significance.add_bootstrap_interval`),
   the frozen-encoder baseline, what fine-tuning adds and the below-frozen flag
-  (:func:`medibio.runs.aggregate.beside_frozen`), and the provenance columns ``digest`` and ``commit``;
+  (:func:`medibio.results.aggregate.beside_frozen`), and the provenance columns ``digest`` and ``commit``;
 * :func:`frozen_tables`: the frozen baselines of every model among the records;
 * :func:`show_recorded`: the recorded GPU results of what a chapter ran (``reference/``), and, when the build
-  re-executes their profile, the comparison (:func:`medibio.runs.reference.compare_with_recorded`).
+  re-executes their profile, the comparison (:func:`medibio.results.recorded.compare_with_recorded`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from medibio.baselines import frozen
+from medibio.core.settings import Settings
+from medibio.results import aggregate, significance
+from medibio.results import recorded as reference
 
 TEST_INTERVAL = "95% CI (test)"
 FROZEN_COLUMNS = ("frozen encoder", "frozen 95% CI", "fine-tuning adds", "below frozen")
@@ -36,29 +41,24 @@ def _model_names(records: Iterable[Any]) -> dict[tuple[str, str], str]:
     return {(r.model_tag, r.variant): str(r.model["name"]) for r in records}
 
 
-def frozen_tables(records: Iterable[Any], profile: str, *, results_root: Path, data_root: Path | None = None,
+def frozen_tables(records: Iterable[Any], profile: str, *, settings: Settings,
                   overrides: Mapping[str, Any] | None = None) -> dict[str, pd.DataFrame]:
-    """Model name -> :func:`medibio.blurb.frozen.baselines` on the datasets its records cover (records reused
+    """Model name -> :func:`medibio.baselines.frozen.baselines` on the datasets its records cover (records reused
     when their configuration is the same)."""
-    from medibio.blurb import frozen
-
     datasets: dict[str, list[str]] = {}
     for rec in records:
         datasets.setdefault(str(rec.model["name"]), [])
         if rec.dataset not in datasets[str(rec.model["name"])]:
             datasets[str(rec.model["name"])].append(rec.dataset)
-    return {name: frozen.baselines(profile, tasks, data_root=data_root, results_root=results_root, model=name,
-                                   overrides=overrides)
+    return {name: frozen.baselines(profile, tasks, model=name, overrides=overrides, settings=settings)
             for name, tasks in datasets.items()}
 
 
 def scores_table(records: Sequence[Any], results_root: Path, data_root: Path | None = None,
                  frozen: Mapping[str, pd.DataFrame] | None = None, aggregates: bool = True) -> pd.DataFrame:
-    """The results table of ``records``: :func:`~medibio.runs.aggregate.results_table` rows with
+    """The results table of ``records``: :func:`~medibio.results.aggregate.results_table` rows with
     :data:`TEST_INTERVAL` (``boot_low``/``boot_high`` too), and, given ``frozen`` (model name -> baselines,
     :func:`frozen_tables`), the :data:`FROZEN_COLUMNS`. Aggregate rows get no interval and no baseline."""
-    from medibio.runs import aggregate, significance
-
     table = aggregate.results_table(records, aggregates=aggregates)
     table = significance.add_bootstrap_interval(table, results_root, data_root=data_root)
     bounds = zip(table["boot_low"], table["boot_high"], strict=True)
@@ -103,7 +103,7 @@ def versus_paper(ours: pd.DataFrame, paper: Mapping[str, Mapping[str, float]],
 
 
 def beside_ift(compared: pd.DataFrame, ift: pd.DataFrame, chosen: str | None, target: str) -> pd.DataFrame:
-    """Add the chosen intermediate task's row of an :func:`medibio.ift.experiments.ift_table` to the
+    """Add the chosen intermediate task's row of an :func:`medibio.results.ift.ift_table` to the
     ``target`` row of a :func:`versus_paper` table, right after the test interval: ``ours with IFT``, the
     gain over fine-tuning directly, its paired interval, p-value and significance."""
     columns = {"ours with IFT": "mean", "IFT gain": "gain over baseline",
@@ -142,8 +142,6 @@ def show_recorded(chapter: Any, records: Sequence[Any], artefact: str, section: 
     ours, the difference and whether it lies inside the recorded seed spread. Notes the artefact as
     reproduced from these records too (the first page's index then says "recorded GPU result"). Returns the
     comparison, or None when there is nothing to compare."""
-    from medibio.runs import reference
-
     asked = {(r.variant, r.dataset) for r in records}
     recorded = [r for r in reference.recorded(root=root or reference.REFERENCE_ROOT)
                 if (r.variant, r.dataset) in asked]

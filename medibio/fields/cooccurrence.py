@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from medibio.errors import InputFormatError
+from medibio.core.errors import InputFormatError
+from medibio.core.paths import cache_root
 from medibio.fields.fos import FIELDS, SQL_NAME_KEY, sql_key_map
 from medibio.fields.reader import DEFAULT_SOURCES, EXPECTED, ISSUES, SourceSpec, detect, iter_parsed
 
@@ -282,8 +283,6 @@ def build_sql(spec: SourceSpec, dedup: bool = True) -> str:
 
 def connect(memory_limit: str, threads: int | None, temp_dir: str | Path | None) -> Any:
     import duckdb
-
-    from medibio.paths import cache_root
 
     con = duckdb.connect()
     con.execute(f"SET memory_limit = '{memory_limit}'")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from medibio.atomic import atomic_open
+from medibio.core.atomic import atomic_open
 from medibio.fields.analysis import FieldAnalysis
 
 GROUP_COLOURS = {"medicine": "#c0392b", "mathematics": "#2e86c1", "other": "#95a5a6", "overlap": "#8e44ad"}

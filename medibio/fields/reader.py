@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from medibio.errors import DataMissingError, InputFormatError
+from medibio.core.errors import DataMissingError, InputFormatError
 from medibio.fields.fos import EXTRA_KEYS, FIELD_INDEX, KEY_TO_FIELD, name_key
 
 JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")

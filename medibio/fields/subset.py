@@ -22,8 +22,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from medibio.atomic import atomic_open, write_json
-from medibio.errors import InputFormatError
+from medibio.core.atomic import atomic_open, write_json
+from medibio.core.errors import InputFormatError
+from medibio.fields.analysis import analyse
 from medibio.fields.cooccurrence import connect, rec_ctes, sql_list
 from medibio.fields.fos import fields_of, mask_of, resolve
 from medibio.fields.reader import DEFAULT_SOURCES, ID_COLUMNS, SourceSpec, detect, discover, iter_lines
@@ -116,7 +117,6 @@ def _group_fields(inputs: Any, group: str | None, fields: Sequence[str] | None, 
     if fields:
         chosen = [resolve(f) for f in fields]
         return group or "custom", chosen
-    from medibio.fields.analysis import analyse
 
     name = (group or "medicine").lower()
     seed = resolve(name.replace("_", " "))

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from medibio.atomic import atomic_open, write_json
+from medibio.core.atomic import atomic_open, write_json
+from medibio.core.paths import cache_root
 from medibio.fields.cooccurrence import count_fields_python
 from medibio.fields.fos import FIELDS, fields_of
-from medibio.paths import cache_root
 
 _ID, _FOS = "@@ID@@", "@@FOS@@"
 VERSION = 1

@@ -14,10 +14,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from medibio import profiles
-from medibio.accel import is_main_process
-from medibio.atomic import write_json
-from medibio.finetune import presets, runner
+from medibio.core import profiles
+from medibio.core.atomic import write_json
+from medibio.core.precision import is_main_process
+from medibio.core.settings import Settings
+from medibio.finetune import runner
+from medibio.models.zoo import model_tag
+from medibio.tasks import registry
+from medibio.training import config as presets
 
 
 def point_variant(lr: float, batch_size: int, epochs: int) -> str:
@@ -28,19 +32,16 @@ def grid_search(tasks: str | Sequence[str], model: str | None = None, seeds: Seq
                 profile: str = profiles.DEFAULT_PROFILE,
                 learning_rates: Sequence[float] = presets.BLURB_LEARNING_RATES,
                 batch_sizes: Sequence[int] = presets.BLURB_BATCH_SIZES, epochs: Sequence[int] | None = None,
-                config_overrides: Mapping[str, Any] | None = None, results_root: str | Path | None = None,
-                force: bool = False, data_root: str | Path | None = None) -> dict[str, dict[str, Any]]:
+                config_overrides: Mapping[str, Any] | None = None, force: bool = False,
+                settings: Settings | None = None) -> dict[str, dict[str, Any]]:
     """Run every (lr, batch, epochs) point for each task and return ``{dataset: summary}``.
 
     ``epochs`` defaults to the profile's preset epochs of each task (then the grid is lr x batch).
     """
-    from medibio.blurb import registry
-    from medibio.paths import results_root as default_results_root
-    from medibio.runs.records import model_tag
-
-    prof = profiles.get(profile)
+    settings = settings or Settings()
+    prof = settings.profile(profile)
     model = model or prof.model
-    root = default_results_root(results_root)
+    root = settings.results_root
     out: dict[str, dict[str, Any]] = {}
     for spec in registry.resolve(tasks):
         base = presets.apply_overrides(presets.preset(spec.name, prof), spec.name, config_overrides)
@@ -48,8 +49,8 @@ def grid_search(tasks: str | Sequence[str], model: str | None = None, seeds: Seq
         points = []
         for lr, bs, ep in itertools.product(learning_rates, batch_sizes, epoch_choices):
             overrides = {**(config_overrides or {}), "learning_rate": lr, "batch_size": bs, "epochs": ep}
-            records = runner.run_finetune(spec.name, model, list(seeds), profile, overrides, results_root=root,
-                                          force=force, data_root=data_root, variant=point_variant(lr, bs, ep))
+            records = runner.run_finetune(spec.name, model, list(seeds), profile, overrides, force=force,
+                                          variant=point_variant(lr, bs, ep), settings=settings)
             done = [r for r in records if r.ok and r.score_dev is not None]
             points.append({
                 "learning_rate": lr, "batch_size": bs, "epochs": ep, "variant": point_variant(lr, bs, ep),

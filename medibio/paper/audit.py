@@ -4,8 +4,8 @@ Four families of checks, one row each in :func:`run_audit`:
 
 * **table average** - every average printed in Tables 6 and 7 (NER/RE/QnA Avg., BLURB Avg.) recomputed
   from the printed cells. "BLURB Avg." is recomputed as the paper evidently did (plain mean of the 13
-  datasets, :func:`medibio.blurb.scoring.paper_average`); the official BLURB score (macro over the six
-  groups, :func:`medibio.blurb.scoring.blurb_score`) is given beside it as ``alternative``.
+  datasets, :func:`medibio.tasks.scoring.paper_average`); the official BLURB score (macro over the six
+  groups, :func:`medibio.tasks.scoring.blurb_score`) is given beside it as ``alternative``.
 * **table vs table** - numbers printed twice (Table 5 vs 6, Table 7's MediBioDeBERTa columns vs Table 6
   #1, Table 5 #1 vs Table 3).
 * **metric label** - the metric names printed in Tables 1 and 7 against BLURB's metrics (registry).
@@ -25,9 +25,9 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-from medibio.blurb import registry, scoring
 from medibio.paper import claims as claims_mod
 from medibio.paper import tables
+from medibio.tasks import registry, scoring
 
 COLUMNS = ("id", "category", "where", "quantity", "recipe", "reported", "recomputed", "reading",
            "alternative", "alternative_reading", "difference", "tolerance", "consistent", "explanation")
@@ -297,7 +297,7 @@ def _metric_labels() -> list[Check]:
         frame = tables.load_table(n)
         scored = frame[frame["kind"] == "score"]
         for (group, label), part in scored.groupby(["group", "metric"], sort=False):
-            metrics = sorted({registry.get(d).metric for d in part["dataset"]})
+            metrics = sorted({registry.get(d, "blurb").metric for d in part["dataset"]})
             ok = all(label.lower() in _LABELS_FOR_METRIC[m] for m in metrics)
             datasets = ", ".join(dict.fromkeys(part["dataset"]))
             if ok:

@@ -6,7 +6,7 @@ A claim quotes only the *numbers* as printed (``numbers``); the context is parap
 * ``"T7|MediBioDeBERTa-IFT|NER Avg."`` - a cell of Table n (column header | row label); see
   :func:`medibio.paper.tables.cell` for how rows/columns are named per table;
 * ``"MACRO|T6|#1"`` / ``"PLAIN|T6|#1"`` - the official BLURB score / the plain 13-dataset mean of one
-  column of Table 6 or 7 (via :mod:`medibio.blurb.scoring`);
+  column of Table 6 or 7 (via :mod:`medibio.tasks.scoring`);
 * ``"REG|groups"`` / ``"REG|datasets"`` - how many groups/datasets BLURB has (registry);
 * ``"COUNT|T2|PubMedQA"`` - how many IFT datasets Table 2 lists for a target task;
 * a bare number (``"4096"``) - a literal taken from the text itself.
@@ -25,8 +25,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from medibio.blurb import registry, scoring
 from medibio.paper import tables
+from medibio.tasks import registry, scoring
 
 COMPARABLE_POINTS = 1.0  # "comparable performance": we read it as within one point
 
@@ -101,7 +101,7 @@ def resolve(ref: str) -> float:
         return float(len(registry.GROUP_ORDER) if parts[1] == "groups" else len(registry.names()))
     if head == "COUNT":
         frame = tables.load_table(int(parts[1][1:]))
-        return float((frame["task"] == registry.get(parts[2]).name).sum())
+        return float((frame["task"] == registry.get(parts[2], "blurb").name).sum())
     if head in ("MACRO", "PLAIN"):
         scores = tables.column_scores(int(parts[1][1:]), parts[2])
         agg = scoring.blurb_score(scores) if head == "MACRO" else scoring.paper_average(scores)

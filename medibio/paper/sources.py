@@ -6,7 +6,7 @@ prints; :func:`recheck_claims` redoes the paper's comparisons with the published
 quoted ones; :func:`group_comparison` shows, per BLURB task group and for both overall aggregates, where
 the IFT model stands against the quoted and the published baselines.
 
-Published figures come from two files: BLURB's own Table 6 (:mod:`medibio.paper.reference`, nine encoders)
+Published figures come from two files: BLURB's own Table 6 (:mod:`medibio.paper.blurb_paper`, nine encoders)
 and ``data/published_baselines.csv`` (LinkBERT README, SciDeBERTa Table 5, DeBERTa README), one row per
 (model, dataset, statistic) with its publication, the place in it and a URL pinned to a commit. A figure
 that exists but could not be read here has status ``not available offline`` and no value; a model the
@@ -35,9 +35,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from medibio.blurb import registry, scoring
-from medibio.errors import DataMissingError, InputFormatError
-from medibio.paper import claims, reference, tables
+from medibio.core.errors import DataMissingError, InputFormatError
+from medibio.paper import blurb_paper as reference
+from medibio.paper import claims, tables
+from medibio.tasks import registry, scoring
+from medibio.tasks.spec import Group
 
 TRANSCRIBED, UNAVAILABLE, NOT_REPORTED = "transcribed", "not available offline", "not reported"
 SOURCE_STATUSES = (TRANSCRIBED, UNAVAILABLE, NOT_REPORTED)
@@ -81,7 +83,7 @@ def csv_path() -> Path:
 
 def _canonical(item: str) -> str:
     try:
-        return registry.get(item).name
+        return registry.get(item, "blurb").name
     except KeyError:
         return item
 
@@ -141,7 +143,7 @@ def published(model: str, item: str, stat: str = "mean", path: Path | None = Non
     rows = [*_gu_rows(), *_csv_rows(path or csv_path())]
     if item in ("PLAIN", "MACRO") or item.startswith("GROUP:"):
         names = (registry.names() if item in ("PLAIN", "MACRO")
-                 else [s.name for s in registry.by_group(registry.Group(item.split(":", 1)[1]))])
+                 else [s.name for s in registry.by_group(Group(item.split(":", 1)[1]))])
         parts = [published(model, name, stat, path) for name in names]
         gaps = [p for p in parts if p.value is None]
         first = parts[0]

@@ -3,7 +3,7 @@
 The numbers are transcribed exactly as printed (CSV files in ``medibio/paper/data``); empty cells stay
 missing. Loading maps the paper's dataset spellings ("Chem Prot", "HOC", "PubmedQA", "EBM PICO") to the
 registry's canonical names so paper numbers can be set beside our own results and fed to
-:mod:`medibio.blurb.scoring` unchanged.
+:mod:`medibio.tasks.scoring` unchanged.
 
 Layouts (one row per printed value):
 
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from medibio.blurb import registry
-from medibio.errors import DataMissingError, InputFormatError
+from medibio.core.errors import DataMissingError, InputFormatError
+from medibio.tasks import registry
 
 CAPTIONS: dict[int, str] = {
     1: "BIOSSES test score of general-domain encoders, with and without MNLI intermediate fine-tuning",
@@ -113,7 +113,7 @@ def _check_numbers(n: int, path: Path, line: int, row: dict[str, str]) -> None:
 
 def _canonical(label: str) -> str | None:
     try:
-        return registry.get(label).name
+        return registry.get(label, "blurb").name
     except KeyError:
         return None
 
@@ -126,7 +126,7 @@ def _load(n: int) -> pd.DataFrame:
 def parse_table(path: Path, n: int) -> pd.DataFrame:
     """Read a CSV laid out like the packaged Table ``n`` (used by :func:`load_table`; handy for edits).
 
-    Raises :class:`~medibio.errors.InputFormatError` naming the file and 1-based line of a bad header,
+    Raises :class:`~medibio.core.errors.InputFormatError` naming the file and 1-based line of a bad header,
     row or number.
     """
     rows = _read_rows(n, Path(path))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from medibio.errors import MedibioError
+from medibio.core.errors import MedibioError
 
 
 class BatchArithmeticError(MedibioError, ValueError):

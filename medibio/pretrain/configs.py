@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from medibio.errors import UnknownNameError
+from medibio.core import profiles
+from medibio.core.errors import UnknownNameError
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class PretrainConfig:
     keep_checkpoints: int = 2
     log_every: int = 10
     seed: int = 42
-    mixed_precision: str = "auto"  # auto: bf16 on a GPU that supports it, fp32 on CPU
+    mixed_precision: str = "gpu"  # mixed precision on a GPU, fp32 on a CPU (medibio.core.precision)
     corpus_max_mb: float | None = None  # cap on raw text read per corpus (None: everything)
     vocab_sample_mb: float = 50.0  # raw text used to train a new SentencePiece vocabulary
     paper: bool = False  # True for the paper's own settings (not runnable on this machine)
@@ -108,7 +109,7 @@ CONFIGS: dict[str, PretrainConfig] = {
     "gpu-mini": PretrainConfig(
         name="gpu-mini",
         description="One-GPU profile: 6-layer DeBERTa-v2 (hidden 384), 16K vocabulary, whole local corpora; "
-        "the five Table 5 stages in about 20 minutes on one H100 (estimate)",
+        "the five Table 5 experiments in about 20 minutes on one H100 (estimate)",
         model=ModelShape(layers=6, hidden=384, heads=6, intermediate=1536, vocab_size=16_000, max_position=512,
                          position_buckets=128),
         max_steps=3_000, warmup_steps=300, effective_batch=256, per_device_batch=128, learning_rate=5e-4,
@@ -133,14 +134,12 @@ def get_config(name: str) -> PretrainConfig:
         raise UnknownNameError("pretraining config", name, CONFIGS) from None
 
 
-def for_run(config: PretrainConfig) -> PretrainConfig:
-    """The config a run actually uses: itself, or under ``--limit N`` (``$MEDIBIO_LIMIT``) a copy named
-    ``<name>-limitN`` with at most N steps of at most N sequences per device (the gradient-accumulation
-    factor kept), a 2,000-piece vocabulary and 1 MB of text — the same code path in seconds, written to
-    folders of its own so it never passes for a real run."""
-    from medibio import profiles
-
-    n = profiles.limit()
+def for_run(config: PretrainConfig, limit: int | None = None) -> PretrainConfig:
+    """The config a run actually uses: itself, or under ``--limit N`` a copy named ``<name>-limitN`` with at
+    most N steps of at most N sequences per device (the gradient-accumulation factor kept), a 2,000-piece
+    vocabulary and 1 MB of text — the same code path in seconds, written to records of its own so it never
+    passes for a real run."""
+    n = limit
     if n is None or config.name.endswith(f"-limit{n}"):
         return config
     steps = min(config.max_steps, n)
@@ -226,8 +225,6 @@ def lr_schedule(config: PretrainConfig | str, points: int = 200):
 
 
 def config_for_profile(profile: str) -> PretrainConfig:
-    """The pretraining config a run profile uses (:attr:`medibio.profiles.Profile.pretrain_config`;
+    """The pretraining config a run profile uses (:attr:`medibio.core.profiles.Profile.pretrain_config`;
     ``paper`` gives the paper's, not runnable here)."""
-    from medibio import profiles
-
     return get_config(profiles.get(profile).pretrain_config)

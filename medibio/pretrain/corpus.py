@@ -26,9 +26,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from medibio.atomic import atomic_open, write_json
-from medibio.errors import DataMissingError, InputFormatError
-from medibio.paths import cache_root, data_root
+import numpy as np
+
+from medibio.core.atomic import atomic_open, write_json
+from medibio.core.errors import DataMissingError, InputFormatError
+from medibio.core.paths import cache_root, data_root
 
 VARIANTS = ("abstract", "fulltext")
 CACHE_VERSION = 1
@@ -244,7 +246,7 @@ def _named_source(name: str) -> SourceFn:
 
 NAMED_SOURCES: dict[str, SourceFn] = {name: _named_source(name) for name in SOURCE_FILES}
 
-# Mixtures used by the Table 5 stages; sources are interleaved document by document.
+# Mixtures used by the Table 5 experiments; sources are interleaved document by document.
 NAMED_CORPORA: dict[str, tuple[str, ...]] = {
     "biomed-abstracts": ("sumpubmed-abstracts",),
     "biomed-fulltext": ("sumpubmed-fulltext",),
@@ -448,8 +450,6 @@ class BlockCache:
     """Token blocks on disk (``blocks.int32``, shape ``[n, block_size]``) plus ``meta.json``."""
 
     def __init__(self, folder: str | Path) -> None:
-        import numpy as np
-
         self.folder = Path(folder)
         meta_path = self.folder / "meta.json"
         if not meta_path.exists():
@@ -479,8 +479,6 @@ def build_block_cache(docs: Iterable[Document], tokenizer: Any, block_size: int,
                       stats: CorpusStats | None = None, info: dict[str, Any] | None = None,
                       chunk_blocks: int = 2048) -> BlockCache:
     """Stream blocks to ``folder/blocks.int32`` (atomic), then write ``meta.json`` (written last = complete)."""
-    import numpy as np
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     n = 0
@@ -503,13 +501,14 @@ def build_block_cache(docs: Iterable[Document], tokenizer: Any, block_size: int,
 
 def cached_blocks(spec: str, tokenizer: Any, block_size: int, variant: str = "abstract",
                   root: str | Path | None = None, max_mb: float | None = None, dedup: bool = True,
-                  cache_dir: str | Path | None = None) -> BlockCache:
-    """The block cache of (corpus, variant, cap, tokenizer, block size), built on first use."""
+                  cache_dir: str | Path | None = None, cache: str | Path | None = None) -> BlockCache:
+    """The block cache of (corpus, variant, cap, tokenizer, block size), built on first use in ``cache_dir``
+    (default: a folder under the ``cache`` root named by those)."""
     fingerprint = tokenizer_fingerprint(tokenizer)
     resolved_root = str(Path(root).resolve()) if root else str(data_root(must_exist=False))
     key_src = json.dumps([CACHE_VERSION, spec, variant, resolved_root, max_mb, dedup, fingerprint, block_size])
     key = hashlib.sha1(key_src.encode()).hexdigest()[:16]
-    folder = Path(cache_dir) if cache_dir else cache_root() / "pretrain-blocks" / key
+    folder = Path(cache_dir) if cache_dir else cache_root(cache) / "pretrain-blocks" / key
     if (folder / "meta.json").exists():
         return BlockCache(folder)
     stats = CorpusStats()

@@ -1,4 +1,4 @@
-"""The five pretraining configurations of paper Table 5, staged at small scale, chained and resumable.
+"""The five pretraining configurations of paper Table 5 as experiments at small scale, chained and resumable.
 
 Paper (Table 5; corpus = medicine-related S2ORC subset): #1 continual from SciDeBERTa v2 on abstracts
 (90K steps, BLURB 78.03); #2 continual from DeBERTa-v3 base on abstracts (100K, 76.65); #3 from scratch on
@@ -6,27 +6,27 @@ abstracts (125K, 77.38); #4 from scratch on full text (125K, 76.46); #5 #4 conti
 
 Here: SciDeBERTa v2 is replaced by a "science" model trained from scratch on the local computer-science
 text (SciTLDR, ScisummNet, unarXive), DeBERTa-v3 by MiniLM (the general-domain model available offline),
-and S2ORC by SumPubMed abstracts / full texts. Each stage's steps are the profile's ``max_steps`` scaled by
+and S2ORC by SumPubMed abstracts / full texts. Each experiment's steps are the profile's ``max_steps`` scaled by
 the paper's steps / 125K, so the relative training lengths match the paper.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
-from medibio.atomic import write_json
-from medibio.errors import UnknownNameError
-from medibio.paths import results_root
+from medibio.core.errors import UnknownNameError
+from medibio.core.settings import Settings
 from medibio.pretrain.configs import PretrainConfig, get_config
+from medibio.pretrain.plan import effective_config
+from medibio.pretrain.trainer import model_folder, run_pretraining
+from medibio.runs import records as rec
 
 REFERENCE_STEPS = 125_000  # the longest Table 5 run; a profile's max_steps stands for it
 
 
 @dataclass(frozen=True)
 class Experiment:
-    """One pretraining stage; ``base`` is None (from scratch), another stage's id or a model name."""
+    """One pretraining experiment; ``base`` is None (from scratch), another experiment's id or a model name."""
 
     id: str
     algorithm: str
@@ -43,7 +43,7 @@ class Experiment:
         return 1.0 if self.paper_steps is None else self.paper_steps / REFERENCE_STEPS
 
     def steps(self, config: PretrainConfig) -> int:
-        """Training steps of this stage under a profile."""
+        """Training steps of this experiment under a profile."""
         return max(1, round(config.max_steps * self.step_fraction))
 
 
@@ -65,7 +65,7 @@ TABLE5 = tuple(f"table5-{i}" for i in range(1, 6))
 
 
 def resolve_ids(selection: str | list[str] | tuple[str, ...]) -> list[str]:
-    """Requested stages plus the stages they build on, in a runnable order ("all" = the five)."""
+    """Requested experiments plus the ones they build on, in a runnable order ("all" = the five)."""
     items = [selection] if isinstance(selection, str) else list(selection)
     wanted: list[str] = []
     for item in items:
@@ -93,7 +93,7 @@ def resolve_ids(selection: str | list[str] | tuple[str, ...]) -> list[str]:
 
 
 def table5(config: PretrainConfig | str = "mini"):
-    """Table 5 with the small-scale staging next to the paper's columns (for the book)."""
+    """Table 5 with the small-scale experiments next to the paper's columns (for the book)."""
     import pandas as pd
 
     cfg = get_config(config) if isinstance(config, str) else config
@@ -110,40 +110,21 @@ def table5(config: PretrainConfig | str = "mini"):
 
 
 def run_experiments(config: PretrainConfig | str = "mini", selection: str | list[str] = "all",
-                    out_root: str | Path | None = None, max_steps: int | None = None,
-                    effective_batch: int | None = None, data_root: str | Path | None = None,
-                    progress: bool = True) -> dict[str, Any]:
-    """Run the selected stages (and their prerequisites) in order and return the manifest.
+                    max_steps: int | None = None, effective_batch: int | None = None, progress: bool = True,
+                    settings: Settings | None = None) -> dict[str, rec.RunRecord]:
+    """Run the selected experiments (and the ones they build on) in order; return ``{experiment id: record}``.
 
-    Each stage lives in ``<out_root>/<stage>/<digest>/``, the digest that of its effective configuration
-    (:mod:`medibio.pretrain.plan`: config, steps, corpus files, and the fingerprint of the stage it continues
-    from): a finished stage of the same configuration is reused, an interrupted one resumes from its newest
-    checkpoint, and a changed one — or one whose base stage changed — trains into a new folder.
-    ``out_root/experiments.json`` records each stage's status, digest, output checkpoint and run record."""
-    from medibio.pretrain.plan import effective_config, plan_pretraining
-    from medibio.pretrain.trainer import complete_record, run_pretraining
-
-    cfg = effective_config(config, max_steps, effective_batch)
-    root = Path(out_root) if out_root else results_root() / "pretrain" / cfg.name / "experiments"
-    manifest_path = root / "experiments.json"
-    manifest: dict[str, Any] = {"config": cfg.name, "max_steps": cfg.max_steps, "stages": {}}
-    ids = resolve_ids(selection)
-    for eid in ids:
+    Each experiment is a pretraining run (tagged with the experiment's id) whose identity covers its
+    configuration, steps, corpus files and the fingerprint of the model it continues from: a finished
+    experiment of the same configuration is reused, an interrupted one resumes from its newest checkpoint, and
+    a changed one — or one whose base experiment changed — trains into a record of its own."""
+    settings = settings or Settings()
+    cfg = effective_config(config, max_steps, effective_batch, limit=settings.limit)
+    records: dict[str, rec.RunRecord] = {}
+    for eid in resolve_ids(selection):
         exp = EXPERIMENTS[eid]
-        init = manifest["stages"][exp.base]["output"] if exp.base in EXPERIMENTS else exp.base
-        stage_cfg = cfg.with_overrides(max_steps=exp.steps(cfg))
-        plan = plan_pretraining(stage_cfg, exp.corpus, exp.variant, init, data_root=data_root, tag=eid)
-        out = root / eid / plan.digest
-        entry = {**asdict(exp), "steps": exp.steps(cfg), "config_digest": plan.digest, "out_dir": str(out),
-                 "output": None, "status": "pending"}
-        manifest["stages"][eid] = entry
-        rec = complete_record(out, plan.digest)
-        if rec is None:
-            write_json(manifest_path, {**manifest, "running": eid})
-            rec = run_pretraining(stage_cfg, corpus=exp.corpus, variant=exp.variant, init=init, out_dir=out,
-                                  resume=True, data_root=data_root, tag=eid, progress=progress,
-                                  notes=[exp.description])
-        entry.update(status=rec["status"], output=rec.get("output"), record=str(out / "run.json"),
-                     final_loss=rec.get("final_loss"), wall_time_s=rec.get("wall_time_s"))
-        write_json(manifest_path, manifest)
-    return manifest
+        init = str(model_folder(records[exp.base], settings)) if exp.base in EXPERIMENTS else exp.base
+        records[eid] = run_pretraining(cfg.with_overrides(max_steps=exp.steps(cfg)), corpus=exp.corpus,
+                                       variant=exp.variant, init=init, tag=eid, progress=progress,
+                                       notes=[exp.description], settings=settings)
+    return records

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from medibio.models.zoo import load_tokenizer, resolve
 from medibio.pretrain.configs import ModelShape, PretrainConfig
 
 
@@ -48,8 +49,6 @@ def load_checkpoint(path: str | Path):
     saved without an MLM head (a sentence encoder) gets a freshly initialised head.
     """
     from transformers import AutoModelForMaskedLM
-
-    from medibio.modelzoo import load_tokenizer, resolve
 
     target = resolve(path)
     tokenizer = load_tokenizer(target)

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from medibio.pretrain.corpus import iter_documents, iter_sentences
+
 
 def train_sentencepiece(texts: Iterable[str], out_dir: str | Path, vocab_size: int = 32000,
                         model_type: str = "unigram", character_coverage: float = 0.9999,
@@ -50,7 +52,5 @@ def train_corpus_vocabulary(corpus: str, out_dir: str | Path, vocab_size: int, v
                             max_mb: float | None = 50.0, root: str | Path | None = None):
     """A vocabulary for a corpus spec (see ``medibio.pretrain.corpus``), trained on its first ``max_mb``
     of deduplicated text, one sentence per SentencePiece input line."""
-    from medibio.pretrain.corpus import iter_documents, iter_sentences
-
     docs = iter_documents(corpus, variant, root, max_mb=max_mb)
     return train_tokenizer(iter_sentences(docs), out_dir, vocab_size=vocab_size)

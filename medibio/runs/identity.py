@@ -1,86 +1,21 @@
 """One identity for a run: what it is, and a digest of everything that can change its result.
 
 A run is named by (kind, profile, model tag, variant, dataset, seed) for people, and told apart from any
-other run by :func:`digest` of its *effective configuration*: hyperparameters, caps, loss options,
-stability options, the intermediate chain, the model's fingerprint (weights and tokenizer) and the
-checksums of the data files it reads. Two requests share a record only when their digests are equal, so a
-changed preset can never leave an old number on a page: it runs into a record of its own.
-
-The digest is the first 12 hex digits of the SHA-256 of the configuration as canonical JSON (sorted keys,
-no whitespace, floats as Python writes them), so it is stable across processes, machines and Python
-versions, and short enough to show in a table's provenance column.
+other run by the digest (:func:`medibio.core.hashing.digest`) of its *effective configuration*:
+hyperparameters, caps, loss options, stability options, the intermediate chain, the model's fingerprint
+(weights and tokenizer) and the checksums of the data files it reads. Two requests share a record only when
+their digests are equal, so a changed preset can never leave an old number on a page: it runs into a record
+of its own.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DIGEST_LENGTH = 12
-_CHUNK = 1 << 20
-
-
-def _plain(value: Any) -> Any:
-    """JSON-ready form of a configuration value (tuples as lists, paths as strings, NaN refused)."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"a run configuration cannot hold {value!r}: its digest would not be stable")
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
-        return value.item()
-    if hasattr(value, "value") and type(value).__module__ != "builtins":  # enums
-        return _plain(value.value)
-    return value
-
-
-def canonical_json(payload: Any) -> str:
-    """The configuration as canonical JSON: the exact text the digest is computed from."""
-    return json.dumps(_plain(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-
-def digest(payload: Any, length: int = DIGEST_LENGTH) -> str:
-    """Short SHA-256 hex digest of ``payload`` as canonical JSON (equal configurations, equal digests)."""
-    return hashlib.sha256(canonical_json(payload).encode("ascii")).hexdigest()[:length]
-
-
-_FILE_HASHES: dict[tuple[str, int, int], str] = {}
-
-
-def file_sha256(path: str | Path) -> str:
-    """Full SHA-256 hex of a file, streamed; memoised per process on (path, size, mtime)."""
-    path = Path(path)
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _FILE_HASHES:
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            while chunk := fh.read(_CHUNK):
-                h.update(chunk)
-        _FILE_HASHES[key] = h.hexdigest()
-    return _FILE_HASHES[key]
-
-
-def files_fingerprint(paths: Iterable[str | Path], root: str | Path | None = None) -> dict[str, str]:
-    """``{name: sha256[:16]}`` for data files (names relative to ``root`` when given, so a data root moved
-    to another machine keeps the same fingerprint). Missing files map to ``"absent"``."""
-    out: dict[str, str] = {}
-    for p in paths:
-        p = Path(p)
-        try:
-            name = p.resolve().relative_to(Path(root).resolve()).as_posix() if root is not None else p.name
-        except ValueError:
-            name = p.name
-        out[name] = file_sha256(p)[:16] if p.is_file() else "absent"
-    return dict(sorted(out.items()))
+from medibio.core.hashing import canonical_json
 
 
 def _component(value: str | int, what: str) -> str:
@@ -129,17 +64,28 @@ class RunKey:
         """The run's test predictions, next to its record: ``<folder>/seed<N>.test.jsonl``."""
         return self.folder(results_root) / f"seed{self.seed}.test.jsonl"
 
+    def artifacts_path(self, results_root: str | Path) -> Path:
+        """The run's published artifacts (an encoder, a pretrained model): ``<folder>/seed<N>/``."""
+        return self.folder(results_root) / f"seed{self.seed}"
+
+    def work_path(self, results_root: str | Path) -> Path:
+        """Where the run builds its artifacts until it is finished (kept across a kill, for resuming)."""
+        return self.folder(results_root) / f".seed{self.seed}.work"
+
     def lock_path(self, results_root: str | Path) -> Path:
         """The lock a process holds while it trains this run: ``<folder>/seed<N>.lock``."""
         return self.folder(results_root) / f"seed{self.seed}.lock"
 
 
 def config_differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """What changed between two configurations, as ``path: old → new`` lines (nested keys dotted)."""
+    """What changed between two configurations, as ``path: old → new`` lines (nested keys dotted, list items
+    of lists of one length by their index: ``intermediate.0.data.ift/stsb/sts-train.csv``)."""
     out: list[str] = []
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key, "(absent)"), new.get(key, "(absent)")
         where = f"{prefix}{key}"
+        if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            a, b = {str(i): v for i, v in enumerate(a)}, {str(i): v for i, v in enumerate(b)}
         if isinstance(a, Mapping) and isinstance(b, Mapping):
             out.extend(config_differences(a, b, where + "."))
         elif canonical_json(a) != canonical_json(b):

@@ -1,16 +1,20 @@
-"""Run records: one JSON file per run, the unit every table and figure is built from.
+"""Run records: one JSON file per run of any kind, the unit every table, figure and staleness check reads.
 
-A record sits at its key's path (:class:`medibio.runs.identity.RunKey`):
-``<results_root>/<kind>/<profile>/<model_tag>/<variant>/<dataset>/<config_digest>/seed<seed>.json`` with the
-test predictions beside it (``seed<seed>.test.jsonl``, the ``medibio blurb score`` format). The digest
-covers the run's whole effective configuration (``config``, stored in the record), so a request finds its
-own earlier record — and only that one — without reading anything else: a changed preset runs into a new
-record and never reuses or overwrites an old one. Records are written atomically, so a killed run never
-leaves a half record that would be mistaken for a finished one, and a per-run lock (a kernel lock, released
-when its process ends) keeps two processes from training the same run at once.
+Every kind of run — fine-tuning, frozen-encoder baselines, SciERC, intermediate fine-tuning stages,
+pretraining — writes the same :class:`RunRecord` (schema version :data:`SCHEMA_VERSION`) at its key's path
+(:class:`medibio.runs.identity.RunKey`):
+``<results_root>/<kind>/<profile>/<model_tag>/<variant>/<dataset>/<config_digest>/seed<seed>.json``, with
+its test predictions beside it (``seed<seed>.test.jsonl``) and its artifacts (an intermediate stage's
+encoder, a pretrained model and its checkpoints) in the folder ``seed<seed>/``. The record is written last
+and atomically (:mod:`medibio.runs.protocol`): a record on disk means a finished run whose predictions and
+artifacts are complete.
 
-Records of schema ``medibio.run/1`` (written before run identities, without a digest) stay readable: they
-are listed as legacy by ``medibio results list`` and never reused.
+What a record holds: the run's identity (kind, dataset, model, profile, variant, seed, ``config_digest`` and
+the ``config`` it digests, the ``request`` that planned it), its results (dev curve, dev and test metrics,
+scores), what it cost (examples, wall time, throughput, peak memory), one ``environment`` block (device,
+processes, CPU threads, library versions with the lock file's digest, git commit) and ``details``: the
+fields only one kind has, in one place. Records of earlier schemas stay readable; they are listed as
+legacy and never reused.
 """
 
 from __future__ import annotations
@@ -18,46 +22,52 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from medibio.atomic import LockHeldError, describe_holder, exclusive_lock, write_json
-from medibio.errors import InputFormatError
+from medibio.core.atomic import LockHeldError, describe_holder, exclusive_lock, write_json
+from medibio.core.errors import InputFormatError
+from medibio.models.zoo import model_tag
 from medibio.runs.identity import RunKey
+from medibio.tasks import registry
 
-SCHEMA = "medibio.run/2"
-LEGACY_SCHEMAS = ("medibio.run/1",)  # readable, listed as legacy, never reused
-KIND = "finetune"
+SCHEMA_VERSION = 3
+KINDS = ("finetune", "frozen", "scierc", "ift-stage", "pretrain")
 STATUSES = ("ok", "skipped")
-
+# Records written before this schema: (schema string, what it lacks). Readable, listed as legacy, never reused.
+LEGACY_SCHEMAS = {"medibio.run/1": "written before run identities",
+                  "medibio.run/2": "written before the one record schema of every kind"}
+ENVIRONMENT_FIELDS = ("device", "num_processes", "cpu_threads", "versions", "git_commit")
 
 
 @dataclass
 class RunRecord:
-    """Everything about one run (one model x variant x dataset x seed x configuration).
+    """Everything about one run (one kind x model x variant x dataset x seed x configuration).
 
     ``config`` is the effective configuration the run was made with and ``config_digest`` its digest (the
-    run's identity); ``request`` is what was asked for (overrides, chain, variant label), so that
-    ``medibio results list --stale`` can recompute the digest the same request would get today.
-    ``status`` is ``"skipped"`` (with ``reason``) for runs that cannot happen with the data at hand, such as
-    EBM-PICO without a train split: the tables then say so instead of inventing a score.
+    run's identity); ``request`` is what was asked for, so that ``medibio results list --stale`` can plan
+    the same request again and compare digests. ``status`` is ``"skipped"`` (with ``reason``) for runs that
+    cannot happen with the data at hand, such as EBM-PICO without a train split: the tables then say so
+    instead of inventing a score. ``artifacts`` names folders the run published beside its record (relative
+    to the record's folder). ``environment`` is where the numbers were computed: ``cpu_threads`` matters on
+    a CPU, where another count rounds differently and a run can end a little elsewhere, as with another seed.
     """
 
     dataset: str
     model: dict[str, Any]  # {name, path, tag, hash, model_type, parameters}
     profile: str
     seed: int
-    variant: str = "base"  # "base" or e.g. "ift-STS-B"
-    schema: str = SCHEMA
-    kind: str = KIND
+    kind: str = "finetune"
+    variant: str = "base"
+    schema_version: int = SCHEMA_VERSION
     run_id: str = ""
+    status: str = "ok"
+    reason: str | None = None
     group: str = ""
     problem: str = ""
-    intermediate: list[str] = field(default_factory=list)
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     dev_curve: list[dict[str, Any]] = field(default_factory=list)  # {epoch, step, train_loss, dev: {...}}
     best_epoch: int | None = None
@@ -65,26 +75,21 @@ class RunRecord:
     test: dict[str, float] = field(default_factory=dict)
     score_dev: float | None = None
     score_test: float | None = None
-    predictions: str | None = None  # relative to the record's folder
+    predictions: str | None = None  # file name, in the record's folder
+    artifacts: dict[str, str] = field(default_factory=dict)  # name -> folder relative to the record's folder
     train_examples: int | None = None
     eval_examples: int | None = None
     wall_time_s: float | None = None
     train_examples_per_s: float | None = None
     peak_memory_mb: float | None = None
-    device: str = ""
-    num_processes: int = 1
-    # intra-op CPU threads the run computed with (medibio.cores): another count rounds differently, so the
-    # same configuration can end a little elsewhere, as with another seed. None in records made before.
-    cpu_threads: int | None = None
-    versions: dict[str, Any] = field(default_factory=dict)
-    git_commit: str | None = None
+    environment: dict[str, Any] = field(default_factory=dict)  # ENVIRONMENT_FIELDS
     created: str = ""
     notes: list[str] = field(default_factory=list)
-    status: str = "ok"
-    reason: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)  # what only this kind of run has
     config_digest: str = ""
     config: dict[str, Any] = field(default_factory=dict)
     request: dict[str, Any] = field(default_factory=dict)
+    schema: str = ""  # the schema string of a legacy record; empty for this schema
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -94,13 +99,12 @@ class RunRecord:
         self.seed = int(self.seed)
         if not self.model.get("tag"):
             self.model = {**self.model, "tag": model_tag(self.model.get("name") or self.model.get("path") or "")}
-        if not self.group or not self.problem:
-            spec = _blurb_spec(self.dataset)
-            if spec is not None:
-                self.group = self.group or spec.group.value
-                self.problem = self.problem or spec.problem.value
+        if (not self.group or not self.problem) and registry.is_blurb(self.dataset):
+            spec = registry.get(self.dataset)
+            self.group = self.group or spec.group.value
+            self.problem = self.problem or spec.problem.value
         if not self.run_id:
-            self.run_id = (str(self.key) if self.config_digest else
+            self.run_id = (str(self.key) if not self.legacy else
                            f"{self.profile}/{self.model_tag}/{self.variant}/{self.dataset}/seed{self.seed}")
         if not self.created:
             self.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -115,27 +119,62 @@ class RunRecord:
 
     @property
     def legacy(self) -> bool:
-        """Written before run identities (no configuration digest): readable, never reused."""
-        return not self.config_digest
+        """Written under an earlier schema (or without a configuration digest): readable, never reused."""
+        return bool(self.schema) or not self.config_digest
 
     @property
     def key(self) -> RunKey:
         if self.legacy:
-            raise ValueError(f"run record {self.run_id} predates run identities (schema {self.schema}): "
-                             "it has no configuration digest")
+            raise ValueError(f"run record {self.run_id} is legacy ({self.schema or 'no digest'}): it has no "
+                             "run key of this medibio")
         return RunKey(self.kind, self.profile, self.model_tag, self.variant, self.dataset, self.seed,
                       self.config_digest)
+
+    # the environment block, read where tables need it
+    @property
+    def device(self) -> str:
+        return str(self.environment.get("device", ""))
+
+    @property
+    def git_commit(self) -> str | None:
+        return self.environment.get("git_commit")
+
+    @property
+    def num_processes(self) -> int:
+        return int(self.environment.get("num_processes", 1))
+
+    @property
+    def cpu_threads(self) -> int | None:
+        return self.environment.get("cpu_threads")
+
+    @property
+    def versions(self) -> dict[str, Any]:
+        return dict(self.environment.get("versions", {}))
+
+    @property
+    def intermediate(self) -> list[str]:
+        """A fine-tuning run's intermediate-task chain (empty without one)."""
+        return list(self.details.get("intermediate", []))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict, keys in contract order (identity first, then results, then provenance)."""
         data = dataclasses.asdict(self)
-        return {key: data[key] for key in _ORDER}
+        if not data["schema"]:
+            del data["schema"]
+        return {key: data[key] for key in _ORDER if key in data}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
-        """Inverse of :meth:`to_dict`; unknown or missing keys raise ``ValueError`` naming them."""
+        """Inverse of :meth:`to_dict` (records of :data:`LEGACY_SCHEMAS` too); unknown or missing keys raise
+        ``ValueError`` naming them."""
         if not isinstance(data, dict):
             raise ValueError(f"a run record is a JSON object, got {type(data).__name__}")
+        if "schema" in data and "schema_version" not in data:
+            data = _from_legacy(data)
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"run-record schema version {version!r} (this medibio reads {SCHEMA_VERSION} and "
+                             f"the legacy schemas {', '.join(LEGACY_SCHEMAS)})")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
@@ -145,17 +184,13 @@ class RunRecord:
         missing = [k for k in required if k not in data]
         if missing:
             raise ValueError(f"run record lacks required keys {missing}")
-        schema = data.get("schema", SCHEMA)
-        if schema != SCHEMA and schema not in LEGACY_SCHEMAS:
-            raise ValueError(f"run-record schema {schema!r} (this medibio reads {SCHEMA!r} and "
-                             f"{', '.join(LEGACY_SCHEMAS)})")
         return cls(**data)
 
     def path(self, results_root: str | Path) -> Path:
         """Where this record is (or will be) stored."""
         if self.legacy:
             return (Path(results_root) / self.kind / self.profile / self.model_tag / self.variant / self.dataset
-                    / f"seed{self.seed}.json")
+                    / (self.config_digest or "") / f"seed{self.seed}.json")
         return self.key.path(results_root)
 
     def predictions_file(self, results_root: str | Path) -> Path | None:
@@ -164,91 +199,30 @@ class RunRecord:
             return None
         return self.path(results_root).parent / self.predictions
 
+    def artifact(self, name: str, results_root: str | Path) -> Path:
+        """Absolute location of one of the run's published artifacts (``KeyError`` when it has none)."""
+        return self.path(results_root).parent / self.artifacts[name]
 
-_ORDER = ("schema", "kind", "run_id", "status", "reason", "dataset", "group", "problem", "model", "profile",
-          "seed", "variant", "intermediate", "hyperparameters", "dev_curve", "best_epoch", "dev", "test",
-          "score_dev", "score_test", "predictions", "train_examples", "eval_examples", "wall_time_s",
-          "train_examples_per_s", "peak_memory_mb", "device", "num_processes", "cpu_threads", "versions", "git_commit",
-          "created", "notes", "config_digest", "config", "request")
+
+_ORDER = ("schema_version", "schema", "kind", "run_id", "status", "reason", "dataset", "group", "problem",
+          "model", "profile", "seed", "variant", "hyperparameters", "dev_curve", "best_epoch", "dev", "test",
+          "score_dev", "score_test", "predictions", "artifacts", "train_examples", "eval_examples",
+          "wall_time_s", "train_examples_per_s", "peak_memory_mb", "environment", "created", "notes", "details",
+          "config_digest", "config", "request")
 assert set(_ORDER) == {f.name for f in dataclasses.fields(RunRecord)}
 
 
-def skipped_record(dataset: str, model: dict[str, Any], profile: str, seed: int, reason: str,
-                   variant: str = "base", **fields: Any) -> RunRecord:
-    """A record stating that a run was not made, and why (written so tables can say so)."""
-    return RunRecord(dataset=dataset, model=model, profile=profile, seed=seed, variant=variant,
-                     status="skipped", reason=reason, notes=[reason, *fields.pop("notes", [])], **fields)
-
-
-def _blurb_spec(dataset: str):
-    from medibio.blurb import registry
-
-    try:
-        return registry.get(dataset)
-    except KeyError:
-        return None
-
-
-# --- model identity -----------------------------------------------------------------------------------
-
-def _sanitise(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "model"
-
-
-def model_tag(name_or_path: str | Path) -> str:
-    """Short, filesystem-safe name of a model used in result paths.
-
-    ``minilm`` for the packaged MiniLM (any alias or its folder), ``tiny-deberta`` for the tiny test model,
-    the folder name for local folders, and ``org__name`` for hub ids.
-    """
-    from medibio import modelzoo
-
-    text = str(name_or_path).strip()
-    key = text.lower()
-    if key in modelzoo.MINILM_ALIASES:
-        return "minilm"
-    if key == modelzoo.TINY_DEBERTA:
-        return "tiny-deberta"
-    if key in modelzoo.HUB_MODELS:
-        text = modelzoo.HUB_MODELS[key]
-    path = Path(text).expanduser()
-    if path.exists():
-        resolved = path.resolve()
-        try:
-            if resolved == modelzoo.minilm_path().resolve():
-                return "minilm"
-        except ImportError:
-            pass
-        if resolved.name.startswith("tiny-deberta") and resolved.parent == modelzoo.cache_root().resolve():
-            return "tiny-deberta"
-        return _sanitise(resolved.name)
-    return _sanitise(text.replace("/", "__"))
-
-
-def model_fingerprint(name_or_path: str | Path) -> str:
-    """The model's fingerprint in records: :func:`medibio.modelzoo.fingerprint` (config, weights and
-    tokenizer files; a hub model from its complete snapshot, fetched first where the cache lacks files)."""
-    from medibio import modelzoo
-
-    return modelzoo.fingerprint(name_or_path)
-
-
-def model_info(name_or_path: str | Path, model: Any = None) -> dict[str, Any]:
-    """The ``model`` block of a record: name, resolved path, tag, fingerprint, type and parameter count.
-
-    ``model`` (a loaded ``torch.nn.Module``) supplies the parameter count; without it the count is None.
-    """
-    from medibio import modelzoo
-
-    path = modelzoo.resolve(name_or_path)
-    config = getattr(model, "config", None)
-    model_type = getattr(config, "model_type", None)
-    folder = Path(path) if Path(path).is_dir() else modelzoo.cached_snapshot(path)  # hub id: its snapshot
-    if model_type is None and folder is not None and (folder / "config.json").is_file():
-        model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
-    parameters = sum(p.numel() for p in model.parameters()) if model is not None else None
-    return {"name": str(name_or_path), "path": str(path), "tag": model_tag(name_or_path),
-            "hash": model_fingerprint(name_or_path), "model_type": model_type, "parameters": parameters}
+def _from_legacy(data: dict[str, Any]) -> dict[str, Any]:
+    """A record of an earlier schema in this schema's fields (it stays legacy: ``schema`` keeps its name)."""
+    if data.get("schema") not in LEGACY_SCHEMAS:
+        raise ValueError(f"run-record schema {data.get('schema')!r} (this medibio reads version {SCHEMA_VERSION} "
+                         f"and {', '.join(LEGACY_SCHEMAS)})")
+    out = {k: v for k, v in data.items() if k not in (*ENVIRONMENT_FIELDS, "intermediate")}
+    out["environment"] = {k: data[k] for k in ENVIRONMENT_FIELDS if k in data}
+    if data.get("intermediate"):
+        out["details"] = {"intermediate": data["intermediate"]}
+    out.setdefault("kind", "finetune")
+    return out
 
 
 # --- locations, locks ---------------------------------------------------------------------------------
@@ -256,7 +230,7 @@ def model_info(name_or_path: str | Path, model: Any = None) -> dict[str, Any]:
 def write_record(record: RunRecord, results_root: str | Path) -> Path:
     """Write a record atomically to its key's path and return the path."""
     if record.legacy:
-        raise ValueError(f"refusing to write {record.run_id} without a configuration digest")
+        raise ValueError(f"refusing to write {record.run_id} without a configuration digest of this schema")
     return write_json(record.path(results_root), record.to_dict())
 
 
@@ -277,7 +251,7 @@ class RunLockedError(LockHeldError):
 @contextlib.contextmanager
 def run_lock(key: RunKey, results_root: str | Path, wait: bool = True, poll_s: float = 0.5,
              log: Callable[[str], None] | None = None) -> Iterator[Path]:
-    """Hold ``seed<N>.lock`` beside the run's record while training it (:func:`medibio.atomic.exclusive_lock`).
+    """Hold ``seed<N>.lock`` beside the run's record while training it (:func:`medibio.core.atomic.exclusive_lock`).
 
     A second process asking for the same run waits (``wait=True``; it then finds the finished record) or
     gets :class:`RunLockedError`. The lock is the kernel's: a killed process's lock is free at once, so two
@@ -314,22 +288,21 @@ def read_record(path: str | Path) -> RunRecord:
     try:
         return RunRecord.from_dict(data)
     except (TypeError, ValueError) as exc:
-        raise InputFormatError(path, None, f"a run record ({SCHEMA})", str(exc)) from exc
+        raise InputFormatError(path, None, f"a run record (schema version {SCHEMA_VERSION})", str(exc)) from exc
 
 
 def load_records(results_root: str | Path, profile: str | None = None, model: str | None = None,
-                 variant: str | None = None, dataset: str | None = None, kind: str = KIND,
+                 variant: str | None = None, dataset: str | None = None, kind: str = "finetune",
                  config_digest: str | None = None, legacy: bool = True) -> list[RunRecord]:
     """All records of one kind under a results root, optionally filtered; sorted by profile, model,
-    variant, BLURB dataset order, seed. ``model`` may be a tag or anything :func:`model_tag` understands.
-    ``legacy=False`` leaves out records written before run identities."""
+    variant, BLURB dataset order, seed. ``model`` may be a tag or anything :func:`medibio.models.zoo.model_tag`
+    understands. ``legacy=False`` leaves out records of earlier schemas."""
     root = Path(results_root) / kind
     if not root.is_dir():
         return []
     tag = None if model is None else model_tag(model)
-    if dataset is not None:
-        spec = _blurb_spec(dataset)
-        dataset = spec.name if spec is not None else dataset
+    if dataset is not None and registry.is_blurb(dataset):
+        dataset = registry.get(dataset).name
     prefix = "/".join(x or "*" for x in (profile, tag, variant, dataset))
     paths = list(root.glob(f"{prefix}/{config_digest or '*'}/seed*.json"))
     if legacy and config_digest is None:
@@ -340,16 +313,5 @@ def load_records(results_root: str | Path, profile: str | None = None, model: st
 
 
 def _sort_key(rec: RunRecord) -> tuple:
-    from medibio.blurb import registry
-
     order = {n: i for i, n in enumerate(registry.names())}
     return (rec.profile, rec.model_tag, rec.variant, order.get(rec.dataset, len(order)), rec.dataset, rec.seed)
-
-
-# --- environment --------------------------------------------------------------------------------------
-
-def environment_info() -> dict[str, Any]:
-    """Versions, device, git commit and torch threads (:func:`medibio.provenance.environment`)."""
-    from medibio.provenance import environment
-
-    return environment()

@@ -27,8 +27,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from medibio.scierc import data
 from medibio.scierc.presets import SciercConfig
+from medibio.tasks import scierc as data
 
 NULL = 0
 

@@ -1,5 +1,5 @@
 """The SciERC configuration of a run (:class:`SciercConfig`); each profile's values are ``Profile.scierc`` and
-``Profile.scierc_seeds`` in :mod:`medibio.profiles`.
+``Profile.scierc_seeds`` in :mod:`medibio.core.profiles`.
 
 How the options map to the literature:
 
@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medibio import profiles
-from medibio.errors import MedibioError
+from medibio.core import profiles
+from medibio.core.errors import InputFormatError, MedibioError
+from medibio.core.text import yaml_mapping
+from medibio.training.config import FinetuneConfig
 
 MODES = ("joint", "pipeline")
 
@@ -98,9 +100,7 @@ class SciercConfig:
         return dataclasses.replace(self, **changes)
 
     def finetune_config(self) -> Any:
-        """The fields the shared training loop reads, as a :class:`~medibio.finetune.presets.FinetuneConfig`."""
-        from medibio.finetune.presets import FinetuneConfig
-
+        """The fields the shared training loop reads, as a :class:`~medibio.training.config.FinetuneConfig`."""
         return FinetuneConfig(learning_rate=self.learning_rate, batch_size=self.batch_size, grad_accum=self.grad_accum,
                               epochs=self.epochs, max_length=self.max_length, warmup_ratio=self.warmup_ratio,
                               weight_decay=self.weight_decay, max_grad_norm=self.max_grad_norm,
@@ -113,13 +113,11 @@ def field_names() -> list[str]:
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """``medibio scierc train --config``: a YAML mapping of :class:`SciercConfig` fields (errors name the file)."""
-    from medibio.errors import InputFormatError
-    from medibio.finetune.presets import read_yaml_mapping
-
-    values = read_yaml_mapping(path, "SciERC options")
-    unknown = sorted(set(map(str, values)) - set(field_names()))
+    values, lines = yaml_mapping(path, "SciERC options")
+    unknown = [str(k) for k in values if str(k) not in field_names()]
     if unknown:
-        raise InputFormatError(path, None, f"SciERC options ({', '.join(field_names())})", ", ".join(unknown))
+        raise InputFormatError(path, lines.get((unknown[0],)), f"SciERC options ({', '.join(field_names())})",
+                               ", ".join(unknown))
     return values
 
 
@@ -131,7 +129,7 @@ def seeds(profile: str | profiles.Profile) -> tuple[int, ...]:
 
 def preset(profile: str | profiles.Profile, overrides: Mapping[str, Any] | None = None) -> SciercConfig:
     """The profile's SciERC configuration (the defaults here, then ``Profile.scierc`` in
-    :mod:`medibio.profiles`, then overrides); a profile ``limit`` (``--limit``) caps every split."""
+    :mod:`medibio.core.profiles`, then overrides); a profile ``limit`` (``--limit``) caps every split."""
     prof = profiles.get(profile)
     values = {**prof.scierc, **{k: v for k, v in (overrides or {}).items() if v is not None}}
     cfg = SciercConfig().replace(**values)

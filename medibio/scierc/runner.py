@@ -1,29 +1,43 @@
 """SciERC runs: plan (identity), train through the shared loop, write one record per (model, seed).
 
 A run's identity is the digest of its effective configuration — :class:`~medibio.scierc.presets.SciercConfig`,
-the encoder's fingerprint, the SciERC files' checksums, the subset seed and :data:`PROTOCOL` — so a record
-is reused only when the request's configuration equals it; anything else trains into a record of its own
+the encoder's fingerprint, the SciERC files' checksums and the subset seed — so a record is reused only when
+the request's configuration equals it; anything else trains into a record of its own
 (``<results>/scierc/<profile>/<model>/<mode>/SciERC/<digest>/seed<N>.json``, test predictions beside it).
-The lock, the atomic writes and the "no record, no result" rule are those of the BLURB runs: a run killed
-at any point leaves no record and is redone by the next request, while finished seeds are reused.
+Lock, atomic writes and reuse are those of every run (:mod:`medibio.runs.protocol`): a run killed at any
+point leaves no record and is redone by the next request, while finished seeds are reused.
 """
 
 from __future__ import annotations
 
-import random
+import dataclasses
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from medibio import profiles
-from medibio.profiles import Profile
-from medibio.runs import identity
+from medibio.core import profiles
+from medibio.core.hashing import files_fingerprint
+from medibio.core.precision import accelerator as make_accelerator
+from medibio.core.profiles import Profile
+from medibio.core.settings import Settings
+from medibio.models import heads, zoo
+from medibio.runs import protocol
+from medibio.runs import records as rec
+from medibio.runs.launch import launch_request
+from medibio.runs.protocol import SUBSET_SEED, Outcome, Plan, RunContext
+from medibio.scierc import presets
+from medibio.scierc.model import SpanModel
+from medibio.scierc.task import SciercTask
+from medibio.tasks import scierc as data
+from medibio.tasks import scierc_metrics as metrics
+from medibio.tasks.spec import Problem
+from medibio.training import features
+from medibio.training.loop import fit
+from medibio.training.stability import freeze_all_but_top
 
 KIND = "scierc"
-DATASET = "SciERC"
-SUBSET_SEED = 12345
-PROTOCOL = 1
+DATASET = data.SPEC.name
 # what peak memory means in a CPU record (the trainer reads the process-wide maximum resident set size)
 CPU_MEMORY_NOTE = ("peak_memory_mb on CPU: the process's largest resident set size so far (getrusage "
                    "ru_maxrss), not this run's alone: later seeds in one process report at least the earlier ones' "
@@ -31,174 +45,92 @@ CPU_MEMORY_NOTE = ("peak_memory_mb on CPU: the process's largest resident set si
 
 
 @dataclass(frozen=True)
-class RunPlan:
-    """One SciERC job, fully resolved."""
+class Job:
+    """What training a planned SciERC run needs."""
 
     model: str
     seed: int
     profile: Profile
-    config: Any  # SciercConfig
-    payload: dict[str, Any]
-    request: dict[str, Any]
-    key: identity.RunKey
+    config: presets.SciercConfig
 
 
 def plan_run(model: str | None = None, seed: int = 1, profile: str | Profile = profiles.DEFAULT_PROFILE,
-             overrides: Mapping[str, Any] | None = None, data_root: str | Path | None = None) -> RunPlan:
-    """Resolve one job into its configuration and run key (nothing is trained)."""
-    from medibio.paths import data_root as resolve_data_root
-    from medibio.runs import records as rec
-    from medibio.scierc import data, presets
-
-    prof = profiles.get(profile)
+             overrides: Mapping[str, Any] | None = None, settings: Settings | None = None) -> Plan:
+    """Resolve one run into its configuration and run key (nothing is trained)."""
+    settings = settings or Settings()
+    prof = settings.profile(profile)
     model = str(model or prof.model)
     cfg = presets.preset(prof, overrides)
-    root = resolve_data_root(data_root, must_exist=False)
-    files = [data.split_path(s, data_root) for s in data.SPLITS]
-    payload = {"protocol": PROTOCOL, "dataset": DATASET, "model": rec.model_fingerprint(model),
-               "scierc": cfg.to_dict(), "subset_seed": SUBSET_SEED,
-               "data": identity.files_fingerprint(files, root=root)}
-    request = {"model": model, "profile": prof.name, "seed": int(seed),
+    files = [data.split_path(s, settings.data_root) for s in data.SPLITS]
+    configuration = {"dataset": DATASET, "model": zoo.fingerprint(model, settings.cache_root),
+                     "scierc": cfg.to_dict(), "subset_seed": SUBSET_SEED,
+                     "data": files_fingerprint(files, root=settings.data_root)}
+    request = {"model": model, "profile": prof.name, "limit": prof.limit, "seed": int(seed),
                "overrides": {k: v for k, v in (overrides or {}).items() if v is not None}}
-    key = identity.RunKey(KIND, prof.name, rec.model_tag(model), cfg.mode, DATASET, int(seed),
-                          identity.digest(payload))
-    return RunPlan(model, int(seed), prof, cfg, payload, request, key)
+    tag = zoo.model_tag(model)
+    return protocol.plan(KIND, prof.name, tag, cfg.mode, DATASET, seed, configuration, request,
+                         f"SciERC seed {seed} [{cfg.mode}] {tag}", Job(model, int(seed), prof, cfg))
 
 
 def plan_runs(model: str | None = None, seeds: int | str | Sequence[int] | None = None,
               profile: str | Profile = profiles.DEFAULT_PROFILE, overrides: Mapping[str, Any] | None = None,
-              data_root: str | Path | None = None) -> list[RunPlan]:
-    from medibio.scierc import presets
-
-    prof = profiles.get(profile)
-    return [plan_run(model, s, prof, overrides, data_root)
+              settings: Settings | None = None) -> list[Plan]:
+    settings = settings or Settings()
+    prof = settings.profile(profile)
+    return [plan_run(model, s, prof, overrides, settings)
             for s in (profiles.parse_seeds(seeds) or list(presets.seeds(prof)))]
-
-
-def replan(record: Any, data_root: str | Path | None = None) -> RunPlan:
-    """The plan the request behind ``record`` gets today (``medibio results list --stale``)."""
-    req = record.request
-    return plan_run(req["model"], req["seed"], req["profile"], req.get("overrides") or None, data_root)
 
 
 def run_scierc(model: str | None = None, seeds: int | str | Sequence[int] | None = None,
                profile: str | Profile = profiles.DEFAULT_PROFILE, overrides: Mapping[str, Any] | None = None,
-               results_root: str | Path | None = None, data_root: str | Path | None = None,
-               force: bool = False, callbacks: Sequence[Any] = ()) -> list[Any]:
+               force: bool = False, callbacks: Sequence[Any] = (), settings: Settings | None = None) -> list[Any]:
     """Train (or reuse) one SciERC run per seed and return the records (the profile's seeds by default).
 
     ``overrides`` are :class:`~medibio.scierc.presets.SciercConfig` fields (``mode="pipeline"``, ``epochs``,
     caps ...). Works in a plain process and under ``accelerate launch`` (only the main process writes).
     ``callbacks`` are the training loop's (``callback("epoch_end", epoch=..., ...)``). With
-    ``$MEDIBIO_PROCESSES`` above 1 (``medibio book --processes N``) the request goes through ``accelerate
-    launch`` in that many processes (:func:`launch`), as fine-tuning does.
+    ``settings.processes`` above 1 (``medibio book --processes N``) the request goes through ``accelerate
+    launch`` in that many processes, as fine-tuning does.
     """
-    from medibio.finetune import trainer
-    from medibio.finetune.runner import PROCESSES_ENV, launch_processes
-    from medibio.paths import results_root as default_results_root
-
-    processes = launch_processes()
-    if processes > 1:
-        if callbacks:
-            raise ValueError(f"callbacks cannot follow runs into {processes} launched processes; unset "
-                             f"${PROCESSES_ENV} to run in this process")
-        return launch(model, seeds, profile, overrides, results_root, data_root, force, num_processes=processes)
-    plans = plan_runs(model, seeds, profile, overrides, data_root)
-    root = default_results_root(results_root)
-    accelerator = trainer.make_accelerator(plans[0].config.mixed_precision if plans else "no")
-    return [run_plan(plan, root, force, data_root, accelerator, callbacks) for plan in plans]
-
-
-def launch(model: str | None = None, seeds: int | str | Sequence[int] | None = None,
-           profile: str | Profile = profiles.DEFAULT_PROFILE, overrides: Mapping[str, Any] | None = None,
-           results_root: str | Path | None = None, data_root: str | Path | None = None, force: bool = False,
-           num_processes: int = 2) -> list[Any]:
-    """The same request as ``medibio scierc train`` in ``num_processes`` processes of ``accelerate launch``
-    (overrides travel as a YAML ``--config`` file); the records are found by planning the request here."""
-    import os
-    import tempfile
-
-    import yaml
-
-    from medibio.finetune.runner import accelerate_launch, launch_env
-    from medibio.paths import results_root as default_results_root
-    from medibio.runs import records as rec
-
-    root = default_results_root(results_root)
-    args = ["scierc", "train", "--profile", profiles.get(profile).name, "--results-root", str(root)]
-    if model:
-        args += ["--model", str(model)]
-    seed_list = profiles.parse_seeds(seeds)
-    if seed_list:
-        args += ["--seeds", ",".join(map(str, seed_list))]
-    if data_root:
-        args += ["--data-root", str(data_root)]
-    if force:
-        args.append("--force")
+    settings = settings or Settings()
     plain = {k: v for k, v in (overrides or {}).items() if v is not None}
-    config_file = None
-    if plain:
-        (root / ".launch").mkdir(parents=True, exist_ok=True)
-        fd, config_file = tempfile.mkstemp(suffix=".yaml", dir=root / ".launch")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            yaml.safe_dump(plain, fh)
-        args += ["--config", config_file]
-    try:
-        accelerate_launch(args, num_processes, env=launch_env(num_processes))
-    finally:
-        if config_file:
-            os.unlink(config_file)
-    found = [rec.find_record(root, plan.key) for plan in plan_runs(model, seeds, profile, plain, data_root)]
-    return [r for r in found if r is not None]
+    if settings.processes > 1:
+        if callbacks:
+            raise ValueError(f"callbacks cannot follow runs into {settings.processes} launched processes; "
+                             "run with one process")
+        args = ["scierc", "train", "--profile", profiles.get(profile).name]
+        if model:
+            args += ["--model", str(model)]
+        seed_list = profiles.parse_seeds(seeds)
+        if seed_list:
+            args += ["--seeds", ",".join(map(str, seed_list))]
+        if force:
+            args.append("--force")
+        launch_request(args, plain, settings)
+        found = [rec.find_record(settings.results_root, plan.key)
+                 for plan in plan_runs(model, seeds, profile, plain, settings)]
+        return [r for r in found if r is not None]
+    plans = plan_runs(model, seeds, profile, overrides, settings)
+    accelerator = make_accelerator(plans[0].job.config.mixed_precision if plans else "no")
+    kind = SciercKind(callbacks)
+    return [protocol.run(kind, plan, settings, accelerator, force)[0] for plan in plans]
 
 
-def _label(plan: RunPlan) -> str:
-    return f"SciERC seed {plan.seed} [{plan.config.mode}] {plan.key.model_tag}"
-
-
-def run_plan(plan: RunPlan, results_root: Path, force: bool, data_root: str | Path | None, accelerator: Any,
-             callbacks: Sequence[Any] = ()) -> Any:
-    """One job: reuse its record, else train, write predictions then the record (both atomically)."""
-    from medibio.runs.execution import run_once
-
-    return run_once(plan.key, results_root, force, accelerator, _label(plan),
-                    lambda: train(plan, results_root, data_root, accelerator, callbacks), _score_text)
-
-
-def _score_text(record: Any) -> str:
-    t = record.test
-    return (f"dev {record.score_dev:.2f} (epoch {record.best_epoch}); test NER {t.get('ner_f1', 0):.1f}, "
-            f"REL {t.get('rel_f1', 0):.1f}, REL+ {t.get('relplus_f1', 0):.1f}, Coref {t.get('coref_f1', 0):.1f}")
-
-
-def subsample(docs: list[Any], cap: int | None) -> list[Any]:
-    """A seeded random subset of ``cap`` documents in their original order (the same for every seed/model)."""
-    if cap is None or len(docs) <= cap:
-        return docs
-    keep = sorted(random.Random(SUBSET_SEED).sample(range(len(docs)), cap))
-    return [docs[i] for i in keep]
-
-
-def _build(plan: RunPlan, heads: Sequence[str], typed: bool) -> Any:
+def _build(job: Job, source: str, head_names: Sequence[str], typed: bool) -> SpanModel:
     from accelerate.utils import set_seed
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
 
-    from medibio import modelzoo
-    from medibio.scierc.model import SpanModel
-
-    set_seed(plan.seed)
+    set_seed(job.seed)
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
-        encoder = AutoModel.from_pretrained(modelzoo.resolve(plan.model))
+        encoder = AutoModel.from_pretrained(source)
     finally:
         hf_logging.set_verbosity(level)
-    if plan.config.train_layers is not None:
-        from medibio.finetune.stability import freeze_all_but_top
-
-        freeze_all_but_top(encoder, plan.config.train_layers)
-    return SpanModel(encoder, plan.config, heads, typed_relations=typed)
+    if job.config.train_layers is not None:
+        freeze_all_but_top(encoder, job.config.train_layers)
+    return SpanModel(encoder, job.config, head_names, typed_relations=typed)
 
 
 def _groups(model: Any, cfg: Any) -> list[dict[str, Any]]:
@@ -214,103 +146,100 @@ def _groups(model: Any, cfg: Any) -> list[dict[str, Any]]:
     return [g for g in groups if g["params"]]
 
 
-def train(plan: RunPlan, results_root: Path, data_root: str | Path | None, accelerator: Any,
-          callbacks: Sequence[Any] = ()) -> tuple[Any, list[dict[str, Any]]]:
-    """Train and evaluate one planned run (joint: one model; pipeline: entity model, then relation model).
+class SciercKind:
+    """SciERC as a kind of run (:class:`medibio.runs.protocol.Kind`); ``callbacks`` follow training."""
 
-    The record's ``wall_time_s`` is this whole function: reading and featurising the data, loading the
-    encoder(s), training with the dev evaluation of every epoch, predicting and scoring test."""
-    import time
+    name = KIND
 
-    from medibio.blurb.registry import Problem
-    from medibio.finetune import modeling, trainer
-    from medibio.runs import records as rec
-    from medibio.scierc import data, metrics
-    from medibio.scierc.task import SciercTask
+    def __init__(self, callbacks: Sequence[Any] = ()) -> None:
+        self.callbacks = tuple(callbacks)
 
-    started = time.perf_counter()
-    cfg = plan.config
-    full = {s: data.load_split(s, data_root) for s in data.SPLITS}
-    splits = {"train": subsample(full["train"], cfg.max_train_docs), "dev": subsample(full["dev"], cfg.max_dev_docs),
-              "test": subsample(full["test"], cfg.max_test_docs)}
-    notes = [n for d in splits["train"] for n in d.notes]
-    for split, cap in (("train", cfg.max_train_docs), ("dev", cfg.max_dev_docs)):
-        if cap is not None and len(full[split]) > cap:
-            notes.append(f"{split}: random subset of {len(splits[split])} of {len(full[split])} documents "
-                         f"(seed {SUBSET_SEED})" + ("; model selection and dev scores on this subset"
-                                                    if split == "dev" else ""))
-    if cfg.max_test_docs is not None and len(full["test"]) > cfg.max_test_docs:
-        notes.append(f"test: capped to {len(splits['test'])} of {len(full['test'])} documents "
-                     f"({plan.profile.name} profile): NOT an official score")
-    if cfg.train_layers is not None:
-        notes.append(f"encoder: embeddings and all but the top {cfg.train_layers} layers frozen")
-    tokenizer = modeling.load_tokenizer(plan.model, Problem.TOKEN)
-    fcfg = cfg.finetune_config()
-    stages: list[Any] = []
-    if cfg.mode == "joint":
-        task = SciercTask(splits, tokenizer, cfg, ("ner", "relation", "coref"))
-        net = _build(plan, task.heads, typed=False)
-        result = trainer.fit_task(net, task, fcfg, accelerator, plan.seed, callbacks,
-                                  parameter_groups=_groups(net, cfg))
-        stages.append(("joint", result, net))
-        predictions = result.test_predictions
-        test, dev = result.test, result.dev
-    else:
-        ent_task = SciercTask(splits, tokenizer, cfg, ("ner", "coref"), name="SciERC entities")
-        ent_net = _build(plan, ent_task.heads, typed=False)
-        ent = trainer.fit_task(ent_net, ent_task, fcfg, accelerator, plan.seed, callbacks,
-                               parameter_groups=_groups(ent_net, cfg))
-        predicted = {split: {p["doc_key"]: p["entities"] for p in ent_task.predict(ent_net, split)}
-                     for split in ("dev", "test")}
-        rel_task = SciercTask(splits, tokenizer, cfg, ("relation",), name="SciERC relations", entities=predicted)
-        rel_net = _build(plan, rel_task.heads, typed=True)
-        rel = trainer.fit_task(rel_net, rel_task, fcfg, accelerator, plan.seed, callbacks,
-                               parameter_groups=_groups(rel_net, cfg))
-        stages += [("entity", ent, ent_net), ("relation", rel, rel_net)]
-        rel_by_doc = {p["doc_key"]: p["relations"] for p in rel.test_predictions}
-        predictions = [{**p, "relations": rel_by_doc.get(p["doc_key"], [])} for p in ent.test_predictions]
-        test = metrics.flat(metrics.score_documents(splits["test"], predictions))
-        test["score"] = round((test["ner_f1"] + test["rel_f1"] + test["coref_f1"]) / 3, 4)
-        dev = {**ent.dev, **{k: v for k, v in rel.dev.items() if k.startswith("rel")}}
-        dev["score"] = round((dev["ner_f1"] + dev["rel_f1"] + dev["coref_f1"]) / 3, 4)
-    main = stages[-1][1]
-    lost = (task if cfg.mode == "joint" else ent_task).lost_words()
-    if any(lost.values()):
-        notes.append(f"words beyond max_length={cfg.max_length} in a single sentence (no span there): {lost}")
-    curve = [{**entry, "stage": name} for name, res, _ in stages for entry in res.dev_curve]
-    env = rec.environment_info()
-    info = rec.model_info(plan.model)
-    info["parameters"] = sum(sum(p.numel() for p in net.parameters()) for _, _, net in stages)
-    if accelerator.device.type != "cuda":
-        notes.append(CPU_MEMORY_NOTE)
-    train_time = sum(res.train_time_s for _, res, _ in stages)
-    seen = sum(res.train_examples_per_s * res.train_time_s for _, res, _ in stages)
-    hyper = cfg.to_dict()
-    hyper.update(per_device_batch_size=main.per_device_batch_size,
-                 optimizer_steps=sum(res.optimizer_steps for _, res, _ in stages), subset_seed=SUBSET_SEED,
-                 dev_examples=main.dev_examples, mixed_precision_used=str(accelerator.mixed_precision))
-    record = rec.RunRecord(
-        dataset=DATASET, model=info, profile=plan.profile.name, seed=plan.seed, variant=cfg.mode, kind=KIND,
-        group="SciERC", problem="span", hyperparameters=hyper, dev_curve=curve,
-        best_epoch=stages[0][1].best_epoch, dev=dev, test=test, score_dev=dev.get("score"),
-        score_test=test.get("score"), predictions=plan.key.predictions_path(results_root).name,
-        train_examples=len(splits["train"]), eval_examples=len(splits["test"]),
-        wall_time_s=round(time.perf_counter() - started, 2),
-        train_examples_per_s=round(seen / train_time, 3) if train_time else 0.0,
-        peak_memory_mb=round(max(res.peak_memory_mb for _, res, _ in stages), 1),
-        device=trainer.device_name(accelerator), num_processes=accelerator.num_processes, versions=env["versions"],
-        git_commit=env["git_commit"],
-        notes=notes + [n for _, res, _ in stages for n in res.notes] + _stage_notes(stages),
-        config_digest=plan.key.config_digest, config=plan.payload, request=plan.request,
-    )
-    for _, _, net in stages:
-        del net
-    accelerator.free_memory()
-    return record, predictions
+    def replan(self, request: Mapping[str, Any], settings: Settings) -> Plan:
+        return plan_run(request["model"], request["seed"], request["profile"], request.get("overrides") or None,
+                        dataclasses.replace(settings, limit=request.get("limit")))
+
+    def describe(self, record: rec.RunRecord) -> str:
+        t = record.test
+        return (f"dev {record.score_dev:.2f} (epoch {record.best_epoch}); test NER {t.get('ner_f1', 0):.1f}, "
+                f"REL {t.get('rel_f1', 0):.1f}, REL+ {t.get('relplus_f1', 0):.1f}, Coref {t.get('coref_f1', 0):.1f}")
+
+    def train(self, plan: Plan, ctx: RunContext) -> Outcome:
+        """Train and evaluate one planned run (joint: one model; pipeline: entity model, then relation model).
+
+        The record's ``wall_time_s`` is this whole method: reading and featurising the data, loading the
+        encoder(s), training with the dev evaluation of every epoch, predicting and scoring test."""
+        job: Job = plan.job
+        accelerator, callbacks = ctx.accelerator, self.callbacks
+        started = time.perf_counter()
+        cfg = job.config
+        full = {s: data.load_split(s, ctx.settings.data_root) for s in data.SPLITS}
+        splits, notes = features.capped_splits(
+            full, {"train": cfg.max_train_docs, "dev": cfg.max_dev_docs, "test": cfg.max_test_docs},
+            SUBSET_SEED, "documents", job.profile.name)
+        notes = [n for d in splits["train"] for n in d.notes] + notes
+        if cfg.train_layers is not None:
+            notes.append(f"encoder: embeddings and all but the top {cfg.train_layers} layers frozen")
+        source = zoo.resolve(job.model, ctx.settings.cache_root)
+        tokenizer = heads.load_tokenizer(source, Problem.TOKEN)
+        fcfg = cfg.finetune_config()
+        parts: list[Any] = []
+        if cfg.mode == "joint":
+            task = SciercTask(splits, tokenizer, cfg, ("ner", "relation", "coref"))
+            net = _build(job, source, task.heads, typed=False)
+            result = fit(net, task, fcfg, accelerator, job.seed, callbacks, parameter_groups=_groups(net, cfg))
+            parts.append(("joint", result, net))
+            predictions = result.test_predictions
+            test, dev = result.test, result.dev
+        else:
+            ent_task = SciercTask(splits, tokenizer, cfg, ("ner", "coref"), name="SciERC entities")
+            ent_net = _build(job, source, ent_task.heads, typed=False)
+            ent = fit(ent_net, ent_task, fcfg, accelerator, job.seed, callbacks,
+                      parameter_groups=_groups(ent_net, cfg))
+            predicted = {split: {p["doc_key"]: p["entities"] for p in ent_task.predict(ent_net, split)}
+                         for split in ("dev", "test")}
+            rel_task = SciercTask(splits, tokenizer, cfg, ("relation",), name="SciERC relations",
+                                  entities=predicted)
+            rel_net = _build(job, source, rel_task.heads, typed=True)
+            rel = fit(rel_net, rel_task, fcfg, accelerator, job.seed, callbacks,
+                      parameter_groups=_groups(rel_net, cfg))
+            parts += [("entity", ent, ent_net), ("relation", rel, rel_net)]
+            rel_by_doc = {p["doc_key"]: p["relations"] for p in rel.test_predictions}
+            predictions = [{**p, "relations": rel_by_doc.get(p["doc_key"], [])} for p in ent.test_predictions]
+            test = metrics.flat(metrics.score_documents(splits["test"], predictions))
+            test["score"] = round((test["ner_f1"] + test["rel_f1"] + test["coref_f1"]) / 3, 4)
+            dev = {**ent.dev, **{k: v for k, v in rel.dev.items() if k.startswith("rel")}}
+            dev["score"] = round((dev["ner_f1"] + dev["rel_f1"] + dev["coref_f1"]) / 3, 4)
+        main = parts[-1][1]
+        lost = (task if cfg.mode == "joint" else ent_task).lost_words()
+        if any(lost.values()):
+            notes.append(f"words beyond max_length={cfg.max_length} in a single sentence (no span there): {lost}")
+        curve = [{**entry, "part": name} for name, res, _ in parts for entry in res.dev_curve]
+        info = zoo.model_info(job.model, cache_root=ctx.settings.cache_root)
+        info["parameters"] = sum(sum(p.numel() for p in net.parameters()) for _, _, net in parts)
+        if accelerator.device.type != "cuda":
+            notes.append(CPU_MEMORY_NOTE)
+        train_time = sum(res.train_time_s for _, res, _ in parts)
+        seen = sum(res.train_examples_per_s * res.train_time_s for _, res, _ in parts)
+        hyper = cfg.to_dict()
+        hyper.update(per_device_batch_size=main.per_device_batch_size,
+                     optimizer_steps=sum(res.optimizer_steps for _, res, _ in parts), subset_seed=SUBSET_SEED,
+                     dev_examples=main.dev_examples, mixed_precision_used=str(accelerator.mixed_precision))
+        record = ctx.record(
+            model=info, group="SciERC", problem="span", hyperparameters=hyper, dev_curve=curve,
+            best_epoch=parts[0][1].best_epoch, dev=dev, test=test, score_dev=dev.get("score"),
+            score_test=test.get("score"), train_examples=len(splits["train"]), eval_examples=len(splits["test"]),
+            wall_time_s=round(time.perf_counter() - started, 2),
+            train_examples_per_s=round(seen / train_time, 3) if train_time else 0.0,
+            peak_memory_mb=round(max(res.peak_memory_mb for _, res, _ in parts), 1),
+            notes=notes + [n for _, res, _ in parts for n in res.notes] + _part_notes(parts))
+        for _, _, net in parts:
+            del net
+        accelerator.free_memory()
+        return Outcome(record, predictions)
 
 
-def _stage_notes(stages: Sequence[tuple[str, Any, Any]]) -> list[str]:
-    if len(stages) == 1:
+def _part_notes(parts: Sequence[tuple[str, Any, Any]]) -> list[str]:
+    if len(parts) == 1:
         return []
     return [f"pipeline {name} model: best dev epoch {res.best_epoch} (dev score {res.dev.get('score', 0):.2f})"
-            for name, res, _ in stages]
+            for name, res, _ in parts]

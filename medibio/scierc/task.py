@@ -1,4 +1,4 @@
-"""SciERC as a :class:`medibio.finetune.trainer.TrainingTask`: batches of documents, the span model's loss,
+"""SciERC as a :class:`medibio.training.loop.TrainingTask`: batches of documents, the span model's loss,
 and evaluation with the SciERC metrics (the dev ``score`` that picks the epoch is the mean F1 of the tasks
 the model has heads for)."""
 
@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from medibio.scierc import data, metrics
+from medibio.core import progress
 from medibio.scierc.model import SpanModel, collate, featurize
 from medibio.scierc.presets import SciercConfig
+from medibio.tasks import scierc as data
+from medibio.tasks import scierc_metrics as metrics
 
 # the dev score of each head set: the F1s averaged for model selection
 SELECTION = {("ner", "relation", "coref"): ("ner_f1", "rel_f1", "coref_f1"), ("ner", "coref"): ("ner_f1", "coref_f1"),
@@ -38,7 +40,7 @@ class SciercTask:
     def split_size(self, split: str) -> int:
         return len(self.docs.get(split, ()))
 
-    def train_loader(self, per_device_batch_size: int, seed: int) -> tuple[Any, Any]:
+    def setup(self, accelerator: Any, per_device_batch_size: int, seed: int, notes: list[str]) -> tuple[Any, Any]:
         import torch
         from torch.utils.data import BatchSampler, DataLoader, RandomSampler
 
@@ -48,6 +50,7 @@ class SciercTask:
         feats = self.features["train"]
         loader = DataLoader(range(len(feats)), batch_sampler=sampler,
                             collate_fn=lambda idx: collate([feats[i] for i in idx], self.pad_id))
+        self.accelerator = accelerator
         return loader, sampler
 
     def batch_examples(self, batch: Any) -> int:
@@ -58,8 +61,6 @@ class SciercTask:
 
     def predict(self, model: SpanModel, split: str) -> list[dict[str, Any]]:
         """Predictions for every document of ``split``, in split order."""
-        from medibio import progress
-
         feats = self.features[split]
         device = next(model.parameters()).device
         given = self.entities.get(split)
@@ -77,8 +78,9 @@ class SciercTask:
                 bar.update(len(chunk))
         return preds
 
-    def evaluate(self, model: Any, split: str) -> tuple[dict[str, float], list[Any]]:
-        preds = self.predict(model, split)
+    def evaluate(self, model: Any, split: str, selected: dict[str, float] | None = None
+                 ) -> tuple[dict[str, float], list[Any]]:
+        preds = self.predict(self.accelerator.unwrap_model(model), split)
         scores = metrics.flat(metrics.score_documents(self.docs[split], preds))
         chosen = SELECTION[self.heads]
         scores["score"] = round(sum(scores[k] for k in chosen) / len(chosen), 4)

@@ -1,0 +1,119 @@
+"""This machine's limit and how close a model gets to it: the measured matmul peak, model FLOPs, MFU.
+
+**Peak.** :func:`matmul_peak` times ``torch.matmul`` of two square matrices (2048 x 2048 by default) in
+bf16 and in fp32 on the device and thread count the benchmark itself uses, after a warm-up, for at least
+``seconds``: ``2 n^3`` FLOPs per product. This is what the same hardware multiplies in practice (on this
+2-core AMX CPU about 2.5 TFLOP/s in bf16, 0.42 in fp32), not a datasheet number, so MFU means the same on a
+laptop, this CPU and an H100.
+
+**Model FLOPs** per token of an encoder with P non-embedding parameters (every weight matrix used once per
+token: 2 FLOPs per multiply-add), L layers, hidden size H, the padded length S of the token's batch and,
+for DeBERTa, k relative-position buckets:
+
+    forward   2 * P  +  L * 4 * S * H  +  L * 8 * k * H
+              dense     Q.K^T and A.V     DeBERTa's c2p and p2c terms against 2k relative positions
+    training  3 x forward (the backward pass costs twice the forward)
+
+Embedding lookups are not matmuls and are left out (the word embeddings of MiniLM are half its weights);
+a tied language-model head is a matmul and is counted (:func:`non_embedding_parameters`). MFU is achieved
+model FLOP/s over the measured peak of the precision the run computes in; only real tokens count (padding
+is work the model did not need), so padding lowers MFU.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+DTYPES = ("bf16", "fp32")
+
+
+def matmul_peak(dtype: str = "bf16", n: int = 2048, seconds: float = 1.0, device: str = "cpu") -> float:
+    """TFLOP/s of ``torch.matmul`` of two ``n x n`` matrices in ``dtype`` (measured, after one warm-up)."""
+    import torch
+
+    kind = {"bf16": torch.bfloat16, "fp32": torch.float32, "fp16": torch.float16}[dtype]
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(n, n, generator=gen).to(device=device, dtype=kind)
+    b = torch.randn(n, n, generator=gen).to(device=device, dtype=kind)
+
+    def sync() -> None:
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    for _ in range(2):
+        torch.matmul(a, b)
+    sync()
+    reps, start = 0, time.perf_counter()
+    while True:
+        torch.matmul(a, b)
+        reps += 1
+        if reps % 4 == 0:
+            sync()
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds:
+                return 2 * n**3 * reps / elapsed / 1e12
+
+
+def peaks(device: str = "cpu", seconds: float = 1.0) -> dict[str, Any]:
+    """The measured bf16 and fp32 matmul peaks (TFLOP/s) of ``device`` with this process's threads."""
+    import torch
+
+    return {"device": device, "torch_threads": torch.get_num_threads(),
+            **{f"{dtype}_tflops": round(matmul_peak(dtype, seconds=seconds, device=device), 3) for dtype in DTYPES}}
+
+
+def non_embedding_parameters(model: Any) -> int:
+    """Parameters used as matmul weights per token: all, minus the input embedding tables (word, position,
+    token type) that a token only looks up. A language-model head tied to the word embeddings multiplies
+    every token, so it is counted once (as the head)."""
+    embeddings = {id(p): p for name, module in model.named_modules() if _is_input_embedding(name, module)
+                  for p in module.parameters(recurse=False)}
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    tied = {id(p) for p in head.parameters()} if head is not None else set()
+    return sum(p.numel() for p in model.parameters()
+               if id(p) not in embeddings or id(p) in tied)
+
+
+def _is_input_embedding(name: str, module: Any) -> bool:
+    import torch
+
+    return isinstance(module, torch.nn.Embedding) and ".embeddings." in f".{name}"
+
+
+def encoder_shape(model: Any) -> dict[str, int]:
+    """Layers, hidden size and relative-position buckets (0 without them) of a Hugging Face encoder."""
+    cfg = model.config
+    relative = bool(getattr(cfg, "relative_attention", False))
+    buckets = getattr(cfg, "position_buckets", -1)
+    if relative and (buckets is None or buckets <= 0):
+        buckets = getattr(cfg, "max_relative_positions", -1)
+        if buckets is None or buckets <= 0:
+            buckets = cfg.max_position_embeddings
+    return {"layers": cfg.num_hidden_layers, "hidden": cfg.hidden_size, "buckets": int(buckets) if relative else 0}
+
+
+def flops_per_token(params: int, layers: int, hidden: int, seq: int, buckets: int = 0,
+                    training: bool = True) -> float:
+    """Model FLOPs of one token in a batch padded to ``seq`` (the formula of the module docstring)."""
+    forward = 2 * params + layers * 4 * seq * hidden + layers * 8 * buckets * hidden
+    return 3 * forward if training else forward
+
+
+def batch_flops(model: Any, batches: Iterable[Any], training: bool = True) -> float:
+    """Model FLOPs of ``batches`` (dicts with ``attention_mask``): each batch's real tokens at its padded length."""
+    params, shape = non_embedding_parameters(model), encoder_shape(model)
+    total = 0.0
+    for batch in batches:
+        mask = batch["attention_mask"]
+        total += float(mask.sum()) * flops_per_token(params, shape["layers"], shape["hidden"], mask.shape[-1],
+                                                     shape["buckets"], training)
+    return total
+
+
+def utilisation(flops: float, seconds: float, peak_tflops: float | None) -> dict[str, float | None]:
+    """Achieved TFLOP/s and MFU (a fraction of ``peak_tflops``, None without a peak)."""
+    achieved = flops / seconds / 1e12 if seconds > 0 else 0.0
+    return {"tflops": round(achieved, 4),
+            "mfu": round(achieved / peak_tflops, 4) if peak_tflops else None}

@@ -1,1 +1,0 @@
-"""BLURB: the 13 datasets, their loaders, metrics and the BLURB score."""

@@ -1,0 +1,1 @@
+"""medibio.cli."""

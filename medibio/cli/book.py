@@ -1,0 +1,93 @@
+"""CLI commands of medibio.book (registered on the main app by medibio.cli.main): ``medibio book``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from medibio.book import chapters
+from medibio.cli import session
+from medibio.cli import values as check
+from medibio.core import profiles
+
+
+def _chapters(names: list[str]) -> None:
+    for name in names:
+        chapters.get(name)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this area's commands to the main medibio app."""
+
+    @app.command("book")
+    def book(
+        profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", "-p",
+                                    help="The profile every chapter runs with; " + profiles.help_text(),
+                                    callback=check.lookup(profiles.get)),
+        only: list[str] = typer.Option([], "--only", help="Execute only this chapter (slug or unique part of "
+                                       "it, e.g. 'audit'); repeatable. Other chapters are kept as they are.",
+                                       callback=check.lookup(_chapters)),
+        no_execute: bool = typer.Option(False, "--no-execute",
+                                        help="Do not run notebooks: render what is already in book/."),
+        keep_going: bool = typer.Option(False, "--keep-going",
+                                        help="Render the HTML even when a notebook failed (exit code stays 1)."),
+        no_html: bool = typer.Option(False, "--no-html", help="Execute the notebooks only; skip jupyter-book."),
+        data_root: Path = typer.Option(None, "--data-root", help="Data root (default: $MEDIBIO_DATA or "
+                                       "../shared/data)."),
+        results_root: Path = typer.Option(None, "--results-root", help="Results root (default: "
+                                          "$MEDIBIO_RESULTS or results/)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the build report as JSON."),
+        limit: int = typer.Option(None, "--limit", help="At most N examples per split and N pretraining steps in "
+                                  "every run: the profile's whole code path in minutes (results are not "
+                                  "the profile's; they go to records of their own).", callback=check.at_least(1)),
+        processes: int = typer.Option(None, "--processes", help="Fine-tune through `accelerate launch` with this "
+                                      "many processes (GPUs, or gloo processes on a CPU).",
+                                      callback=check.at_least(1)),
+    ) -> None:
+        """Execute the chapter notebooks with papermill into book/, then build _build/html with jupyter-book.
+
+        A failing notebook is reported with its failing cell; the other notebooks still run. The build
+        report is saved to <results_root>/book/<profile>/build.json.
+        """
+        from medibio.book.build import BookBuildError, build_book, select
+        from medibio.core import progress
+
+        settings = session.settings(data_root, results_root, limit, processes)
+
+        started: list[str] = []
+
+        def start(entry) -> None:
+            started.append(entry.slug)
+            if not as_json:
+                n = sum(c.is_notebook for c in select(only or None))
+                progress.say(typer.style(f"▶ [{len(started)}/{n}] {entry.title}", bold=True) + f"  ({entry.slug})")
+
+        def show(result) -> None:
+            if not as_json and result.slug in started:
+                colour = typer.colors.RED if result.failed else typer.colors.GREEN
+                progress.say(typer.style(("✗ " if result.failed else "✓ ") + result.describe(), fg=colour))
+
+        if not as_json:
+            typer.echo(f"medibio book: profile {profile} ({profiles.get(profile).hardware}); live progress of "
+                       "every chapter follows")
+        try:
+            report = build_book(profile, settings, only=only or None, execute=not no_execute,
+                                keep_going=keep_going, html=not no_html, on_result=show, on_start=start)
+        except BookBuildError as exc:  # the chapters ran: their times and failures are still worth printing
+            if exc.report is None:
+                raise
+            report = exc.report
+        if as_json:
+            session.echo_json(report.to_dict())
+        else:
+            typer.echo("\n" + report.timing_table())
+            if report.html_dir:
+                typer.echo(f"book: {report.html_dir}/index.html")
+        if report.html_error:
+            typer.secho(f"the HTML build failed: {report.html_error}", err=True, fg=typer.colors.RED)
+        if report.failures:
+            names = ", ".join(f.slug for f in report.failures)
+            typer.secho(f"{len(report.failures)} chapter(s) failed: {names}", err=True, fg=typer.colors.RED)
+        if report.failures or report.html_error:
+            raise typer.Exit(1)

@@ -1,0 +1,60 @@
+"""Starting other processes with this session's settings: the one place that turns settings into
+environment variables.
+
+A process medibio starts — ``accelerate launch``'s workers, the book's background process, a chapter's
+notebook kernel, a pretraining child — rebuilds its settings at its own boundary
+(:meth:`medibio.core.settings.Settings.from_env`), so it must find them in its environment. Everything here
+passes them explicitly (``env=``) except :func:`kernel_environment`: papermill starts its kernels with the
+parent's environment, so for the kernel's start the variables are set in this process and restored after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from medibio.core.settings import Settings
+
+
+def child_env(settings: Settings | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment with ``settings`` and ``extra`` on top (for a process started now)."""
+    return {**os.environ, **(settings.to_env() if settings is not None else {}), **(extra or {})}
+
+
+def thread_share(processes: int) -> dict[str, str]:
+    """The CPU threads shared out between ``processes`` started together (unless ``OMP_NUM_THREADS``, set
+    by the person who started this one, says otherwise)."""
+    threads = str(max(1, (os.cpu_count() or processes) // processes))
+    return {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads)}
+
+
+def run(cmd: Sequence[str], settings: Settings | None = None, extra: Mapping[str, str] | None = None,
+        **kwargs: Any) -> subprocess.CompletedProcess:
+    """``subprocess.run`` with :func:`child_env`."""
+    return subprocess.run(list(cmd), env=child_env(settings, extra), **kwargs)
+
+
+def popen(cmd: Sequence[str], settings: Settings | None = None, extra: Mapping[str, str] | None = None,
+          **kwargs: Any) -> subprocess.Popen:
+    """``subprocess.Popen`` with :func:`child_env`."""
+    return subprocess.Popen(list(cmd), env=child_env(settings, extra), **kwargs)
+
+
+@contextlib.contextmanager
+def kernel_environment(settings: Settings, extra: Mapping[str, str] | None = None) -> Iterator[None]:
+    """The settings (and ``extra``) in this process's environment while the block starts kernels
+    (papermill offers no other way to give a kernel its environment); restored when the block ends."""
+    wanted = {**settings.to_env(), **(extra or {})}
+    saved = {key: os.environ.get(key) for key in wanted}
+    os.environ.update(wanted)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

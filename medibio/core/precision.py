@@ -1,0 +1,137 @@
+"""The one precision decision of medibio, and the one place that creates ``accelerate.Accelerator`` objects.
+
+accelerate keeps process-wide state: once an ``Accelerator`` exists, a second one with another mixed
+precision raises "AcceleratorState has already been initialized". A notebook or test that pretrains (fp32
+on CPU) and then fine-tunes (bf16 on CPUs with native bf16) in one process needs both. In a single-process
+run the state is reset before building an accelerator with another precision; in a distributed run (launched
+by ``accelerate launch``/``torchrun``) the precision is fixed by the launcher and a mismatch is an error.
+
+:func:`precision_for` decides the numeric precision of every run (fine-tuning, SciERC, pretraining, the
+frozen baselines' encoding):
+
+========================  ===========================  ==================  =================================
+device                    requested ``auto``/``bf16``  requested ``gpu``   requested ``fp16`` / ``no`` (fp32)
+========================  ===========================  ==================  =================================
+GPU with native bf16      ``bf16``                     ``bf16``            ``fp16`` (loss-scaled) / ``no``
+GPU without bf16 (V100)   ``fp16`` (loss-scaled)       ``fp16``            ``fp16`` (loss-scaled) / ``no``
+CPU with AVX512-BF16/AMX  ``bf16``                     ``no``              ``no`` / ``no``
+other CPU                 ``no``                       ``no``              ``no`` / ``no``
+========================  ===========================  ==================  =================================
+
+``gpu`` (pretraining's default) keeps a CPU run in fp32, so that a killed CPU pretraining run resumes to
+the same bits; on a CPU with native bf16 ``auto`` roughly halves the cost of fine-tuning and inference.
+
+bf16 keeps fp32's exponent range, so nothing overflows; fp16 does not, and accelerate pairs it with a
+dynamic loss scaler (``torch.amp.GradScaler``: gradients scaled up against underflow, steps with inf/NaN
+gradients skipped and the scale lowered). DeBERTa's known fp16 overflow (attention scores beyond 65504 in
+mDeBERTa/DeBERTa-v3, microsoft/DeBERTa#77) is handled inside transformers, which we rely on rather than
+patch: since huggingface/transformers#24116 (v4.31) ``DisentangledSelfAttention`` divides the key (and the
+c2p/p2c position terms) by ``sqrt(d * scale_factor)`` *before* the matmul, and masks padded positions with
+``torch.finfo(dtype).min`` of the compute dtype (a fixed ``-1e4``/``-inf`` would overflow or give NaN rows);
+under autocast softmax, layer norm and the losses run in fp32. ``tests/test_accel.py`` checks that the
+installed transformers still scales before the matmul and that the tiny DeBERTa's fp16 forward pass on CPU
+stays finite and close to fp32.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from medibio.core.errors import MedibioError
+
+REQUESTS = ("auto", "bf16", "gpu", "fp16", "no", "fp32")
+
+
+@dataclass(frozen=True)
+class Device:
+    """What :func:`precision_for` needs to know about the training device."""
+
+    kind: str  # "cuda" or "cpu"
+    native_bf16: bool  # bf16 arithmetic in hardware (Ampere+ GPU; AVX512-BF16 or AMX CPU)
+
+
+def cpu_has_bf16() -> bool:
+    """True when the CPU computes bf16 natively (AVX512-BF16 or AMX): autocast then roughly halves the cost
+    of MiniLM fine-tuning; elsewhere bf16 is emulated and slower, so runs stay fp32."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def current_device() -> Device:
+    """The device this process trains on: the GPU when there is one, else the CPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        return Device("cuda", bool(torch.cuda.is_bf16_supported(including_emulation=False)))
+    return Device("cpu", cpu_has_bf16())
+
+
+def precision_for(device: Device | None = None, requested: str = "auto") -> str:
+    """The accelerate ``mixed_precision`` (``"bf16"``, ``"fp16"`` or ``"no"``) for ``requested`` on ``device``
+    (default: :func:`current_device`); the table in this module's docstring."""
+    if requested not in REQUESTS:
+        raise MedibioError(f"unknown precision {requested!r}; known: {', '.join(REQUESTS)}")
+    if requested in ("no", "fp32"):
+        return "no"
+    device = device or current_device()
+    if device.kind == "cuda":
+        if requested == "fp16":
+            return "fp16"
+        return "bf16" if device.native_bf16 else "fp16"
+    return "bf16" if requested in ("auto", "bf16") and device.native_bf16 else "no"
+
+
+def cpu_precision(requested: str = "auto") -> str:
+    """``"bf16"`` or ``"fp32"``: what work that always runs on this CPU (the frozen baselines' encoding)
+    computes with for ``requested``."""
+    return "bf16" if precision_for(Device("cpu", cpu_has_bf16()), requested) == "bf16" else "fp32"
+
+
+def accelerator(requested: str = "no") -> Any:
+    """An ``Accelerator`` on the GPU(s) when present, else the CPU (gloo when several processes were
+    launched), with the precision :func:`precision_for` decides for ``requested``."""
+    import torch
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState, GradientState, PartialState
+
+    mixed_precision = precision_for(requested=requested)
+    cpu = not torch.cuda.is_available()
+    if AcceleratorState._shared_state:
+        current = str(AcceleratorState().mixed_precision)
+        if current != mixed_precision:
+            if PartialState().num_processes > 1:
+                raise MedibioError(
+                    f"this distributed run was started with mixed precision {current!r}; a training step "
+                    f"asked for {mixed_precision!r}. Launch it again with --mixed_precision {mixed_precision}."
+                )
+            AcceleratorState._reset_state()
+            GradientState._reset_state()
+    return Accelerator(cpu=cpu, mixed_precision=mixed_precision)
+
+
+def is_main_process() -> bool:
+    """True in the process that writes files (rank 0), without touching the mixed-precision state."""
+    from accelerate.state import PartialState
+
+    return PartialState().is_main_process
+
+
+def shutdown() -> None:
+    """Leave a multi-process run cleanly: every process meets at a barrier, then the process group is
+    destroyed before the interpreter exits.
+
+    Without it a process that finishes first can tear down while gloo's threads still talk to the others:
+    under ``accelerate launch`` on CPU a run that only reused its record ended in ``terminate called without
+    an active exception`` (SIGABRT) about once in ten launches.
+    """
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return
+    dist.barrier()
+    dist.destroy_process_group()

@@ -1,0 +1,131 @@
+"""The settings of a medibio session: built once at a boundary, frozen, passed down.
+
+A boundary is where a person's choices enter: the command line, a chapter's setup cell, a test fixture.
+It builds one :class:`Settings` — from its own flags and, for what it was not told, the ``MEDIBIO_*``
+environment variables (:meth:`Settings.from_env`, the only place medibio reads them) — and hands it, or the
+values it holds, to the library. Library code never reads or writes the environment. A process medibio
+starts (accelerate's processes, a notebook kernel, the book's background process) receives the settings as
+environment variables (:meth:`Settings.to_env`, passed by :mod:`medibio.core.launch`) and rebuilds them at
+its own boundary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from medibio.core import paths, profiles
+from medibio.core.errors import MedibioError
+
+DATA_ENV = "MEDIBIO_DATA"
+RESULTS_ENV = "MEDIBIO_RESULTS"
+CACHE_ENV = "MEDIBIO_CACHE"
+LIMIT_ENV = "MEDIBIO_LIMIT"
+PROCESSES_ENV = "MEDIBIO_PROCESSES"
+PROGRESS_ENV = "MEDIBIO_PROGRESS"
+SHARE_ENV = "MEDIBIO_SHARE_CORES_WITH"
+# Set by accelerate/torchrun in the processes they start: such a process never launches processes again.
+LAUNCHED_ENV = ("WORLD_SIZE", "LOCAL_RANK")
+
+
+class SettingsError(MedibioError, ValueError):
+    """A setting with a value no run can use (names the variable or option)."""
+
+
+def _whole(name: str, text: str, minimum: int) -> int:
+    text = text.strip()
+    if not text.isdigit() or int(text) < minimum:
+        raise SettingsError(f"${name} must be a whole number >= {minimum}, not {text!r}")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where a session reads and writes, and how much of each run it does.
+
+    ``limit``: at most this many examples per split and pretraining steps in every run (the profile's code
+    path on a few examples; such runs write records of their own). ``processes``: run fine-tuning and
+    SciERC requests through ``accelerate launch`` with this many processes. ``share_cores_with``: the pid of
+    a process this one leaves a CPU core to while it runs (the book's background process,
+    :mod:`medibio.book.background`); a run started meanwhile computes on one core less.
+    """
+
+    data_root: Path = dataclasses.field(default_factory=paths.default_data_root)
+    results_root: Path = dataclasses.field(default_factory=paths.default_results_root)
+    cache_root: Path = dataclasses.field(default_factory=paths.default_cache_root)
+    limit: int | None = None
+    processes: int = 1
+    progress: bool = True
+    share_cores_with: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("data_root", "results_root", "cache_root"):
+            object.__setattr__(self, name, Path(getattr(self, name)).expanduser())
+        if self.limit is not None and self.limit < 1:
+            raise SettingsError(f"limit must be >= 1 (examples per split), not {self.limit}")
+        if self.processes < 1:
+            raise SettingsError(f"processes must be >= 1, not {self.processes}")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **given: Any) -> Settings:
+        """The settings of a boundary: ``given`` (its flags; ``None`` = not given), else the environment."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for field, name in (("data_root", DATA_ENV), ("results_root", RESULTS_ENV), ("cache_root", CACHE_ENV)):
+            if env.get(name):
+                values[field] = Path(env[name])
+        if env.get(LIMIT_ENV, "").strip():
+            values["limit"] = _whole(LIMIT_ENV, env[LIMIT_ENV], 1)
+        if env.get(PROCESSES_ENV, "").strip() and not any(k in env for k in LAUNCHED_ENV):
+            values["processes"] = _whole(PROCESSES_ENV, env[PROCESSES_ENV], 1)
+        if PROGRESS_ENV in env:
+            values["progress"] = env[PROGRESS_ENV].strip().lower() not in ("0", "false", "no", "off")
+        if env.get(SHARE_ENV, "").strip().isdigit():
+            values["share_cores_with"] = int(env[SHARE_ENV])
+        values.update({k: v for k, v in given.items() if v is not None and v != ""})
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with the given values (``None`` = keep this one, as for an option not given)."""
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def to_env(self) -> dict[str, str]:
+        """The settings as environment variables, for a process medibio starts."""
+        env = {DATA_ENV: str(self.data_root), RESULTS_ENV: str(self.results_root),
+               CACHE_ENV: str(self.cache_root), PROCESSES_ENV: str(self.processes),
+               PROGRESS_ENV: "1" if self.progress else "0"}
+        if self.limit is not None:
+            env[LIMIT_ENV] = str(self.limit)
+        if self.share_cores_with is not None:
+            env[SHARE_ENV] = str(self.share_cores_with)
+        return env
+
+    def profile(self, profile: Any) -> Any:
+        """The profile (name or :class:`~medibio.core.profiles.Profile`) under this session's ``limit``."""
+        return profiles.get(profile).limited(self.limit)
+
+    def run_threads(self) -> int | None:
+        """The intra-op CPU threads for a run starting now: one core less than the machine has while the
+        process named by ``share_cores_with`` runs (None otherwise: the process's own count)."""
+        if self.share_cores_with is None or not alive(self.share_cores_with):
+            return None
+        return max(1, (os.cpu_count() or 2) - 1)
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a finished child its parent has not reaped yet does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return False
+    except OSError:  # no procfs: ask the kernel whether the pid exists
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")

@@ -1,0 +1,105 @@
+"""How far the runs of one results folder land from the same runs in another: a re-execution against a
+recording, or a build of this code against a build of earlier code.
+
+Runs are matched by what they are (kind, profile, model, variant, dataset, seed), not by configuration
+digest, so that records made under another identity scheme (earlier record schemas) are matched too. For
+each pair: whether the test predictions are byte-identical (SHA-256 of the files), both test scores and
+their difference, the CPU threads each computed with (another count rounds differently on a CPU), and
+whether the difference lies inside the recorded seed spread (two standard deviations of the recorded runs
+of the same model, variant and dataset; none with a single recorded seed).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from medibio.core.hashing import file_sha256
+from medibio.results.aggregate import seed_stats
+from medibio.runs.records import KINDS, RunRecord, load_records
+
+COLUMNS = ("kind", "profile", "model", "variant", "dataset", "seed", "status", "identical predictions",
+           "score", "recorded score", "difference", "recorded std", "inside seed spread", "threads",
+           "recorded threads", "digest", "recorded digest")
+Identity = tuple[str, str, str, str, str, int]
+
+
+def _identity(record: RunRecord) -> Identity:
+    return (record.kind, record.profile, record.model_tag, record.variant, record.dataset, record.seed)
+
+
+def _by_identity(records: Iterable[RunRecord]) -> dict[Identity, RunRecord]:
+    """One record per run identity: the newest when a folder holds several configurations of one run."""
+    out: dict[Identity, RunRecord] = {}
+    for rec in records:
+        key = _identity(rec)
+        if key not in out or rec.created > out[key].created:
+            out[key] = rec
+    return out
+
+
+def _predictions_hash(record: RunRecord, root: Path) -> str | None:
+    path = record.predictions_file(root)
+    return file_sha256(path) if path is not None and path.is_file() else None
+
+
+def _score(record: RunRecord) -> float:
+    value = record.score_test if record.score_test is not None else record.score_dev
+    return math.nan if value is None else float(value)
+
+
+def drift(ours_root: str | Path, recorded_root: str | Path, kinds: Iterable[str] = KINDS,
+          profile: str | None = None) -> pd.DataFrame:
+    """One row per run found in either folder (``status``: ``both``, ``only here``, ``only recorded``)."""
+    ours_root, recorded_root = Path(ours_root), Path(recorded_root)
+    rows = []
+    for kind in kinds:
+        ours = _by_identity(load_records(ours_root, kind=kind, profile=profile))
+        theirs = _by_identity(load_records(recorded_root, kind=kind, profile=profile))
+        spread: dict[tuple, float] = {}
+        for key in theirs:
+            group = key[:5]
+            if group not in spread:
+                scores = [_score(r) for k, r in theirs.items() if k[:5] == group and r.ok]
+                spread[group] = seed_stats([s for s in scores if not math.isnan(s)])[2]
+        for key in sorted(set(ours) | set(theirs), key=str):
+            a, b = ours.get(key), theirs.get(key)
+            status = "both" if a and b else ("only here" if a else "only recorded")
+            row = dict(zip(("kind", "profile", "model", "variant", "dataset", "seed"), key, strict=True))
+            row.update(status=status, score=_score(a) if a else math.nan,
+                       **{"recorded score": _score(b) if b else math.nan,
+                          "threads": a.cpu_threads if a else None, "recorded threads": b.cpu_threads if b else None,
+                          "digest": a.config_digest if a else "", "recorded digest": b.config_digest if b else "",
+                          "recorded std": spread.get(key[:5], math.nan)})
+            row["difference"] = row["score"] - row["recorded score"]
+            std = row["recorded std"]
+            row["inside seed spread"] = (None if math.isnan(std) or math.isnan(row["difference"])
+                                         else bool(abs(row["difference"]) <= 2 * std))
+            if a and b:
+                ha, hb = _predictions_hash(a, ours_root), _predictions_hash(b, recorded_root)
+                row["identical predictions"] = None if ha is None and hb is None else ha == hb
+            else:
+                row["identical predictions"] = None
+            rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    return frame.astype({"threads": "Int64", "recorded threads": "Int64"}) if len(frame) else frame
+
+
+def summary(frame: pd.DataFrame) -> str:
+    """``41 runs in both: 38 with identical predictions, 3 differ (2 computed with other thread counts)``."""
+    both = frame[frame["status"] == "both"]
+    with_predictions = both[both["identical predictions"].notna()]
+    same = int(with_predictions["identical predictions"].astype(bool).sum())
+    differ = with_predictions[~with_predictions["identical predictions"].astype(bool)]
+    other_threads = int((differ["threads"] != differ["recorded threads"]).sum())
+    parts = [f"{len(both)} runs in both", f"{same} of {len(with_predictions)} with identical test predictions"]
+    if len(differ):
+        parts.append(f"{len(differ)} differ ({other_threads} computed with other CPU thread counts)")
+    for status in ("only here", "only recorded"):
+        n = int((frame["status"] == status).sum())
+        if n:
+            parts.append(f"{n} {status}")
+    return "; ".join(parts)

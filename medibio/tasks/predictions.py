@@ -1,0 +1,293 @@
+"""Prediction files: read and validate ``PRED_DIR/<dataset>.jsonl``, pair them with the gold, score them.
+
+One file per dataset, one JSON object per line: ``{"id": ..., "prediction": ...}`` where ``id`` is the
+loader's example id (a string) and ``prediction`` has the type of the dataset's gold column (a list of
+word tags for NER/PICO, a label string for RE/QA, a list of hallmark names for HoC, a number for BIOSSES).
+Extra keys (scores, probabilities) are allowed and ignored. The file must cover exactly the ids of the
+gold split: a missing or extra id is an error that names them, because a score over a different set of
+examples is not comparable with anyone else's.
+
+:func:`score_directory` scores every dataset that has a file and aggregates with
+:mod:`medibio.tasks.scoring`; datasets without a file are listed as missing, not treated as errors (but a
+folder with no file for any dataset is an error). Files follow the text policy of
+:mod:`medibio.core.text`: UTF-8, a leading byte-order mark dropped, blank lines only at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from medibio.core.atomic import write_jsonl
+from medibio.core.errors import DataMissingError, InputFormatError
+from medibio.core.text import require_file, text_lines
+from medibio.tasks import loaders, metrics, registry, scoring
+from medibio.tasks.spec import Problem, TaskSpec
+
+SUFFIX = ".jsonl"
+SHOWN_IDS = 5  # how many missing/extra ids an error message lists before "... and N more"
+
+
+@dataclass(frozen=True)
+class Gold:
+    """The gold side of one dataset split, in loader order."""
+
+    dataset: str
+    split: str
+    ids: list[str]
+    references: list[Any]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One validated line of a prediction file."""
+
+    line: int
+    value: Any
+
+
+# --------------------------------------------------------------------------- gold
+
+
+def load_gold(name: str, split: str = "test", data_root: str | Path | None = None) -> Gold:
+    """Ids and references (``tags`` or ``label`` column) of one split, read by :mod:`medibio.tasks.loaders`."""
+    spec = registry.get(name, "blurb")
+    rows = loaders.load_split(spec.name, split, data_root)
+    column = "tags" if spec.is_token_task else "label"
+    return Gold(spec.name, split, [str(i) for i in rows["id"]], list(rows[column]))
+
+
+def write_gold(
+    out_dir: str | Path,
+    split: str = "test",
+    data_root: str | Path | None = None,
+    datasets: str | list[str] | None = "all",
+) -> tuple[list[Path], list[str]]:
+    """Write the gold labels in the prediction format (one file per dataset); return (written, skipped).
+
+    Datasets that lack ``split`` in the data root (EBM-PICO has no train) are skipped and named.
+    """
+    out = Path(out_dir)
+    written: list[Path] = []
+    skipped: list[str] = []
+    for spec in registry.resolve(datasets):
+        if split not in loaders.available_splits(spec.name, data_root):
+            skipped.append(spec.name)
+            continue
+        gold = load_gold(spec.name, split, data_root)
+        rows = ({"id": i, "prediction": ref} for i, ref in zip(gold.ids, gold.references, strict=True))
+        written.append(write_jsonl(out / f"{spec.name}{SUFFIX}", rows))
+    return written, skipped
+
+
+# --------------------------------------------------------------------------- reading prediction files
+
+
+def expected_type(spec: TaskSpec) -> str:
+    """What one ``prediction`` value must look like for ``spec`` (used in error messages)."""
+    labels = ", ".join(spec.labels)
+    if spec.problem is Problem.TOKEN:
+        return f"a list of tags (one per word) from {{{labels}}}"
+    if spec.problem is Problem.CLASSIFY:
+        return f"a label string from {{{labels}}}"
+    if spec.problem is Problem.MULTILABEL:
+        return f"a list of distinct labels from {{{labels}}} (may be empty)"
+    return "a finite number"
+
+
+def _valid(value: Any, spec: TaskSpec) -> bool:
+    if spec.problem is Problem.REGRESSION:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if spec.problem is Problem.CLASSIFY:
+        return isinstance(value, str) and value in spec.labels
+    if not isinstance(value, list) or not all(isinstance(v, str) and v in spec.labels for v in value):
+        return False
+    return spec.problem is Problem.TOKEN or len(set(value)) == len(value)
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return "boolean" if value is not None else "null"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "list", dict: "object"}.get(type(value), type(value).__name__)
+
+
+def read_predictions(path: str | Path, dataset: str) -> dict[str, Prediction]:
+    """Read and validate one prediction file; return id -> :class:`Prediction` in file order."""
+    path = Path(path)
+    spec = registry.get(dataset, "blurb")
+    require_file(path, f"write one JSON line per example: {{\"id\": ..., \"prediction\": ...}} for {spec.name}")
+    out: dict[str, Prediction] = {}
+    last = 0
+    for number, raw in text_lines(path):
+        last = number
+        line = raw.strip()
+        if not line:
+            raise InputFormatError(path, number, 'a JSON object {"id": ..., "prediction": ...}, not a blank '
+                                   "line (blank lines may only end the file)", "")
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputFormatError(path, number, 'a JSON object {"id": ..., "prediction": ...}',
+                                   f"invalid JSON ({exc.msg}): {line}") from None
+        if not isinstance(obj, dict) or "id" not in obj or "prediction" not in obj:
+            raise InputFormatError(path, number, 'a JSON object with keys "id" and "prediction"', line)
+        sid = obj["id"]
+        if not isinstance(sid, str) or not sid:
+            raise InputFormatError(path, number, "an id that is a non-empty string", repr(sid))
+        if sid in out:
+            raise InputFormatError(path, number, f"each id once; {sid!r} already on line {out[sid].line}",
+                                   line)
+        if not _valid(obj["prediction"], spec):
+            value = obj["prediction"]
+            raise InputFormatError(path, number, f"prediction {expected_type(spec)}",
+                                   f"{json.dumps(value, ensure_ascii=False)} (JSON {_json_kind(value)})")
+        out[sid] = Prediction(number, obj["prediction"])
+    if not out:
+        raise InputFormatError(path, last + 1, f"at least one line, one per {spec.name} example",
+                               "an empty file" if path.stat().st_size == 0 else "a file of blank lines only")
+    return out
+
+
+def _listing(ids: Sequence[str]) -> str:
+    shown = ", ".join(repr(i) for i in ids[:SHOWN_IDS])
+    more = f" ... and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else ""
+    return f"{len(ids)}: {shown}{more}"
+
+
+def align(path: str | Path, predictions: dict[str, Prediction], gold: Gold) -> list[Any]:
+    """Predictions in gold order; every gold id exactly once and (token tasks) one tag per gold word."""
+    gold_ids = set(gold.ids)
+    missing = [i for i in gold.ids if i not in predictions]
+    extra = [i for i in predictions if i not in gold_ids]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing ids {_listing(missing)}")
+        if extra:
+            parts.append(f"ids not in the gold {_listing(extra)}")
+        raise InputFormatError(
+            path, None,
+            f"one prediction for each of the {len(gold.ids)} {gold.split} ids of {gold.dataset}; "
+            + "; ".join(parts),
+        )
+    out = []
+    token_task = registry.get(gold.dataset, "blurb").is_token_task
+    for sid, ref in zip(gold.ids, gold.references, strict=True):
+        pred = predictions[sid]
+        if token_task and len(pred.value) != len(ref):
+            raise InputFormatError(path, pred.line, f"{len(ref)} tags for example {sid!r} (one per word)",
+                                   f"{len(pred.value)} tags")
+        out.append(pred.value)
+    return out
+
+
+# --------------------------------------------------------------------------- scoring a directory
+
+
+def find_files(pred_dir: str | Path) -> tuple[dict[str, Path], list[Path]]:
+    """Map dataset name -> prediction file in ``pred_dir`` (names, folders, aliases); also unrecognised files."""
+    pred_dir = Path(pred_dir)
+    if not pred_dir.is_dir():
+        raise DataMissingError(pred_dir, "a folder holding <dataset>.jsonl prediction files")
+    found: dict[str, Path] = {}
+    unknown: list[Path] = []
+    for path in sorted(pred_dir.glob(f"*{SUFFIX}")):
+        try:
+            name = registry.get(path.name[: -len(SUFFIX)]).name
+        except KeyError:
+            unknown.append(path)
+            continue
+        if name in found:
+            raise InputFormatError(pred_dir, None, f"one prediction file for {name}",
+                                   f"{found[name].name} and {path.name}")
+        found[name] = path
+    return found, unknown
+
+
+def score_file(
+    path: str | Path, dataset: str, split: str = "test", data_root: str | Path | None = None
+) -> dict[str, float]:
+    """Metrics of one prediction file against the gold of ``split``."""
+    gold = load_gold(dataset, split, data_root)
+    preds = align(path, read_predictions(path, dataset), gold)
+    return metrics.evaluate(dataset, gold.references, preds, ids=gold.ids)
+
+
+@dataclass
+class ScoreReport:
+    """Per-dataset metrics of a prediction folder and the aggregates built from their scores."""
+
+    pred_dir: Path
+    split: str
+    metrics: dict[str, dict[str, float]]  # dataset -> metrics dict (key "score" on 0-100)
+    files: dict[str, Path]
+    missing: list[str]  # datasets without a prediction file
+    unrecognised: list[Path] = field(default_factory=list)  # *.jsonl files that name no dataset
+
+    @property
+    def scores(self) -> dict[str, float]:
+        return {name: m["score"] for name, m in self.metrics.items()}
+
+    @property
+    def group_averages(self) -> dict[str, float]:
+        return scoring.group_averages(self.scores)
+
+    @property
+    def partial_groups(self) -> dict[str, tuple[float, int, int]]:
+        return scoring.partial_group_averages(self.scores)
+
+    @property
+    def blurb_score(self) -> scoring.Aggregate:
+        return scoring.blurb_score(self.scores)
+
+    @property
+    def paper_average(self) -> scoring.Aggregate:
+        return scoring.paper_average(self.scores)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form (``--json``)."""
+        def agg(a: scoring.Aggregate) -> dict[str, Any]:
+            return {"value": a.value, "covered": list(a.covered), "missing": list(a.missing)}
+
+        return {
+            "pred_dir": str(self.pred_dir),
+            "split": self.split,
+            "datasets": {
+                name: {"group": registry.get(name, "blurb").group.value, "metric": registry.get(name, "blurb").metric,
+                       "file": str(self.files[name]), **m}
+                for name, m in self.metrics.items()
+            },
+            "missing": list(self.missing),
+            "unrecognised_files": [str(p) for p in self.unrecognised],
+            "group_averages": self.group_averages,
+            "partial_groups": {g: {"average": v, "scored": k, "of": n}
+                               for g, (v, k, n) in self.partial_groups.items()},
+            "blurb_score": agg(self.blurb_score),
+            "paper_average": agg(self.paper_average),
+        }
+
+
+def score_directory(
+    pred_dir: str | Path, data_root: str | Path | None = None, split: str = "test"
+) -> ScoreReport:
+    """Score every ``<dataset>.jsonl`` in ``pred_dir`` against the gold ``split``; aggregate the scores.
+
+    A folder without a prediction file for any dataset is an :class:`InputFormatError`: an empty
+    report would read as a successful scoring of nothing.
+    """
+    files, unknown = find_files(pred_dir)
+    if not files:
+        got = (f"only {', '.join(p.name for p in unknown)}, which name no dataset" if unknown
+               else f"no *{SUFFIX} file")
+        raise InputFormatError(pred_dir, None, f"a prediction file <dataset>{SUFFIX} for at least one BLURB "
+                               f"dataset (e.g. BIOSSES{SUFFIX}, lines {{\"id\": ..., \"prediction\": ...}})", got)
+    results = {name: score_file(files[name], name, split, data_root)
+               for name in registry.names() if name in files}
+    missing = [name for name in registry.names() if name not in files]
+    return ScoreReport(Path(pred_dir), split, results, files, missing, unknown)

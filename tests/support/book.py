@@ -1,0 +1,196 @@
+"""Check a built book: build the smoke book once per test session, serve it, inspect pages in Chromium.
+
+Used by the book's tests (notebook outputs, browser checks) and usable by hand:
+``python -m tests.support.book DIR`` builds the smoke book in DIR and prints the page checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import json
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from medibio.book import build
+from medibio.book.chapters import CHAPTERS, execution_order
+from medibio.core.settings import Settings
+
+REPORT = "smoke-build.json"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync")
+
+
+def smoke_book(base: Path, settings: Settings | None = None) -> dict[str, Any]:
+    """Build the smoke book under ``base`` (staged root, results in ``base/results``; data root and cache of
+    ``settings``) unless a previous call in this session already did; return the build report as a dict."""
+    marker = base / REPORT
+    if marker.is_file():
+        return json.loads(marker.read_text(encoding="utf-8"))
+    root = build.book_root(base)
+    settings = (settings or Settings.from_env()).replace(results_root=base / "results")
+    report = build.build_book("smoke", settings, root=root, keep_going=True).to_dict()
+    report["root"] = str(root)
+    report["results_root"] = str(base / "results")
+    marker.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return report
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature of the base class
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """Serve ``directory`` on a free localhost port in a thread; yield its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@dataclass
+class PageCheck:
+    """What the browser saw on one page."""
+
+    slug: str
+    url: str
+    title: str = ""
+    h1: str = ""
+    tables: int = 0
+    images: int = 0
+    broken_images: list[str] = field(default_factory=list)
+    math: int = 0
+    math_errors: int = 0
+    mathjax_loaded: bool = False
+    external_requests: list[str] = field(default_factory=list)
+    failed_requests: list[str] = field(default_factory=list)
+    screenshot: str = ""
+
+
+_PAGE_PROBE = """
+async () => {
+  const main = document.querySelector('main') || document.body;
+  const imgs = Array.from(main.querySelectorAll('img'));
+  await Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = r; i.onerror = r; })));
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  const h1 = main.querySelector('h1');
+  return {
+    title: document.title,
+    h1: h1 ? h1.textContent.replace(/#\\s*$/, '').trim() : '',
+    tables: main.querySelectorAll('table').length,
+    images: imgs.length,
+    broken: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src')),
+    math: document.querySelectorAll('mjx-container').length,
+    mathErrors: document.querySelectorAll('mjx-merror, .MathJax_Error').length,
+    mathjax: !!(window.MathJax && MathJax.version),
+  };
+}
+"""
+
+
+def check_pages(html_dir: Path, screenshot_dir: Path | None = None) -> list[PageCheck]:
+    """Open every chapter of a built book in headless Chromium and report what each page shows."""
+    from playwright.sync_api import sync_playwright
+
+    checks: list[PageCheck] = []
+    with serve(html_dir) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+        try:
+            for chapter in CHAPTERS:
+                url = f"{base}/book/{chapter.slug}.html"
+                check = PageCheck(chapter.slug, url)
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.on("request", lambda req, c=check: _note_request(req.url, base, c))
+                page.on("requestfailed", lambda req, c=check: c.failed_requests.append(req.url))
+                response = page.goto(url, wait_until="networkidle")
+                if response is None or not response.ok:
+                    check.failed_requests.append(url)
+                probe = page.evaluate(_PAGE_PROBE)
+                check.title, check.h1 = probe["title"], probe["h1"]
+                check.tables, check.images = probe["tables"], probe["images"]
+                check.broken_images = probe["broken"]
+                check.math, check.math_errors = probe["math"], probe["mathErrors"]
+                check.mathjax_loaded = probe["mathjax"]
+                if screenshot_dir is not None:
+                    screenshot_dir.mkdir(parents=True, exist_ok=True)
+                    shot = screenshot_dir / f"{chapter.slug}.png"
+                    page.screenshot(path=str(shot), full_page=True)
+                    check.screenshot = str(shot)
+                page.close()
+                checks.append(check)
+        finally:
+            browser.close()
+    return checks
+
+
+def _note_request(url: str, base: str, check: PageCheck) -> None:
+    parsed = urlparse(url)
+    if parsed.scheme in ("data", "blob", "about"):
+        return
+    if not url.startswith(base):
+        check.external_requests.append(url)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = argv if argv is not None else sys.argv[1:]
+    base = Path(args[0] if args else "_build/smoke-check").resolve()
+    report = smoke_book(base)
+    for chapter in report["chapters"]:
+        print(chapter["slug"], chapter["status"], f"{chapter['seconds']:.1f}s", chapter.get("error") or "")
+    if report.get("html_dir"):
+        for check in check_pages(Path(report["html_dir"]), base / "screenshots"):
+            print(json.dumps(asdict(check)))
+
+
+# What each chapter runs when CI executes a big profile under --limit: every kind of training the chapter does
+# (each problem type, IFT, STILT, SciERC, pretraining and the five Table 5 experiments), on fewer tasks and seeds
+# than the profile would pick, so that the whole book fits the CI budget on two CPU cores.
+LIMITED_TASKS = ["BIOSSES", "NCBI-disease", "ChemProt", "HoC", "PubMedQA"]  # one per problem type
+LIMITED_PLAN: dict[str, dict[str, Any]] = {
+    "tables_5_6_pretraining_configurations": {"tasks": ["BIOSSES"], "seeds": [1, 2], "table5_experiments": True},
+    "tables_1_2_intermediate_finetuning": {"seeds": [1], "stilt_tasks": ["BIOSSES", "PubMedQA"], "stilt_seeds": [1]},
+    "table_7_blurb_comparison": {"tasks": LIMITED_TASKS, "seeds": [1]},
+    "table_4_scierc": {"seeds": [1]},
+}
+
+
+def limited_book(base: Path, profile: str = "gpu", limit: int = 4, processes: int = 2,
+                 plan: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Execute every chapter with ``profile`` under ``--limit`` and ``--processes`` into ``base``; return a
+    report (status, seconds and error per chapter). Hub names must resolve: run it with ``HF_HOME`` pointing
+    at a filled cache (:mod:`tests.support.hub_cache`) and ``HF_HUB_OFFLINE=1`` in the environment."""
+    plan = LIMITED_PLAN if plan is None else plan
+    settings = Settings.from_env(results_root=base / "results", limit=limit, processes=processes)
+    root = build.book_root(base / "root")
+    report: dict[str, Any] = {"profile": profile, "limit": limit, "processes": processes,
+                              "results_root": str(base / "results"), "chapters": {}}
+    for chapter in execution_order(CHAPTERS):  # the index page last: it reads the other chapters
+        if not chapter.is_notebook:
+            continue
+        results = build.execute_all(profile, settings, book_dir=root / "book", only=[chapter.slug],
+                                    extra=plan.get(chapter.slug, {}))
+        result = next(r for r in results if r.slug == chapter.slug)
+        report["chapters"][chapter.slug] = {"status": result.status, "seconds": round(result.seconds, 1),
+                                            "error": result.error, "cell": result.cell_source}
+        print(f"{chapter.slug}: {result.status} ({result.seconds:.0f} s) {result.error or ''}", flush=True)
+    (base / "limited-book.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""The benchmarks' yardstick: the model-FLOP formula agrees with PyTorch's FLOP counter, the peak is measured,
+and every benchmark command of the README starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks import limits
+from medibio.core.paths import REPO_ROOT
+
+
+def _tiny_bert():
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=256, max_position_embeddings=64)
+    # eager attention: PyTorch's FLOP counter does not count the CPU kernel of scaled-dot-product attention
+    config._attn_implementation = "eager"
+    return BertModel(config, add_pooling_layer=False).eval()
+
+
+def test_the_flop_formula_agrees_with_pytorchs_counter() -> None:
+    """Forward FLOPs of real tokens in a batch without padding: formula vs ``FlopCounterMode`` (matmuls only;
+    the formula also counts biases and norms as weights, a few per cent)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = _tiny_bert()
+    batch = {"input_ids": torch.randint(5, 100, (3, 40)), "attention_mask": torch.ones(3, 40, dtype=torch.long)}
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(**batch)
+    counted = counter.get_total_flops()
+    formula = limits.batch_flops(model, [batch], training=False)
+    assert formula == pytest.approx(counted, rel=0.03)
+    assert limits.batch_flops(model, [batch], training=True) == pytest.approx(3 * formula)
+
+
+def test_embeddings_are_not_matmul_weights_but_a_tied_head_is() -> None:
+    from transformers import BertConfig, BertForMaskedLM
+
+    model = _tiny_bert()
+    table = sum(p.numel() for p in model.embeddings.parameters() if p.ndim == 2)  # word, position, type
+    everything = sum(p.numel() for p in model.parameters())
+    assert limits.non_embedding_parameters(model) == everything - table
+    masked = BertForMaskedLM(BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                        intermediate_size=256, max_position_embeddings=64))
+    word = masked.get_output_embeddings().weight.numel()
+    base = limits.non_embedding_parameters(masked.bert)
+    assert limits.non_embedding_parameters(masked) > base + word - 1  # the tied head multiplies every token
+
+
+def test_deberta_counts_its_relative_positions() -> None:
+    from transformers import DebertaV2Config, DebertaV2Model
+
+    model = DebertaV2Model(DebertaV2Config(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                           intermediate_size=128, relative_attention=True, position_buckets=8,
+                                           pos_att_type=["p2c", "c2p"], max_position_embeddings=64))
+    assert limits.encoder_shape(model) == {"layers": 2, "hidden": 64, "buckets": 8}
+    plain = limits.flops_per_token(1000, 2, 64, 32)
+    assert limits.flops_per_token(1000, 2, 64, 32, buckets=8) == plain + 3 * 2 * 8 * 8 * 64
+
+
+def test_the_peak_is_measured_and_utilisation_is_its_fraction() -> None:
+    peak = limits.matmul_peak("fp32", n=128, seconds=0.05)
+    assert peak > 0
+    assert limits.utilisation(2e12, 2.0, 4.0) == {"tflops": 1.0, "mfu": 0.25}
+    assert limits.utilisation(1e12, 1.0, None)["mfu"] is None
+
+
+@pytest.mark.parametrize("name", ["finetune_speed", "finetune_engine", "scierc_speed", "pretrain_speed", "profile_step",
+                                  "significance_speed", "fields_scale"])
+def test_every_benchmark_command_of_the_readme_starts(name: str) -> None:
+    """The README runs benchmarks as ``python -m benchmarks.<name>`` from the repository root."""
+    done = subprocess.run([sys.executable, "-m", f"benchmarks.{name}", "--help"], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "usage:" in done.stdout
+    assert f"python -m benchmarks.{name}" in (REPO_ROOT / "README.md").read_text(encoding="utf-8") or \
+        name == "finetune_engine"
