@@ -195,3 +195,16 @@ def test_a_notebooks_finetune_config_gets_the_file_checks(tmp_path):
     config.write_text("tasks:\n  BIOSSES:\n    epochs: 0\n", encoding="utf-8")
     with pytest.raises(InputFormatError, match=r"ft.yaml:3: expected tasks.BIOSSES.epochs to be an integer >= 1"):
         resolve("smoke", finetune_config=str(config))
+
+
+def test_launched_processes_repeat_the_request() -> None:
+    """Fine-tuning and SciERC hand a request to accelerate's processes as the same arguments."""
+    from medibio.finetune.runner import command_args
+    from medibio.runs.launch import request_args
+
+    assert command_args("BIOSSES,GAD", "minilm", "1,2", "cpu", ["STS-B"], True, "x", True) == [
+        "finetune", "--task", "BIOSSES,GAD", "--profile", "cpu", "--model", "minilm", "--seeds", "1,2",
+        "--intermediate", "STS-B", "--variant", "x", "--allow-overlap", "--force"]
+    assert command_args("HoC") == ["finetune", "--task", "HoC", "--profile", "cpu"]
+    assert request_args(["scierc", "train"], "smoke", None, [3], False) == [
+        "scierc", "train", "--profile", "smoke", "--seeds", "3"]

@@ -30,7 +30,7 @@ from medibio.ift import stages
 from medibio.models import heads, zoo
 from medibio.runs import protocol
 from medibio.runs import records as rec
-from medibio.runs.launch import launch_request
+from medibio.runs.launch import launch_request, request_args
 from medibio.runs.protocol import SUBSET_SEED, Outcome, Plan, RunContext
 from medibio.tasks import datacheck, loaders, registry
 from medibio.tasks.spec import TaskSpec
@@ -286,18 +286,12 @@ def command_args(tasks: str | Sequence[str], model: str | None = None,
                  variant: str | None = None, allow_overlap: bool = False) -> list[str]:
     """``medibio finetune`` arguments of the same request (the launched processes run them)."""
     task_text = tasks if isinstance(tasks, str) else ",".join(tasks)
-    args = ["finetune", "--task", task_text, "--profile", profiles.get(profile).name]
-    if model:
-        args += ["--model", str(model)]
-    seed_list = profiles.parse_seeds(seeds)
-    if seed_list:
-        args += ["--seeds", ",".join(map(str, seed_list))]
+    options = []
     if intermediate:
-        args += ["--intermediate", intermediate if isinstance(intermediate, str) else ",".join(intermediate)]
+        options += ["--intermediate", intermediate if isinstance(intermediate, str) else ",".join(intermediate)]
     if variant:
-        args += ["--variant", variant]
-    if force:
-        args.append("--force")
+        options += ["--variant", variant]
     if allow_overlap:
-        args.append("--allow-overlap")
-    return args
+        options.append("--allow-overlap")
+    return request_args(["finetune", "--task", task_text], profiles.get(profile).name, model,
+                        profiles.parse_seeds(seeds), force, options)

@@ -61,6 +61,21 @@ def overrides_file(overrides: Mapping[str, Any] | None, folder: Path) -> Iterato
         os.unlink(path)
 
 
+def request_args(command: Sequence[str], profile: str, model: str | None, seeds: Sequence[int], force: bool,
+                 options: Sequence[str] = ()) -> list[str]:
+    """The ``medibio`` arguments that repeat a training request in launched processes: ``command``, the
+    profile, the model and seeds when given, the kind's own ``options``, then ``--force``."""
+    args = [*command, "--profile", profile]
+    if model:
+        args += ["--model", str(model)]
+    if seeds:
+        args += ["--seeds", ",".join(map(str, seeds))]
+    args += options
+    if force:
+        args.append("--force")
+    return args
+
+
 def launch_request(command: Sequence[str], overrides: Mapping[str, Any] | None, settings: Settings,
                    processes: int | None = None) -> None:
     """Run ``medibio <command> [--config OVERRIDES]`` in ``processes`` (default ``settings.processes``)

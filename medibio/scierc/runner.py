@@ -24,7 +24,7 @@ from medibio.core.settings import Settings
 from medibio.models import heads, zoo
 from medibio.runs import protocol
 from medibio.runs import records as rec
-from medibio.runs.launch import launch_request
+from medibio.runs.launch import launch_request, request_args
 from medibio.runs.protocol import SUBSET_SEED, Outcome, Plan, RunContext
 from medibio.scierc import presets
 from medibio.scierc.model import SpanModel
@@ -98,14 +98,8 @@ def run_scierc(model: str | None = None, seeds: int | str | Sequence[int] | None
         if callbacks:
             raise ValueError(f"callbacks cannot follow runs into {settings.processes} launched processes; "
                              "run with one process")
-        args = ["scierc", "train", "--profile", profiles.get(profile).name]
-        if model:
-            args += ["--model", str(model)]
-        seed_list = profiles.parse_seeds(seeds)
-        if seed_list:
-            args += ["--seeds", ",".join(map(str, seed_list))]
-        if force:
-            args.append("--force")
+        args = request_args(["scierc", "train"], profiles.get(profile).name, model, profiles.parse_seeds(seeds),
+                            force)
         launch_request(args, plain, settings)
         found = [rec.find_record(settings.results_root, plan.key)
                  for plan in plan_runs(model, seeds, profile, plain, settings)]
