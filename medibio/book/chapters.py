@@ -29,7 +29,7 @@ class TocEntry:
     source: str  # file name in notebooks/ (an absolute path is used as is)
     part: str = ""  # the part of the table of contents ("" for the root page)
     artefacts: tuple[str, ...] = ()  # the paper's figures/tables this chapter reproduces
-    execute_last: bool = False  # the index page reads what the other chapters recorded
+    execute_last: bool = False  # reads what the other chapters recorded (the index page, the claims)
 
     @property
     def is_notebook(self) -> bool:
@@ -45,6 +45,7 @@ class TocEntry:
 
 
 PARTS: tuple[str, ...] = (
+    "The paper's claims",
     "The pretraining corpus",
     "Pretraining",
     "A science model on SciERC",
@@ -56,20 +57,22 @@ PARTS: tuple[str, ...] = (
 
 CHAPTERS: tuple[TocEntry, ...] = (
     TocEntry("intro", "MediBioDeBERTa, reproduced", "intro.ipynb", execute_last=True),
+    # reads the run records the chapters below write, so it runs after them
+    TocEntry("what_holds_up", "What holds up", "what_holds_up.ipynb", PARTS[0], execute_last=True),
     TocEntry("figures_2_4_field_correlation", "Field correlation in S2ORC (Figures 2–4)",
-             "figures_2_4_field_correlation.ipynb", PARTS[0], ("Figure 2", "Figure 3", "Figure 4")),
-    TocEntry("table_3_pretraining", "Pretraining (Table 3)", "table_3_pretraining.ipynb", PARTS[1],
+             "figures_2_4_field_correlation.ipynb", PARTS[1], ("Figure 2", "Figure 3", "Figure 4")),
+    TocEntry("table_3_pretraining", "Pretraining (Table 3)", "table_3_pretraining.ipynb", PARTS[2],
              ("Table 3",)),
-    TocEntry("table_4_scierc", "SciERC (Table 4)", "table_4_scierc.ipynb", PARTS[2], ("Table 4",)),
+    TocEntry("table_4_scierc", "SciERC (Table 4)", "table_4_scierc.ipynb", PARTS[3], ("Table 4",)),
     TocEntry("tables_5_6_pretraining_configurations", "Pretraining configurations on BLURB (Tables 5–6)",
-             "tables_5_6_pretraining_configurations.ipynb", PARTS[3], ("Table 5", "Table 6")),
+             "tables_5_6_pretraining_configurations.ipynb", PARTS[4], ("Table 5", "Table 6")),
     TocEntry("tables_1_2_intermediate_finetuning", "Intermediate fine-tuning (Tables 1–2)",
-             "tables_1_2_intermediate_finetuning.ipynb", PARTS[4], ("Table 1", "Table 2")),
+             "tables_1_2_intermediate_finetuning.ipynb", PARTS[5], ("Table 1", "Table 2")),
     TocEntry("table_7_blurb_comparison", "The final comparison on BLURB (Table 7)",
-             "table_7_blurb_comparison.ipynb", PARTS[5], ("Table 7",)),
-    TocEntry("appendix_a_paper_audit", "Appendix A: paper audit", "appendix_a_paper_audit.ipynb", PARTS[6]),
+             "table_7_blurb_comparison.ipynb", PARTS[6], ("Table 7",)),
+    TocEntry("appendix_a_paper_audit", "Appendix A: paper audit", "appendix_a_paper_audit.ipynb", PARTS[7]),
     TocEntry("appendix_b_reproducibility", "Appendix B: reproducibility", "appendix_b_reproducibility.ipynb",
-             PARTS[6]),
+             PARTS[7]),
 )
 
 # Every figure and table of the paper, in the paper's order of appearance, with the chapter reproducing it.
@@ -95,7 +98,8 @@ def chapter_of(artefact: str) -> TocEntry | None:
 
 
 def execution_order(entries: tuple[TocEntry, ...] = CHAPTERS) -> list[TocEntry]:
-    """Chapters in the order they are executed: table-of-contents order, index page last."""
+    """Chapters in the order they are executed: table-of-contents order, the pages that read the others'
+    records and summaries (the index page, the claims) last."""
     return [c for c in entries if not c.execute_last] + [c for c in entries if c.execute_last]
 
 

@@ -52,6 +52,7 @@ AREAS = (
     "medibio.cli.data",  # medibio data check|fetch
     "medibio.cli.blurb",  # medibio blurb score
     "medibio.cli.paper",  # medibio audit
+    "medibio.cli.claims",  # medibio claims
     "medibio.cli.finetune",  # medibio finetune, medibio grid
     "medibio.cli.results",  # medibio results table
     "medibio.cli.fields",  # medibio fields cooccurrence|subset

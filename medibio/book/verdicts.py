@@ -1,0 +1,556 @@
+"""A verdict for each scientific claim of the paper: what the paper's own numbers can bear, and what our runs say.
+
+The claims are data (:data:`CLAIMS`): a paraphrase, where the paper makes it, the printed cells it rests on
+(references that :func:`medibio.paper.claims.resolve` reads), the Appendix A / cross-source checks of those
+cells, how our runs test it, and the book section that holds the evidence. Every verdict is computed here
+from those facts by one of two rules written once:
+
+* :func:`paper_verdict` (from what the paper prints): ``no numbers printed``; ``numbers inconsistent`` when a
+  check of :mod:`medibio.paper.audit` the claim rests on fails, or when the publications of the numbers it
+  quotes turn the comparison around (:func:`medibio.paper.sources.recheck_claims`);
+  ``printed numbers disagree`` when the printed difference is not on the claimed side; then, where the paper
+  prints mean ± sd over runs (Table 4), Welch's t-test: ``significant`` (p < 0.05) or ``not significant``;
+  where it prints means only, ``no spread printed`` (no test is possible).
+* :func:`verdict` (from our runs): ``supported`` when the 95% interval of our difference lies entirely on the
+  claimed side of zero, ``contradicted`` when entirely on the other side, ``inconclusive`` when it covers zero,
+  ``not testable here`` when this build has no runs that test it (the row says what would).
+
+The difference is always "A − B" as the claim names them; a claim that A beats B claims a positive side, a
+claim that A does *not* beat B the negative side (so it is supported only when our runs show A below B).
+Our differences come from run records: paired bootstrap intervals and p-values of
+:mod:`medibio.results.significance` over the same test examples, a bootstrap of the plain BLURB mean for the
+Table 5 configurations, a bootstrap over papers for the field claim.
+
+This module sits in the book layer because the claims span :mod:`medibio.paper` and :mod:`medibio.fields`,
+two layers that may not import each other.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from medibio.core import profiles
+from medibio.core.settings import Settings
+from medibio.models.zoo import model_tag
+from medibio.paper import audit, sources
+from medibio.paper import claims as printed_claims
+from medibio.results.aggregate import newest_configurations
+from medibio.results.significance import compare_records, runs_of
+from medibio.runs.records import RunRecord, load_records
+from medibio.tasks import registry
+from medibio.tasks.bootstrap import CONFIDENCE, DEFAULT_RESAMPLES, bootstrap_distribution, percentile_interval
+
+SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE = ("supported", "contradicted", "inconclusive",
+                                                       "not testable here")
+VERDICTS = (SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE)
+SIGNIFICANT, NOT_SIGNIFICANT, NO_SPREAD, NO_NUMBERS, INCONSISTENT, DISAGREE = (
+    "significant", "not significant", "no spread printed", "no numbers printed", "numbers inconsistent",
+    "printed numbers disagree")
+PAPER_VERDICTS = (SIGNIFICANT, NOT_SIGNIFICANT, NO_SPREAD, NO_NUMBERS, INCONSISTENT, DISAGREE)
+ALPHA = 1.0 - CONFIDENCE
+
+RULE = (f"Our verdict: the difference A − B between the claim's two systems, with its {CONFIDENCE:.0%} "
+        "paired bootstrap interval over the same test examples. *supported* when the interval lies entirely on "
+        "the claimed side of zero (above it for 'A beats B', below it for 'A does not beat B'), *contradicted* "
+        "when it lies entirely on the other side, *inconclusive* when it contains zero, *not testable here* when "
+        "this build has no runs for both systems. The paper's verdict: *no numbers printed* when the claim rests "
+        "on no printed number; *numbers inconsistent* when a check of Appendix A on the numbers it rests on "
+        "fails, or when the publications of the numbers it quotes turn the comparison around (the cross-source "
+        "audit); *printed numbers disagree* when the printed difference is not on the "
+        f"claimed side; else Welch's t-test where mean ± sd over runs is printed (*significant* at p < {ALPHA:g}, "
+        "*not significant* otherwise), and *no spread printed* where only means are, since no test is possible "
+        "then.")
+
+GENERAL_DOMAIN = ("STS-B", "SICK-R", "SICK-E")  # intermediate tasks without biomedical text
+MEDICINE_NEIGHBOURS = ("Biology", "Chemistry", "Psychology")
+FIELD_METADATA = Path("s2orc") / "v2020-07-05_metadata_sample.jsonl"  # the field chapter's default sample
+IFT_PREFIX = "ift-"
+TABLE5_VARIANT = "pretrain-table5-{}"  # medibio.book.table5.finetune_experiments names its runs so
+_T4_RUNS = audit.RUNS_TABLE4
+_IFT, _BASE, _LINK = printed_claims.IFT, printed_claims.BASE, printed_claims.LINK
+
+
+@dataclass(frozen=True)
+class Test:
+    """How our runs test a claim: ``kind`` is ``ift-gain`` (best intermediate by dev vs no intermediate on
+    ``dataset``), ``ift-domain`` (best general-domain vs best biomedical intermediate on ``dataset``),
+    ``table5`` (configurations ``a`` vs ``b`` on the plain BLURB mean), ``fields`` (C(Medicine, j) of the
+    claimed neighbours vs every other field) or ``none``; ``needs`` says what would test it."""
+
+    kind: str
+    dataset: str = ""
+    a: str = ""
+    b: str = ""
+    needs: str = ""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One scientific claim: 'A beats B' (``side`` +1) or 'A does not beat B' (``side`` −1)."""
+
+    id: str
+    statement: str
+    where: str
+    a: str
+    b: str
+    printed: tuple[str, str] | None  # printed cells of A and B (medibio.paper.claims references)
+    test: Test
+    chapter: str  # book slug of the section holding our evidence
+    anchor: str  # its heading's anchor
+    side: int = 1
+    spread: bool = False  # the paper prints mean ± sd over runs (Table 4): Welch's test is possible
+    checks: tuple[str, ...] = ()  # audit check ids, or "sources:<id>" for the cross-source audit
+    note: str = ""
+
+    @property
+    def link(self) -> str:
+        """The evidence section, relative to a sibling page of the book."""
+        return f"{self.chapter}.html#{self.anchor}"
+
+
+def _t4(task: str) -> tuple[str, str]:
+    return f"T4|SciDeBERTa v2|{task}", f"T4|SciDeBERTa|{task}"
+
+
+def _t7(row: str) -> tuple[str, str]:
+    return f"T7|{_IFT}|{row}", f"T7|{_LINK}|{row}"
+
+
+def _t5(a: str, b: str) -> tuple[str, str]:
+    return f"T5|{a}|blurb_avg", f"T5|{b}|blurb_avg"
+
+
+def _t6(config: str) -> tuple[str, ...]:
+    return f"t6-avg-{config}", f"t5-vs-t6-{config}"
+
+
+_SCIDEBERTA = Test("none", needs="no profile: SciDeBERTa v2 is not among the models medibio can load (the "
+                                 "`paper` profile fine-tunes SciDeBERTa v1 on SciERC)")
+_TABLE5 = "PROFILE=gpu or paper: pretrains the five configurations and fine-tunes each on BLURB"
+_BIOLINK = Test("none", needs="no profile: MediBioDeBERTa-IFT's weights are not among the models medibio can "
+                              "load (BioLinkBERT is: `medibio finetune --model biolinkbert-base`)")
+_SCIREPEVAL = ("PROFILE=gpu (its STILT matrix includes {0}), or Table 2's SciRepEval data in the data root and "
+               "`medibio finetune --task {0} --intermediate <task>`")
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("scierc-ner", "SciDeBERTa v2 beats SciDeBERTa on SciERC NER", "§V-B, Table 4", "SciDeBERTa v2",
+          "SciDeBERTa", _t4("NER"), _SCIDEBERTA, "table_4_scierc", "our-runs", spread=True,
+          checks=("sources:t4-ner",)),
+    Claim("scierc-jre", "SciDeBERTa v2 beats SciDeBERTa on SciERC joint relation extraction", "§V-B, Table 4",
+          "SciDeBERTa v2", "SciDeBERTa", _t4("JRE"), _SCIDEBERTA, "table_4_scierc", "our-runs", spread=True,
+          checks=("sources:t4-jre",)),
+    Claim("scierc-coref", "SciDeBERTa v2 is better than its predecessor (the conclusion does not limit it to "
+          "NER and JRE; Coref is the remaining SciERC task)", "§VI, Table 4", "SciDeBERTa v2", "SciDeBERTa",
+          _t4("Coref"), _SCIDEBERTA, "table_4_scierc", "our-runs", spread=True, checks=("sources:t4-coref",)),
+    Claim("science-base", "continual learning from a science model (#1) beats continual learning from a "
+          "general model (#2)", "§V-C, Tables 5–6", "#1", "#2", _t5("#1", "#2"),
+          Test("table5", a="#1", b="#2", needs=_TABLE5), "tables_5_6_pretraining_configurations",
+          "the-five-configurations-scaled-down", checks=(*_t6("#1"), *_t6("#2"), "t5-steps-vs-t3")),
+    Claim("scratch-vs-general", "pretraining from scratch on biomedical text (#3) beats continual learning "
+          "from a general model (#2)", "§V-C, Tables 5–6", "#3", "#2", _t5("#3", "#2"),
+          Test("table5", a="#3", b="#2", needs=_TABLE5), "tables_5_6_pretraining_configurations",
+          "the-five-configurations-scaled-down", checks=(*_t6("#3"), *_t6("#2"))),
+    Claim("fulltext", "full text (#4) does not beat abstracts (#3) for pretraining from scratch",
+          "§V-C, Tables 5–6", "#4", "#3", _t5("#4", "#3"), Test("table5", a="#4", b="#3", needs=_TABLE5),
+          "tables_5_6_pretraining_configurations", "the-five-configurations-scaled-down", side=-1,
+          checks=(*_t6("#4"), *_t6("#3"))),
+    Claim("ift-biosses", "intermediate fine-tuning raises BIOSSES (paper: by about 35 points)",
+          "§V-D, Tables 6–7", "with IFT", "without", (f"T7|{_IFT}|BIOSSES", "T6|#1|BIOSSES"),
+          Test("ift-gain", "BIOSSES", needs="any profile: the Tables 1–2 chapter fine-tunes BIOSSES after STS-B "
+                                            "and SICK"),
+          "tables_1_2_intermediate_finetuning", "ift-for-sentence-similarity",
+          checks=("vd-ift-biosses", f"t7-vs-t6-{_BASE}-BIOSSES")),
+    Claim("ift-hoc", "intermediate fine-tuning raises HoC (paper: by about 10 points)", "§V-D, §V-E, Tables 6–7",
+          "with IFT", "without", (f"T7|{_IFT}|HoC", "T6|#1|HoC"),
+          Test("ift-gain", "HoC", needs=_SCIREPEVAL.format("HoC")), "tables_1_2_intermediate_finetuning",
+          "a-transfer-matrix-stilt", checks=("vd-ift-hoc", "ve-hoc-gain", f"t7-vs-t6-{_BASE}-HOC")),
+    Claim("ift-pubmedqa", "intermediate fine-tuning raises PubMedQA (paper: by about 1.5 points)",
+          "§V-D, §V-E, Tables 6–7", "with IFT", "without", (f"T7|{_IFT}|PubMedQA", "T6|#1|PubMedQA"),
+          Test("ift-gain", "PubMedQA", needs=_SCIREPEVAL.format("PubMedQA")), "tables_1_2_intermediate_finetuning",
+          "a-transfer-matrix-stilt",
+          checks=("vd-ift-pubmedqa", "ve-pubmedqa-gain", f"t7-vs-t6-{_BASE}-PubmedQA")),
+    Claim("ift-domain", "general-domain intermediate data helps BIOSSES more than biomedical intermediate data",
+          "§V-E, Table 2", "general domain", "biomedical", None,
+          Test("ift-domain", "BIOSSES", needs="a biomedical intermediate run for BIOSSES: the STILT matrix "
+                                              "(every profile) or ClinicalSTS in the data root"),
+          "tables_1_2_intermediate_finetuning", "a-transfer-matrix-stilt",
+          note="ours compares STS-B/SICK with the biomedical tasks the book runs before BIOSSES (BLURB sets, "
+               "ClinicalSTS where present): task format differs as well as domain"),
+    Claim("vs-biolinkbert-ner", "MediBioDeBERTa-IFT beats BioLinkBERT on NER (group average)", "§I, §V-D, Table 7",
+          _IFT, _LINK, _t7("NER Avg."), _BIOLINK, "table_7_blurb_comparison", "our-counterpart",
+          checks=("intro-ner-gain", f"t7-avg-{_IFT}-NER Avg.", f"t7-avg-{_LINK}-NER Avg.", "sources:sota-ner")),
+    Claim("vs-biolinkbert-ss", "MediBioDeBERTa-IFT beats BioLinkBERT on sentence similarity (BIOSSES)",
+          "§I, §V-D, Table 7", _IFT, _LINK, _t7("BIOSSES"), _BIOLINK, "table_7_blurb_comparison",
+          "our-counterpart", checks=("intro-ss-gain", "sources:sota-ss")),
+    Claim("vs-biolinkbert-qna", "MediBioDeBERTa-IFT beats BioLinkBERT on question answering (group average)",
+          "§I, §V-D, Table 7", _IFT, _LINK, _t7("QnA Avg."), _BIOLINK, "table_7_blurb_comparison",
+          "our-counterpart", checks=("intro-qna-gain", "vd-qna-avg", f"t7-avg-{_IFT}-QnA Avg.",
+                                     f"t7-avg-{_LINK}-QnA Avg.", "sources:sota-qna")),
+    Claim("vs-biolinkbert-chemprot", "MediBioDeBERTa-IFT beats BioLinkBERT on ChemProt", "§I, §V-D, Table 7",
+          _IFT, _LINK, _t7("ChemProt"), _BIOLINK, "table_7_blurb_comparison", "our-counterpart",
+          checks=("intro-chemprot-gain", "vd-chemprot-gain", f"t7-vs-t6-{_IFT}-ChemProt", "sources:sota-chemprot"),
+          note=printed_claims.CHEMPROT_NOTE),
+    Claim("medicine-fields", "the fields most often shared with medicine are biology, chemistry and psychology",
+          "§III-B, Figures 2–3", "the weakest of the three", "the strongest other field", None,
+          Test("fields", "Medicine", needs="the S2ORC metadata sample in the data root (the field chapter reads "
+                                           f"{FIELD_METADATA})"),
+          "figures_2_4_field_correlation", "the-related-field-groups"),
+)
+
+
+def get(claim_id: str) -> Claim:
+    """A claim by id."""
+    for claim in CLAIMS:
+        if claim.id == claim_id:
+            return claim
+    raise KeyError(f"no claim {claim_id!r}; known: {', '.join(c.id for c in CLAIMS)}")
+
+
+# --------------------------------------------------------------------------- the two rules
+
+
+def verdict(low: float, high: float, side: int = 1) -> str:
+    """Our verdict from the interval [low, high] of A − B and the claimed side (+1: A > B, −1: A ≤ B)."""
+    if math.isnan(low) or math.isnan(high):
+        return NOT_TESTABLE
+    if side * low > 0 and side * high > 0:
+        return SUPPORTED
+    if side * low < 0 and side * high < 0:
+        return CONTRADICTED
+    return INCONCLUSIVE
+
+
+def paper_verdict(diff: float | None, side: int, problems: Sequence[str], p: float | None) -> str:
+    """The paper's own evidence: printed difference A − B (None: nothing printed), failed checks, Welch p."""
+    if diff is None:
+        return NO_NUMBERS
+    if problems:
+        return INCONSISTENT
+    if side * diff <= 0:
+        return DISAGREE
+    if p is None:
+        return NO_SPREAD
+    return SIGNIFICANT if p < ALPHA else NOT_SIGNIFICANT
+
+
+# --------------------------------------------------------------------------- the paper's evidence
+
+
+@dataclass(frozen=True)
+class PaperEvidence:
+    """What the paper prints for a claim: A, B, their difference, Welch's test, failed checks."""
+
+    a: float | None
+    b: float | None
+    diff: float | None
+    p: float | None
+    test: str
+    problems: tuple[str, ...]
+    verdict: str
+
+
+def _failed_checks(claim: Claim, checks: pd.DataFrame, rechecked: pd.DataFrame) -> tuple[str, ...]:
+    out = []
+    for ref in claim.checks:
+        if ref.startswith("sources:"):
+            row = rechecked.loc[ref.split(":", 1)[1]]
+            if row["changed"]:  # the published figures turn the comparison around
+                out.append(f"cross-source audit: {row['detail']}")
+            continue
+        row = checks.loc[ref]
+        if not row["consistent"]:
+            out.append(f"Appendix A, {row['where']}: {row['explanation']}")
+    return tuple(out)
+
+
+def paper_evidence(claim: Claim, checks: pd.DataFrame | None = None,
+                   rechecked: pd.DataFrame | None = None) -> PaperEvidence:
+    """The paper's evidence for ``claim`` from its printed numbers (see :func:`paper_verdict`)."""
+    checks = audit.run_audit().set_index("id") if checks is None else checks
+    rechecked = sources.recheck_claims().set_index("id") if rechecked is None else rechecked
+    problems = _failed_checks(claim, checks, rechecked)
+    if claim.printed is None:
+        return PaperEvidence(None, None, None, None, "", problems, paper_verdict(None, claim.side, problems, None))
+    a, b = (printed_claims.resolve(ref) for ref in claim.printed)
+    diff, p, test = a - b, None, "means only: no test possible"
+    if claim.spread:
+        from scipy import stats
+
+        sd_a, sd_b = (printed_claims.resolve(f"{ref} std") for ref in claim.printed)
+        welch = stats.ttest_ind_from_stats(a, sd_a, _T4_RUNS, b, sd_b, _T4_RUNS, equal_var=False)
+        p = float(welch.pvalue)
+        test = (f"{a:.1f} ± {sd_a:.1f} vs {b:.1f} ± {sd_b:.1f}: Welch t = {welch.statistic:.2f}, p = {p:.3f} "
+                f"({_T4_RUNS} runs each)")
+    return PaperEvidence(a, b, diff, p, test, problems, paper_verdict(diff, claim.side, problems, p))
+
+
+# --------------------------------------------------------------------------- our evidence
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Our difference A − B with its interval and p-value, or why there is none."""
+
+    diff: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    p: float = math.nan
+    runs: str = ""  # what was compared
+    needs: str = ""  # what would test it, when nothing did
+
+    @property
+    def tested(self) -> bool:
+        return not math.isnan(self.low)
+
+
+def _newest(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
+    by_variant: dict[str, list[RunRecord]] = {}
+    for rec in newest_configurations(records)[0]:
+        if rec.ok and rec.predictions:
+            by_variant.setdefault(rec.variant, []).append(rec)
+    return by_variant
+
+
+def _dev_mean(records: Sequence[RunRecord]) -> float:
+    dev = [float(r.score_dev) for r in records if r.score_dev is not None]
+    return float(np.mean(dev)) if dev else -math.inf
+
+
+def _best(by_variant: dict[str, list[RunRecord]], intermediates: Sequence[str]) -> str | None:
+    """The variant among ``ift-<task>`` for ``intermediates`` with the best mean dev score (never test)."""
+    found = [f"{IFT_PREFIX}{t}" for t in intermediates if f"{IFT_PREFIX}{t}" in by_variant]
+    return max(found, key=lambda v: _dev_mean(by_variant[v])) if found else None
+
+
+def _describe(variant: str, records: Sequence[RunRecord]) -> str:
+    return f"{variant} ({len(records)} seed{'s' if len(records) != 1 else ''})"
+
+
+def _paired(by_variant: dict[str, list[RunRecord]], a: str, b: str, dataset: str, settings: Settings,
+            profile: str, model: str, resamples: int) -> Evidence:
+    test = compare_records(by_variant[a], by_variant[b], settings.results_root, dataset, a, b, resamples,
+                           data_root=settings.data_root)
+    if test is None:
+        return Evidence(needs=f"test predictions of {a} and {b} on {dataset}")
+    runs = (f"{profile}/{model}: {_describe(a, by_variant[a])} vs {_describe(b, by_variant[b])} on {dataset}, "
+            f"{test.n_units} {test.unit}s")
+    return Evidence(test.diff, test.low, test.high, test.p_value, runs)
+
+
+def _ift_evidence(claim: Claim, settings: Settings, profile: str, resamples: int) -> Evidence:
+    dataset = claim.test.dataset
+    model = model_tag(profiles.get(profile).model)
+    by_variant = _newest(load_records(settings.results_root, profile=profile, model=model, dataset=dataset))
+    intermediates = [v[len(IFT_PREFIX):] for v in by_variant if v.startswith(IFT_PREFIX)]
+    general = [t for t in intermediates if t in GENERAL_DOMAIN]
+    if claim.test.kind == "ift-gain":
+        a, b = _best(by_variant, intermediates), "base" if "base" in by_variant else None
+    else:
+        a, b = _best(by_variant, general), _best(by_variant, [t for t in intermediates if t not in general])
+    if a is None or b is None:
+        return Evidence(needs=claim.test.needs)
+    return _paired(by_variant, a, b, dataset, settings, profile, model, resamples)
+
+
+def average_difference(a: Sequence[Any], b: Sequence[Any], resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                       confidence: float = CONFIDENCE) -> tuple[float, float, float, float]:
+    """(difference, low, high, p) of the plain mean over datasets of A − B, from paired
+    :class:`medibio.results.significance.Runs` of each dataset (``a[i]`` and ``b[i]`` on the same units).
+
+    Each test set is resampled on its own (they are independent samples) and the per-dataset differences of
+    the same resample index are averaged: a percentile interval and a shift-method p-value, as
+    :func:`medibio.results.significance.paired_test` gives for one dataset.
+    """
+    observed, dists = [], []
+    for k, (ra, rb) in enumerate(zip(a, b, strict=True)):
+        boot = bootstrap_distribution([*ra.stats, *rb.stats], resamples, seed + k)
+        m = len(ra.stats)
+        dists.append(boot[:, :m].mean(axis=1) - boot[:, m:].mean(axis=1))
+        observed.append(ra.mean - rb.mean)
+    diffs = np.mean(dists, axis=0)
+    diff = float(np.mean(observed))
+    low, high = percentile_interval(diffs, confidence)
+    hits = int(np.count_nonzero(np.abs(diffs - diff) >= abs(diff) - 1e-9))
+    return diff, low, high, (1 + hits) / (1 + resamples)
+
+
+def _table5_evidence(claim: Claim, settings: Settings, profile: str, resamples: int) -> Evidence:
+    va, vb = (TABLE5_VARIANT.format(c.lstrip("#")) for c in (claim.test.a, claim.test.b))
+    sides = [newest_configurations(load_records(settings.results_root, profile=profile, variant=v))[0]
+             for v in (va, vb)]
+    pairs = []
+    for dataset in registry.names():
+        ra, rb = (runs_of(recs, settings.results_root, v, dataset, settings.data_root)
+                  for recs, v in zip(sides, (va, vb), strict=True))
+        if ra is not None and rb is not None:
+            pairs.append((ra, rb))
+    if not pairs:
+        return Evidence(needs=claim.test.needs)
+    diff, low, high, p = average_difference([x for x, _ in pairs], [y for _, y in pairs], resamples)
+    runs = (f"{profile}: {va} vs {vb}, plain mean over {len(pairs)} BLURB datasets "
+            f"({', '.join(x.dataset for x, _ in pairs)})")
+    return Evidence(diff, low, high, p, runs)
+
+
+def field_margin(masks: dict[int, int], fields: Sequence[str], field: str, claimed: Sequence[str],
+                 resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                 confidence: float = CONFIDENCE) -> tuple[float, float, float, float, str]:
+    """How far the claimed neighbours of ``field`` lead the rest: min C(field, claimed) − max C(field, other),
+    in points of C × 100, with a bootstrap over papers. ``masks`` maps a bit mask of fields (bit i:
+    ``fields[i]``) to its number of papers, as :class:`medibio.fields.cooccurrence.FieldCounts` holds it.
+    Returns (margin, low, high, p, the strongest other field)."""
+    keys = np.array(sorted(masks), dtype=np.int64)
+    weights = np.array([masks[k] for k in keys], dtype=float)
+    bits = (keys[:, None] >> np.arange(len(fields))) & 1
+    i = fields.index(field)
+    inside = [fields.index(f) for f in claimed]
+    outside = [j for j in range(len(fields)) if j != i and j not in inside]
+
+    def margins(w: np.ndarray) -> np.ndarray:  # w: (resamples, masks) paper counts
+        carry = w * bits[:, i]  # papers carrying `field`
+        n_ij = carry @ bits  # (resamples, fields)
+        c = 100 * n_ij / np.maximum(carry.sum(axis=1, keepdims=True), 1)
+        return c[:, inside].min(axis=1) - c[:, outside].max(axis=1)
+
+    rng = np.random.default_rng(seed)
+    total = int(weights.sum())
+    observed = float(margins(weights[None, :])[0])
+    draws = rng.multinomial(total, weights / total, size=resamples).astype(float)
+    dist = margins(draws)
+    low, high = percentile_interval(dist, confidence)
+    hits = int(np.count_nonzero(np.abs(dist - observed) >= abs(observed) - 1e-9))
+    c_obs = (weights * bits[:, i]) @ bits
+    rival = fields[max(outside, key=lambda j: c_obs[j])]
+    return observed, low, high, (1 + hits) / (1 + resamples), rival
+
+
+def _fields_evidence(claim: Claim, settings: Settings, resamples: int) -> Evidence:
+    path = settings.data_root / FIELD_METADATA
+    if not path.is_file():
+        return Evidence(needs=claim.test.needs)
+    from medibio.fields.cooccurrence import count_fields
+    from medibio.fields.fos import FIELDS
+
+    counts = count_fields(path)
+    margin, low, high, p, rival = field_margin(counts.masks, list(FIELDS), claim.test.dataset,
+                                               MEDICINE_NEIGHBOURS, resamples)
+    runs = (f"{FIELD_METADATA.name}: {counts.papers:,} papers; 100 × C(Medicine, j), weakest of "
+            f"{', '.join(MEDICINE_NEIGHBOURS)} minus the strongest other field ({rival}); bootstrap over papers")
+    return Evidence(margin, low, high, p, runs)
+
+
+def our_evidence(claim: Claim, settings: Settings, profile: str, resamples: int = DEFAULT_RESAMPLES) -> Evidence:
+    """Our evidence for ``claim`` on the runs of ``profile`` under ``settings.results_root``."""
+    kind = claim.test.kind
+    if kind == "none":
+        return Evidence(needs=claim.test.needs)
+    if kind == "fields":
+        return _fields_evidence(claim, settings, resamples)
+    if not settings.data_root.is_dir():
+        return Evidence(needs=f"a data root (the gold test labels), then: {claim.test.needs}")
+    if kind == "table5":
+        return _table5_evidence(claim, settings, profile, resamples)
+    return _ift_evidence(claim, settings, profile, resamples)
+
+
+# --------------------------------------------------------------------------- the table
+
+
+@dataclass
+class Row:
+    """One claim with both kinds of evidence and both verdicts."""
+
+    id: str
+    claim: str
+    where: str
+    a: str
+    b: str
+    side: int
+    paper: PaperEvidence
+    ours: Evidence
+    verdict: str
+    link: str
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        for key in ("paper", "ours"):
+            out[key] = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out[key].items()}
+        out["paper"]["problems"] = list(out["paper"]["problems"])
+        return out
+
+
+def rows(settings: Settings, profile: str, claims: Sequence[Claim] = CLAIMS,
+         resamples: int = DEFAULT_RESAMPLES) -> list[Row]:
+    """Every claim judged on ``profile``'s runs under ``settings.results_root``."""
+    checks = audit.run_audit().set_index("id")
+    rechecked = sources.recheck_claims().set_index("id")
+    out = []
+    for claim in claims:
+        ours = our_evidence(claim, settings, profile, resamples)
+        out.append(Row(claim.id, claim.statement, claim.where, claim.a, claim.b, claim.side,
+                       paper_evidence(claim, checks, rechecked), ours, verdict(ours.low, ours.high, claim.side),
+                       claim.link, claim.note))
+    return out
+
+
+def _num(x: float | None, fmt: str = "{:+.2f}") -> str:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt.format(x)
+
+
+def frame(found: Sequence[Row], links: bool = False) -> pd.DataFrame:
+    """The table the chapter and ``medibio claims`` print, one row per claim; ``links`` makes the evidence
+    column an HTML link (the book) instead of the bare address (the terminal)."""
+    records = []
+    for r in found:
+        ours = r.ours
+        records.append({
+            "claim": r.claim, "A − B": f"{r.a} − {r.b}", "claimed": "> 0" if r.side > 0 else "≤ 0",
+            "paper A − B": _num(r.paper.diff), "paper test": r.paper.test,
+            "paper checks": "; ".join(r.paper.problems) or ("all pass" if r.paper.diff is not None else ""),
+            "paper verdict": r.paper.verdict,
+            "our runs": ours.runs or f"would be tested by: {ours.needs}",
+            "ours A − B": _num(ours.diff),
+            f"{CONFIDENCE:.0%} interval": "" if not ours.tested else f"[{ours.low:+.2f}, {ours.high:+.2f}]",
+            "p": _num(ours.p, "{:.3f}"), "verdict": r.verdict,
+            "evidence": f'<a href="{r.link}">{r.where}</a>' if links else r.link,
+        })
+    return pd.DataFrame(records, index=pd.Index([r.id for r in found], name="id"))
+
+
+def counts(found: Sequence[Row]) -> dict[str, int]:
+    """How many claims got each verdict (ours and the paper's), every value of both vocabularies present."""
+    ours = {v: sum(r.verdict == v for r in found) for v in VERDICTS}
+    paper = {v: sum(r.paper.verdict == v for r in found) for v in PAPER_VERDICTS}
+    return {**ours, **{f"paper: {k}": v for k, v in paper.items()}}
+
+
+def figure(found: Sequence[Row]) -> Any:
+    """Each tested claim's difference A − B: ours with its interval, the paper's printed one beside it."""
+    import matplotlib.pyplot as plt
+
+    shown = [r for r in found if r.ours.tested or r.paper.diff is not None]
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(shown) + 1.2))
+    ours = [(y, r.ours) for y, r in enumerate(shown) if r.ours.tested]
+    if ours:
+        ax.errorbar([e.diff for _, e in ours], [y for y, _ in ours], fmt="o", color="tab:blue", capsize=3,
+                    xerr=[[e.diff - e.low for _, e in ours], [e.high - e.diff for _, e in ours]],
+                    label=f"ours ({CONFIDENCE:.0%} interval)")
+    printed = [(y, r.paper.diff) for y, r in enumerate(shown) if r.paper.diff is not None]
+    if printed:
+        ax.plot([d for _, d in printed], [y for y, _ in printed], "D", color="tab:orange", label="paper (printed)")
+    ax.axvline(0, color="grey", lw=1)
+    ax.set_yticks(range(len(shown)), [r.id for r in shown])
+    ax.invert_yaxis()
+    ax.set_xlabel("A − B (points)")
+    ax.set_title("Each claim's difference: the paper's printed one and ours")
+    ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,56 @@
+"""CLI command of the claims chapter (registered on the main app by medibio.cli.main): ``medibio claims``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from medibio.cli import session
+from medibio.cli import values as check
+from medibio.core import profiles
+
+PROFILE = check.lookup(profiles.get)
+_COLUMNS = ("claim", "A − B", "claimed", "paper A − B", "paper verdict", "ours A − B", "95% interval", "p",
+            "verdict", "evidence")
+
+
+def claims(
+    profile: str = typer.Option("cpu", "--profile", help=f"Whose runs to judge by ({', '.join(profiles.names())}).",
+                                callback=PROFILE),
+    results_root: Path = typer.Option(None, "--results-root", help="Results root (default: $MEDIBIO_RESULTS or "
+                                      "results/)."),
+    data_root: Path = typer.Option(None, "--data-root", help="Data root: gold labels and the S2ORC sample "
+                                   "(default: $MEDIBIO_DATA or ../shared/data)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one object per claim as JSON."),
+) -> None:
+    """A verdict for each scientific claim of the paper: its printed evidence and our runs' (the book's
+    "What holds up" chapter)."""
+    from medibio.book import verdicts
+    from medibio.core.console import console
+
+    settings = session.settings(data_root, results_root)
+    found = verdicts.rows(settings, profile)
+    if as_json:
+        session.echo_json({"profile": profile, "results_root": str(settings.results_root), "rule": verdicts.RULE,
+                           "claims": [r.to_dict() for r in found]})
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    frame = verdicts.frame(found)
+    table = Table(title=f"The paper's claims, judged on the {profile!r} runs under {settings.results_root}")
+    table.add_column("id")
+    for col in _COLUMNS:
+        table.add_column(escape(col))
+    for cid, row in frame.iterrows():
+        table.add_row(escape(str(cid)), *(escape(str(row[c])) for c in _COLUMNS))
+    console().print(table)
+    for cid, row in frame.iterrows():
+        console().print(f"{escape(str(cid))}: {escape(row['our runs'])}", highlight=False)
+    console().print(escape(verdicts.RULE), highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this area's command to the main medibio app."""
+    app.command("claims")(claims)
