@@ -103,7 +103,7 @@ def test_data_root_env_override_and_missing_root(tmp_path: Path) -> None:
 def test_cli_root_help_lists_every_area() -> None:
     result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0
-    for verb in ("data", "blurb", "audit", "finetune", "results", "fields", "pretrain", "vocab", "book"):
+    for verb in ("data", "blurb", "audit", "claims", "finetune", "results", "fields", "pretrain", "vocab", "book"):
         assert verb in result.output, verb
 
 

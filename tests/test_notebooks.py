@@ -193,6 +193,18 @@ def test_first_page_indexes_every_artefact_from_the_chapters_records(smoke) -> N
     assert s["tables"]["profiles"]["rows"] == ["smoke", "cpu", "gpu", "paper"]
 
 
+def test_claims_chapter_judges_every_claim(smoke) -> None:
+    from medibio.book import verdicts
+
+    s = _summary(smoke, "what_holds_up")
+    assert s["tables"]["claims"]["rows"] == [c.id for c in verdicts.CLAIMS]
+    assert set(s["values"]["verdicts"].values()) <= set(verdicts.VERDICTS)
+    assert set(s["values"]["paper_verdicts"].values()) <= set(verdicts.PAPER_VERDICTS)
+    # the smoke book runs BIOSSES with and without IFT: that claim is tested, whatever its verdict
+    assert s["values"]["verdicts"]["ift-biosses"] != verdicts.NOT_TESTABLE
+    _figure_ok(s, "differences")
+
+
 def test_rendered_parameters_cell_shows_no_machine_path(smoke) -> None:
     for chapter in [c for c in chapters.CHAPTERS if c.is_notebook]:
         nb = nbformat.read(str(Path(smoke["root"]) / "book" / chapter.output_name()), as_version=4)

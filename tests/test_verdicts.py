@@ -1,0 +1,210 @@
+"""The claims chapter's verdicts: the two rules, the paper's evidence from its printed numbers, our evidence
+from run records written in tmp_path (a changed record changes the verdict), the field margin by hand, the
+links to the chapters' headings, and ``medibio claims --json``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+from docutils.nodes import make_id
+from scipy import stats
+from typer.testing import CliRunner
+
+from medibio.book import chapters
+from medibio.book import verdicts as V
+from medibio.cli.main import app
+from medibio.core.settings import Settings
+from medibio.paper import tables
+from medibio.results import significance as S
+from medibio.runs import records
+from medibio.runs.identity import RunKey
+
+MODEL = {"name": "minilm", "path": "/m", "tag": "minilm", "hash": "sha256:0", "model_type": "bert", "parameters": 1}
+GOLD = [round(4 * ((7 * i) % 20) / 19, 3) for i in range(20)]  # 20 BIOSSES test pairs, scores spread over 0-4
+
+
+class Build:
+    """A data root holding a 20-pair BIOSSES test split, and a results root whose BIOSSES run records are
+    written by hand: predictions are the gold scores plus noise of a chosen size (more noise, lower Pearson)."""
+
+    def __init__(self, base: Path) -> None:
+        self.data = base / "data"
+        self.results = base / "results"
+        folder = self.data / "blurb" / "BIOSSES"
+        folder.mkdir(parents=True)
+        folder.joinpath("test.tsv").write_text(
+            "pair_id\tsent1\tsent2\tscore\n" + "".join(f"p{i}\tA b.\tC d.\t{g}\n" for i, g in enumerate(GOLD)))
+        self.settings = Settings(data_root=self.data, results_root=self.results, cache_root=base / "cache")
+
+    def write(self, variant: str, seed: int, noise: float, score_dev: float = 50.0, dataset: str = "BIOSSES",
+              model: dict | None = None) -> Path:
+        values = np.array(GOLD) + noise * np.random.default_rng(seed).standard_normal(len(GOLD))
+        model = model or MODEL
+        digest = "5eed5eed5eed"
+        path = RunKey("finetune", "cpu", model["tag"], variant, dataset, seed, digest).predictions_path(self.results)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps({"id": f"p{i}", "prediction": float(v)}) + "\n"
+                                for i, v in enumerate(values)))
+        score = 100 * float(np.corrcoef(values, GOLD)[0, 1])
+        record = records.RunRecord(dataset=dataset, model=model, profile="cpu", seed=seed, variant=variant,
+                                   predictions=path.name, score_test=score, score_dev=score_dev,
+                                   config_digest=digest, environment={"git_commit": "c0ffee", "device": "cpu"})
+        records.write_record(record, self.results)
+        return path
+
+
+@pytest.fixture()
+def build(tmp_path: Path) -> Build:
+    made = Build(tmp_path)
+    for seed in (1, 2):
+        made.write("base", seed, noise=2.0)
+        made.write("ift-STS-B", seed, noise=0.05, score_dev=80.0)
+        made.write("ift-SICK-R", seed, noise=0.05, score_dev=70.0)  # lower dev: not the one picked
+    made.write("ift-BioASQ", 1, noise=2.0, score_dev=60.0)
+    return made
+
+
+# --------------------------------------------------------------------------- the rules
+
+
+@pytest.mark.parametrize(("low", "high", "side", "expected"), [
+    (0.5, 2.0, 1, V.SUPPORTED), (-2.0, -0.5, 1, V.CONTRADICTED), (-1.0, 1.0, 1, V.INCONCLUSIVE),
+    (0.0, 2.0, 1, V.INCONCLUSIVE),  # an interval touching zero does not exclude it
+    (-2.0, -0.5, -1, V.SUPPORTED), (0.5, 2.0, -1, V.CONTRADICTED), (-1.0, 1.0, -1, V.INCONCLUSIVE),
+    (math.nan, math.nan, 1, V.NOT_TESTABLE),
+])
+def test_our_rule(low: float, high: float, side: int, expected: str) -> None:
+    assert V.verdict(low, high, side) == expected
+
+
+def test_paper_rule() -> None:
+    assert V.paper_verdict(None, 1, (), None) == V.NO_NUMBERS
+    assert V.paper_verdict(1.0, 1, ("a failed check",), 0.001) == V.INCONSISTENT
+    assert V.paper_verdict(-0.5, 1, (), 0.3) == V.DISAGREE
+    assert V.paper_verdict(-0.5, -1, (), None) == V.NO_SPREAD  # "does not beat", printed below: on its side
+    assert V.paper_verdict(1.0, 1, (), 0.01) == V.SIGNIFICANT
+    assert V.paper_verdict(1.0, 1, (), 0.2) == V.NOT_SIGNIFICANT
+
+
+# --------------------------------------------------------------------------- the claims as data
+
+
+def test_at_least_twelve_claims_with_unique_ids_and_known_sections() -> None:
+    assert len(V.CLAIMS) >= 12 and len({c.id for c in V.CLAIMS}) == len(V.CLAIMS)
+    for claim in V.CLAIMS:
+        entry = chapters.get(claim.chapter)
+        headings = [line.lstrip("#").strip() for cell in nbformat.read(str(entry.source_path), as_version=4).cells
+                    if cell.cell_type == "markdown" for line in cell.source.splitlines() if line.startswith("## ")]
+        assert claim.anchor in {make_id(h) for h in headings}, (claim.id, claim.anchor, headings)
+        assert claim.side in (1, -1) and claim.test.kind in ("ift-gain", "ift-domain", "table5", "fields", "none")
+
+
+def test_the_chapter_follows_the_introduction_and_runs_after_the_chapters_it_reads() -> None:
+    assert [c.slug for c in chapters.CHAPTERS][:2] == ["intro", "what_holds_up"]
+    order = [c.slug for c in chapters.execution_order()]
+    assert order[-2:] == ["intro", "what_holds_up"]
+
+
+def test_paper_evidence_from_the_printed_numbers() -> None:
+    ner = V.paper_evidence(V.get("scierc-ner"))
+    mean = {m: tables.cell(4, m, "NER") for m in ("SciDeBERTa v2", "SciDeBERTa")}
+    sd = {m: tables.cell(4, m, "NER std") for m in mean}
+    welch = stats.ttest_ind_from_stats(mean["SciDeBERTa v2"], sd["SciDeBERTa v2"], 5, mean["SciDeBERTa"],
+                                       sd["SciDeBERTa"], 5, equal_var=False)
+    assert ner.diff == pytest.approx(1.3) and ner.p == pytest.approx(welch.pvalue) and ner.verdict == V.SIGNIFICANT
+    assert V.paper_evidence(V.get("scierc-jre")).verdict == V.NOT_SIGNIFICANT  # p 0.067
+    assert V.paper_evidence(V.get("scierc-coref")).verdict == V.DISAGREE  # 56.9 vs 57.4
+    assert V.paper_evidence(V.get("fulltext")).verdict == V.NO_SPREAD  # 76.46 vs 77.38: on the claimed side
+    chemprot = V.paper_evidence(V.get("vs-biolinkbert-chemprot"))
+    assert chemprot.verdict == V.INCONSISTENT and any("Chem Prot" in p for p in chemprot.problems)
+    qna = V.paper_evidence(V.get("vs-biolinkbert-qna"))
+    assert any(p.startswith("cross-source audit") for p in qna.problems)  # published BioLinkBERT QA: 80.80
+    assert V.paper_evidence(V.get("ift-domain")).verdict == V.NO_NUMBERS
+
+
+# --------------------------------------------------------------------------- our evidence, from records
+
+
+def test_ift_claims_on_records_and_a_changed_record_changes_the_verdict(build: Build) -> None:
+    claims = [V.get("ift-biosses"), V.get("ift-domain")]
+    first = {r.id: r for r in V.rows(build.settings, "cpu", claims, resamples=500)}
+    gain = first["ift-biosses"]
+    assert gain.verdict == V.SUPPORTED and gain.ours.low > 0
+    assert "ift-STS-B (2 seeds) vs base (2 seeds) on BIOSSES, 20" in gain.ours.runs  # STS-B: best dev
+    runs = [S.runs_of(records.load_records(build.results, variant=v), build.results, v, "BIOSSES", build.data)
+            for v in ("ift-STS-B", "base")]
+    direct = S.paired_test(*runs, resamples=500)
+    assert (gain.ours.diff, gain.ours.low, gain.ours.high, gain.ours.p) == pytest.approx(
+        (direct.diff, direct.low, direct.high, direct.p_value))
+    assert first["ift-domain"].verdict == V.SUPPORTED  # STS-B (general) vs BioASQ (biomedical)
+    # the IFT runs now predict noise: the same claim is contradicted
+    for seed in (1, 2):
+        build.write("ift-STS-B", seed, noise=40.0, score_dev=80.0)
+    again = {r.id: r for r in V.rows(build.settings, "cpu", claims, resamples=500)}
+    assert again["ift-biosses"].verdict == V.CONTRADICTED and again["ift-biosses"].ours.high < 0
+
+
+def test_not_testable_without_runs_or_data(build: Build, tmp_path: Path) -> None:
+    empty = Settings(data_root=build.data, results_root=tmp_path / "none", cache_root=tmp_path / "cache")
+    found = {r.id: r for r in V.rows(empty, "cpu")}
+    assert {r.verdict for r in found.values()} == {V.NOT_TESTABLE}
+    assert "STILT" in found["ift-hoc"].ours.needs and "PROFILE=gpu" in found["science-base"].ours.needs
+    no_data = Settings(data_root=tmp_path / "absent", results_root=build.results, cache_root=tmp_path / "cache")
+    row = V.rows(no_data, "cpu", [V.get("ift-biosses"), V.get("medicine-fields")])
+    assert [r.verdict for r in row] == [V.NOT_TESTABLE] * 2 and "data root" in row[0].ours.needs
+
+
+def test_table5_claims_average_over_the_datasets_both_configurations_have(build: Build) -> None:
+    tiny = {**MODEL, "name": "/x/model", "tag": "model"}
+    for seed in (1, 2):
+        build.write("pretrain-table5-1", seed, noise=0.1, model=tiny)
+        build.write("pretrain-table5-2", seed, noise=3.0, model=tiny)
+    row = V.rows(build.settings, "cpu", [V.get("science-base")], resamples=400)[0]
+    assert row.verdict == V.SUPPORTED and "plain mean over 1 BLURB datasets (BIOSSES)" in row.ours.runs
+    # one dataset: the same numbers as the paired test of that dataset
+    runs = [S.runs_of(records.load_records(build.results, variant=v), build.results, v, "BIOSSES", build.data)
+            for v in ("pretrain-table5-1", "pretrain-table5-2")]
+    direct = S.paired_test(*runs, resamples=400)
+    assert (row.ours.diff, row.ours.low, row.ours.high) == pytest.approx((direct.diff, direct.low, direct.high))
+    # two datasets: the difference is the mean of the two
+    diff, low, high, p = V.average_difference([runs[0], runs[1]], [runs[1], runs[0]], resamples=400)
+    assert diff == pytest.approx(0.0) and low < 0 < high and p > 0.5
+
+
+def test_field_margin_by_hand() -> None:
+    fields = ["Medicine", "Biology", "Chemistry", "Psychology", "Physics"]
+    bit = {f: 1 << i for i, f in enumerate(fields)}
+    med = bit["Medicine"]
+    masks = {med | bit["Biology"]: 30, med | bit["Chemistry"]: 20, med | bit["Psychology"]: 15,
+             med | bit["Physics"]: 5, med: 30, bit["Physics"]: 400}
+    # C(Medicine, j) x 100: 30, 20, 15 for the three, 5 for Physics; the 400 physics-only papers do not count
+    margin, low, high, p, rival = V.field_margin(masks, fields, "Medicine", ["Biology", "Chemistry", "Psychology"],
+                                                 resamples=2000)
+    assert margin == pytest.approx(10.0) and rival == "Physics" and low < 10 < high and low > 0 and p < 0.05
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_cli_json(build: Build) -> None:
+    result = CliRunner().invoke(app, ["claims", "--results-root", str(build.results), "--data-root",
+                                      str(build.data), "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["profile"] == "cpu" and "supported" in out["rule"]
+    by_id = {c["id"]: c for c in out["claims"]}
+    assert len(by_id) == len(V.CLAIMS) and by_id["ift-biosses"]["verdict"] == V.SUPPORTED
+    assert by_id["scierc-ner"]["paper"]["verdict"] == V.SIGNIFICANT and by_id["scierc-ner"]["ours"]["low"] is None
+    assert by_id["ift-biosses"]["link"] == "tables_1_2_intermediate_finetuning.html#ift-for-sentence-similarity"
+
+
+def test_cli_table_names_every_claim(build: Build) -> None:
+    result = CliRunner().invoke(app, ["claims", "--results-root", str(build.results), "--data-root",
+                                      str(build.data)], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    assert all(c.id in result.output for c in V.CLAIMS) and "supported" in result.output
