@@ -121,9 +121,12 @@ def test_paper_evidence_from_the_printed_numbers() -> None:
     assert V.paper_evidence(V.get("scierc-coref")).verdict == V.DISAGREE  # 56.9 vs 57.4
     assert V.paper_evidence(V.get("fulltext")).verdict == V.NO_SPREAD  # 76.46 vs 77.38: on the claimed side
     chemprot = V.paper_evidence(V.get("vs-biolinkbert-chemprot"))
-    assert chemprot.verdict == V.INCONSISTENT and any("Chem Prot" in p for p in chemprot.problems)
+    assert chemprot.verdict == V.INCONSISTENT
+    assert "Appendix A: Table 7, MediBioDeBERTa-IFT, Chem Prot" in chemprot.problems
+    assert len(chemprot.details) == len(chemprot.problems) and any("77.80" in d for d in chemprot.details)
     qna = V.paper_evidence(V.get("vs-biolinkbert-qna"))
-    assert any(p.startswith("cross-source audit") for p in qna.problems)  # published BioLinkBERT QA: 80.80
+    assert any(p.startswith("cross-source audit") for p in qna.problems)
+    assert any("80.80" in d for d in qna.details)  # the QA group mean BioLinkBERT's publication gives
     assert V.paper_evidence(V.get("ift-domain")).verdict == V.NO_NUMBERS
 
 

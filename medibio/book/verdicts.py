@@ -252,22 +252,23 @@ class PaperEvidence:
     diff: float | None
     p: float | None
     test: str
-    problems: tuple[str, ...]
+    problems: tuple[str, ...]  # the failed checks, named
     verdict: str
+    details: tuple[str, ...] = ()  # what each failed check found
 
 
-def _failed_checks(claim: Claim, checks: pd.DataFrame, rechecked: pd.DataFrame) -> tuple[str, ...]:
+def _failed_checks(claim: Claim, checks: pd.DataFrame, rechecked: pd.DataFrame) -> list[tuple[str, str]]:
     out = []
     for ref in claim.checks:
         if ref.startswith("sources:"):
             row = rechecked.loc[ref.split(":", 1)[1]]
             if row["changed"]:  # the published figures turn the comparison around
-                out.append(f"cross-source audit: {row['detail']}")
+                out.append((f"cross-source audit: {row['context']}", str(row["detail"])))
             continue
         row = checks.loc[ref]
         if not row["consistent"]:
-            out.append(f"Appendix A, {row['where']}: {row['explanation']}")
-    return tuple(out)
+            out.append((f"Appendix A: {row['where']}", str(row["explanation"])))
+    return out
 
 
 def paper_evidence(claim: Claim, checks: pd.DataFrame | None = None,
@@ -275,11 +276,13 @@ def paper_evidence(claim: Claim, checks: pd.DataFrame | None = None,
     """The paper's evidence for ``claim`` from its printed numbers (see :func:`paper_verdict`)."""
     checks = audit.run_audit().set_index("id") if checks is None else checks
     rechecked = sources.recheck_claims().set_index("id") if rechecked is None else rechecked
-    problems = _failed_checks(claim, checks, rechecked)
+    failed = _failed_checks(claim, checks, rechecked)
+    problems, details = tuple(name for name, _ in failed), tuple(what for _, what in failed)
     if claim.printed is None:
-        return PaperEvidence(None, None, None, None, "", problems, paper_verdict(None, claim.side, problems, None))
+        return PaperEvidence(None, None, None, None, "", problems, paper_verdict(None, claim.side, problems, None),
+                             details)
     a, b = (printed_claims.resolve(ref) for ref in claim.printed)
-    diff, p, test = a - b, None, "means only: no test possible"
+    diff, p, test = a - b, None, f"{a:g} vs {b:g}: means without spread, no test possible"
     if claim.spread:
         from scipy import stats
 
@@ -288,7 +291,7 @@ def paper_evidence(claim: Claim, checks: pd.DataFrame | None = None,
         p = float(welch.pvalue)
         test = (f"{a:.1f} ± {sd_a:.1f} vs {b:.1f} ± {sd_b:.1f}: Welch t = {welch.statistic:.2f}, p = {p:.3f} "
                 f"({_T4_RUNS} runs each)")
-    return PaperEvidence(a, b, diff, p, test, problems, paper_verdict(diff, claim.side, problems, p))
+    return PaperEvidence(a, b, diff, p, test, problems, paper_verdict(diff, claim.side, problems, p), details)
 
 
 # --------------------------------------------------------------------------- our evidence
@@ -484,6 +487,7 @@ class Row:
         for key in ("paper", "ours"):
             out[key] = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out[key].items()}
         out["paper"]["problems"] = list(out["paper"]["problems"])
+        out["paper"]["details"] = list(out["paper"]["details"])
         return out
 
 
