@@ -273,3 +273,9 @@ def test_a_chapter_table_renders_linked_cells_as_anchors(tmp_path) -> None:
     html = chapter.table("t", frame, links={("GAD", "mean"): "runs/a/index.html"}).to_html()
     assert '<a href="../runs/a/index.html">70.12</a>' in html
     assert html.count("<a href") == 1
+
+
+def test_a_capped_test_set_lists_the_examples_its_predictions_cover(hand_runs, tmp_path) -> None:
+    record = hand_runs.write("base", 1, answers=["yes", "yes", "no"], ids=["q0", "q1", "q3"])
+    found = runpages.blurb_examples([record], hand_runs.results, hand_runs.data)
+    assert [(row["id"], row["ok"]["1"]) for row in found.rows] == [("q0", True), ("q1", False), ("q3", True)]

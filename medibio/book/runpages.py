@@ -163,24 +163,29 @@ def _with_predictions(records: Sequence[RunRecord], results_root: Path) -> list[
 def blurb_examples(records: Sequence[RunRecord], results_root: str | Path,
                    data_root: str | Path | None) -> Examples | None:
     """The test examples of BLURB runs, with each seed's prediction and whether it is right (None without
-    predictions). Predictions are read and aligned with the gold as ``medibio blurb score`` reads them."""
-    results_root = Path(results_root)
-    found = _with_predictions(records, results_root)
+    predictions). Predictions are read and aligned with the gold as ``medibio blurb score`` reads them, on
+    the test ids they cover (all of them but in limited and smoke runs, whose test sets are capped)."""
+    found = _with_predictions(records, Path(results_root))
     if not found:
         return None
     dataset = found[0][0].dataset
     mode = _mode(dataset)
     gold = blurb_predictions.load_gold(dataset, "test", data_root)
-    rows = loaders.load_split(dataset, "test", data_root)
-    texts = rows["tokens"] if mode == "ner" else [
-        [t, p] if p else [t] for t, p in zip(rows["text"], rows["text_pair"], strict=True)]
-    out = [{"id": i, "t": list(t), "ok": {}} for i, t in zip(gold.ids, texts, strict=True)]
+    split = loaders.load_split(dataset, "test", data_root)
+    texts = split["tokens"] if mode == "ner" else [
+        [t, p] if p else [t] for t, p in zip(split["text"], split["text_pair"], strict=True)]
+    read = [(record, path, blurb_predictions.read_predictions(path, dataset)) for record, path in found]
+    position = {i: k for k, i in enumerate(gold.ids)}
+    rows = {i: {"id": i, "t": list(texts[position[i]]), "ok": {}} for i in gold.ids
+            if any(i in preds for _, _, preds in read)}
     counts: dict[int, dict[str, int]] = {}
-    for record, path in found:
+    for record, path, preds in read:
         seed = str(record.seed)
-        predicted = blurb_predictions.align(path, blurb_predictions.read_predictions(path, dataset), gold)
+        covered = [i for i in gold.ids if i in preds]
+        sub = blurb_predictions.Gold(dataset, "test", covered, [gold.references[position[i]] for i in covered])
         total = spans.counts([])
-        for row, ref, pred in zip(out, gold.references, predicted, strict=True):
+        for sid, ref, pred in zip(covered, sub.references, blurb_predictions.align(path, preds, sub), strict=True):
+            row = rows[sid]
             if mode == "ner":
                 classified = spans.classify(spans.bio_spans(ref), spans.bio_spans(pred))
                 row.setdefault("s", {})[seed] = [s.as_list() for s in classified]
@@ -192,7 +197,7 @@ def blurb_examples(records: Sequence[RunRecord], results_root: str | Path,
                 row["ok"][seed] = _right(mode, ref, pred)
         if mode == "ner":
             counts[record.seed] = dict(total)
-    return Examples(mode, [r.seed for r, _ in found], out, counts)
+    return Examples(mode, [r.seed for r, _ in found], list(rows.values()), counts)
 
 
 def scierc_examples(records: Sequence[RunRecord], results_root: str | Path,
