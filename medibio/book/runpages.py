@@ -22,6 +22,7 @@ relative to the HTML root.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import shutil
@@ -160,6 +161,25 @@ def _with_predictions(records: Sequence[RunRecord], results_root: Path) -> list[
     return [(r, p) for r, p in found if p is not None and p.is_file()]
 
 
+@functools.lru_cache(maxsize=4)
+def _test_set(dataset: str, data_root: str | None) -> tuple[blurb_predictions.Gold, list[list[str]]]:
+    """The gold of a test split and each example's words (NER) or texts, read once for all its pages."""
+    gold = blurb_predictions.load_gold(dataset, "test", data_root)
+    split = loaders.load_split(dataset, "test", data_root)
+    if _mode(dataset) == "ner":
+        return gold, [list(t) for t in split["tokens"]]
+    return gold, [[t, p] if p else [t] for t, p in zip(split["text"], split["text_pair"], strict=True)]
+
+
+@functools.lru_cache(maxsize=32)
+def _constant(dataset: str, data_root: str | None) -> tuple[Any, float] | None:
+    """The constant answer of a dataset and its test score (None without the data to compute them)."""
+    try:
+        return constant.constant_answer(dataset, data_root), constant.majority_score(dataset, data_root)
+    except (MedibioError, OSError):
+        return None
+
+
 def blurb_examples(records: Sequence[RunRecord], results_root: str | Path,
                    data_root: str | Path | None) -> Examples | None:
     """The test examples of BLURB runs, with each seed's prediction and whether it is right (None without
@@ -170,13 +190,10 @@ def blurb_examples(records: Sequence[RunRecord], results_root: str | Path,
         return None
     dataset = found[0][0].dataset
     mode = _mode(dataset)
-    gold = blurb_predictions.load_gold(dataset, "test", data_root)
-    split = loaders.load_split(dataset, "test", data_root)
-    texts = split["tokens"] if mode == "ner" else [
-        [t, p] if p else [t] for t, p in zip(split["text"], split["text_pair"], strict=True)]
+    gold, texts = _test_set(dataset, None if data_root is None else str(data_root))
     read = [(record, path, blurb_predictions.read_predictions(path, dataset)) for record, path in found]
     position = {i: k for k, i in enumerate(gold.ids)}
-    rows = {i: {"id": i, "t": list(texts[position[i]]), "ok": {}} for i in gold.ids
+    rows = {i: {"id": i, "t": texts[position[i]], "ok": {}} for i in gold.ids
             if any(i in preds for _, _, preds in read)}
     counts: dict[int, dict[str, int]] = {}
     for record, path, preds in read:
@@ -480,12 +497,9 @@ def _baselines(config: Configuration, by_key: Mapping[tuple, list[Configuration]
                          if "ci95_low" in c.first.test else ""),
             "url": _relative(c.url, config.url)}
            for c in by_key.get(("frozen", r.profile, r.model_tag, r.dataset), [])]
-    try:
-        score = constant.majority_score(r.dataset, data_root)
-    except (MedibioError, OSError):
-        score = None
-    if score is not None:
-        answer = constant.constant_answer(r.dataset, data_root)
+    found = _constant(r.dataset, None if data_root is None else str(data_root))
+    if found is not None:
+        answer, score = found
         out.append({"what": f"constant answer ({json.dumps(answer)[:40]}, from the training split)",
                     "score": _number(score), "interval": "", "url": ""})
     return out
