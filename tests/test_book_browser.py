@@ -73,3 +73,27 @@ def test_mathjax_is_served_from_the_book(pages, tmp_path_factory) -> None:
     intro = (html / "book" / "intro.html").read_text(encoding="utf-8")
     assert f"_static/mathjax/{MATHJAX_ENTRY}" in intro
     assert "cdn.jsdelivr" not in intro and "cdnjs" not in intro
+
+
+@pytest.fixture(scope="module")
+def run_page(pages, tmp_path_factory) -> testing.RunPageCheck:
+    html = Path(testing.smoke_book(tmp_path_factory.getbasetemp() / "smoke-book")["html_dir"])
+    return testing.check_run_page(html)
+
+
+def test_a_table_7_cell_leads_to_its_run_page(run_page) -> None:
+    assert run_page.link.startswith("../runs/finetune/smoke/"), run_page.link
+    assert run_page.url.endswith(run_page.link.removeprefix("..")), run_page.url
+    assert "(finetune, smoke)" in run_page.h1
+
+
+def test_the_run_page_filters_by_correctness_and_finds_an_id(run_page) -> None:
+    assert run_page.total > 0
+    assert run_page.correct + run_page.incorrect == run_page.total
+    assert run_page.correct_rows_right and run_page.incorrect_rows_wrong
+    assert run_page.searched and run_page.searched in run_page.found_ids
+    assert all(run_page.searched in i for i in run_page.found_ids)
+
+
+def test_the_run_page_has_no_console_errors(run_page) -> None:
+    assert run_page.console_errors == []

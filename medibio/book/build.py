@@ -8,6 +8,10 @@ with warnings as errors.
 A notebook that fails does not stop the others: each failure is reported with the index, execution
 count and first line of its failing cell, and the build exits non-zero. ``keep_going`` still renders the
 HTML in that case (the failed page shows its error), which helps to see everything else.
+
+After jupyter-book, the run pages (:mod:`medibio.book.runpages`) are written into ``_build/html/runs/``: one
+page per configuration of the built profile's run records, so every number of a results table can lead to
+its run and its predictions; Sphinx never sees them.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from medibio.book import assets, background
+from medibio.book import assets, background, runpages
 from medibio.book.chapters import BOOK_DIR, CHAPTERS, TocEntry, execution_order
 from medibio.book.chapters import get as chapter_named
 from medibio.book.notebook import QUIET_ENV
@@ -78,6 +82,8 @@ class BuildReport:
     execute_seconds: float = 0.0
     html_seconds: float = 0.0
     html_error: str | None = None
+    run_pages: int = 0
+    run_pages_seconds: float = 0.0
     started: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
     @property
@@ -105,6 +111,7 @@ class BuildReport:
         lines.append(f"{'notebooks':<{width}}  {'':<9} {clock(self.execute_seconds):>8}")
         html = "failed" if self.html_error else ""
         lines.append(f"{'html':<{width}}  {html:<9} {clock(self.html_seconds):>8}")
+        lines.append(f"{'run pages':<{width}}  {self.run_pages:<9} {clock(self.run_pages_seconds):>8}")
         return "\n".join(lines)
 
 
@@ -301,6 +308,11 @@ def build_book(profile: str, settings: Settings, *, root: Path = REPO_ROOT, only
                 write_json(report_path, report.to_dict())
             raise
         report.html_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        data_root = settings.data_root if settings.data_root.is_dir() else None
+        report.run_pages = len(runpages.write_run_pages(settings.results_root, profile, Path(report.html_dir),
+                                                        data_root=data_root))
+        report.run_pages_seconds = time.perf_counter() - start
     if execute:
         write_json(report_path, report.to_dict())
     return report

@@ -29,6 +29,7 @@ from medibio.core.atomic import write_json, write_text
 from medibio.core.settings import Settings
 from medibio.book.parameters import resolve
 from medibio.book.chapters import ARTEFACTS, chapter_of
+from medibio.book.runpages import row_label
 
 SUMMARY_FILE = "summary.json"
 # Library chatter that has no place in a rendered chapter: the book starts its kernels with these variables
@@ -70,8 +71,9 @@ class ChapterContext:
         return self.data_root is not None
 
     def table(self, key: str, frame: pd.DataFrame, caption: str = "", paper_vs_ours: bool = False,
-              precision: int = 2) -> Any:
-        """Record ``frame`` under ``key`` and show it (paper/ours/diff coloured).
+              precision: int = 2, links: Mapping[tuple[str, str], str] | None = None) -> Any:
+        """Record ``frame`` under ``key`` and show it (paper/ours/diff coloured); ``links`` maps (row label,
+        column label) to a URL relative to the HTML root (:func:`medibio.book.runpages.table_links`).
 
         In a notebook the table is displayed right away, so every table of a cell reaches the page (a returned
         value shows only when it is the cell's last expression); outside IPython the Styler is returned."""
@@ -80,6 +82,8 @@ class ChapterContext:
         self.save()
         styler = style(frame, caption=caption, diff_columns=_diff_columns(frame) if paper_vs_ours else (),
                        precision=precision)
+        if links:
+            styler = _linked(styler, frame, links)
         try:
             from IPython import get_ipython
         except ImportError:
@@ -234,6 +238,19 @@ def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = 
         styler = styler.map(_diff_colour, subset=diffs)
     if caption:
         styler = styler.set_caption(caption)
+    return styler
+
+
+def _linked(styler: Any, frame: pd.DataFrame, links: Mapping[tuple[str, str], str]) -> Any:
+    """Each linked cell's formatted text inside an anchor (chapter pages live in ``book/``, hence ``../``)."""
+    rows = [row_label(i) for i in frame.index]
+    columns = [str(c) for c in frame.columns]
+    for (row, column), url in links.items():
+        if row in rows and column in columns:
+            i, j = rows.index(row), columns.index(column)
+            text = styler._display_funcs[(i, j)](frame.iat[i, j])
+            styler = styler.format(lambda _, t=text, u=url: f'<a href="../{u}">{t}</a>',
+                                   subset=pd.IndexSlice[[frame.index[i]], [frame.columns[j]]])
     return styler
 
 

@@ -138,6 +138,64 @@ def check_pages(html_dir: Path, screenshot_dir: Path | None = None) -> list[Page
     return checks
 
 
+@dataclass
+class RunPageCheck:
+    """What the browser saw after following a table cell's link to a run page and using its controls."""
+
+    link: str = ""  # the href of the cell followed
+    url: str = ""  # where it led
+    h1: str = ""
+    total: int = 0  # examples the page lists
+    correct: int = 0  # rows left by the "correct" filter (all rows marked right?)
+    incorrect: int = 0
+    correct_rows_right: bool = False
+    incorrect_rows_wrong: bool = False
+    searched: str = ""  # an id typed into the search box
+    found_ids: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+
+
+def _shown_count(page: Any) -> int:
+    return int(page.inner_text("#count").split(" of ")[0])
+
+
+def check_run_page(html_dir: Path, chapter: str = "table_7_blurb_comparison",
+                   caption: str = "Table 7 columns next to ours") -> RunPageCheck:
+    """Follow the first link of the table of ``chapter`` whose caption holds ``caption`` to its run page,
+    then use the page's correct/incorrect filter and its search by id, noting console errors there."""
+    from playwright.sync_api import sync_playwright
+
+    check = RunPageCheck()
+    with serve(html_dir) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"{base}/book/{chapter}.html", wait_until="networkidle")
+            link = page.locator(f"table:has(caption:has-text('{caption}')) a[href*='runs/']").first
+            check.link = link.get_attribute("href") or ""
+            page.on("console", lambda m: check.console_errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda exc: check.console_errors.append(str(exc)))
+            link.click()
+            page.wait_for_load_state("load")
+            check.url, check.h1 = page.url, page.inner_text("h1")
+            page.wait_for_selector("#examples-body tr")
+            check.total = _shown_count(page)
+            for name in ("correct", "incorrect"):
+                page.select_option("#filter", name)
+                classes = page.eval_on_selector_all("#examples-body tr", "rows => rows.map(r => r.className)")
+                setattr(check, name, _shown_count(page))
+                wanted = "right" if name == "correct" else "wrong"
+                setattr(check, f"{name}_rows_{wanted}", all(c == wanted for c in classes))
+            page.select_option("#filter", "all")
+            check.searched = page.get_attribute("#examples-body tr:last-child", "data-id") or ""
+            page.fill("#search", check.searched)
+            check.found_ids = page.eval_on_selector_all("#examples-body tr", "rows => rows.map(r => r.dataset.id)")
+            page.close()
+        finally:
+            browser.close()
+    return check
+
+
 def _note_request(url: str, base: str, check: PageCheck) -> None:
     parsed = urlparse(url)
     if parsed.scheme in ("data", "blob", "about"):

@@ -1,0 +1,575 @@
+"""Run pages: from a number in a table to the run behind it and each of its test predictions.
+
+A table cell of the book is a mean over the seeds of one configuration (kind, profile, model, variant,
+dataset and configuration digest: :class:`medibio.runs.identity.RunKey` without the seed). Each such
+configuration gets one static page under ``_build/html/runs/`` (:func:`run_page_url`) written after
+jupyter-book (:func:`write_run_pages`, called by :func:`medibio.book.build.build_book`), so Sphinx never
+sees it. A page shows what the record holds — configuration, caps, environment and commit, dev and test
+scores per seed, the dev curve, wall time and compute — the frozen-encoder and constant-answer baselines of
+the same dataset, the record and predictions files to download with their SHA-256, and every test example
+with its gold and prediction: filtered by correct/incorrect or by error kind, searched by id, and paged in
+the browser (50 rows at a time, so JNLPBA's 3,856 test sentences load at once). NER and SciERC examples show
+gold and predicted spans coloured by error kind (:mod:`medibio.book.spans`), with a count table per seed.
+
+A paired page (:func:`paired_page_url`) sets a fine-tuning run after an intermediate task beside direct
+fine-tuning on the same test examples — the comparison the book tests with a paired bootstrap — and lists
+the examples on which one of the two is right and the other wrong.
+
+:func:`table_links` and :func:`cell_links` give the chapters' tables the ``links`` of
+:meth:`medibio.book.notebook.ChapterContext.table`: (row label, column label) -> the URL of a run page,
+relative to the HTML root.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import shutil
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from medibio.baselines import constant
+from medibio.book import spans
+from medibio.core.atomic import atomic_open, write_text
+from medibio.core.errors import MedibioError
+from medibio.core.hashing import file_sha256
+from medibio.results.aggregate import newest_configurations
+from medibio.results.significance import compare_records
+from medibio.runs.records import KINDS, RunRecord, load_records
+from medibio.tasks import loaders, registry, scierc_predictions
+from medibio.tasks import predictions as blurb_predictions
+from medibio.tasks import scierc as scierc_data
+from medibio.tasks.spec import Problem
+
+RUNS_DIR = "runs"
+TEMPLATES = Path(__file__).with_name("templates")
+ASSETS = ("runpages.css", "runpages.js")
+PAGE_SIZE = 50  # rows the browser renders at a time
+# a BIOSSES prediction counts as right within half a point of the gold score on its 0-4 scale (the view's
+# choice: a regression has no right or wrong of its own)
+SCORE_TOLERANCE = 0.5
+IFT_PREFIX = "ift-"
+FROZEN_COLUMNS = ("frozen encoder", "frozen 95% CI")  # the frozen-baseline columns of the results tables
+
+
+def run_page_url(record: RunRecord) -> str:
+    """Where the page of ``record``'s configuration (all its seeds) is, relative to the HTML root:
+    ``runs/<kind>/<profile>/<model>/<variant>/<dataset>/<digest>/index.html``."""
+    key = record.key
+    parts = (RUNS_DIR, key.kind, key.profile, key.model_tag, key.variant, key.dataset, key.config_digest)
+    return "/".join(parts) + "/index.html"
+
+
+def paired_page_url(a: RunRecord, b: RunRecord) -> str:
+    """The paired view of configuration ``a`` against ``b`` (same dataset), relative to the HTML root."""
+    return (f"{RUNS_DIR}/paired/{a.profile}/{a.model_tag}/{a.dataset}/"
+            f"{a.variant}-{a.config_digest}-vs-{b.variant}-{b.config_digest}/index.html")
+
+
+def row_label(value: Any) -> str:
+    """A table row's label as the ``links`` keys spell it: the index value, or a MultiIndex row's values
+    joined with `` / ``."""
+    return " / ".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+
+# --------------------------------------------------------------------------- configurations
+
+
+@dataclass
+class Configuration:
+    """All seeds of one configuration: what one run page shows."""
+
+    records: list[RunRecord]
+
+    @property
+    def first(self) -> RunRecord:
+        return self.records[0]
+
+    @property
+    def url(self) -> str:
+        return run_page_url(self.first)
+
+    @property
+    def title(self) -> str:
+        r = self.first
+        return f"{r.dataset} — {r.model_tag}, {r.variant} ({r.kind}, {r.profile})"
+
+    @property
+    def scored(self) -> list[RunRecord]:
+        return [r for r in self.records if r.ok and r.score_test is not None]
+
+    @property
+    def test_mean(self) -> float | None:
+        scores = [float(r.score_test) for r in self.scored]
+        return statistics.fmean(scores) if scores else None
+
+
+def configurations(results_root: str | Path, profile: str) -> list[Configuration]:
+    """Every configuration with a record of this schema under ``results_root`` for ``profile``, any kind."""
+    out: dict[Path, list[RunRecord]] = {}
+    for kind in KINDS:
+        for record in load_records(results_root, profile=profile, kind=kind, legacy=False):
+            out.setdefault(record.path(results_root).parent, []).append(record)
+    return [Configuration(sorted(recs, key=lambda r: r.seed)) for _, recs in sorted(out.items())]
+
+
+# --------------------------------------------------------------------------- examples
+
+
+@dataclass
+class Examples:
+    """The test examples of one configuration, per seed: the rows the page's script renders.
+
+    ``mode`` says how a row reads: ``ner`` (words, classified spans), ``scierc`` (a document with entities,
+    relations and coreference), ``label``, ``labels`` (HoC's hallmark sets) or ``score`` (BIOSSES)."""
+
+    mode: str
+    seeds: list[int]
+    rows: list[dict[str, Any]]
+    counts: dict[int, dict[str, int]] = field(default_factory=dict)  # seed -> error kind -> count
+
+    def correct(self, seed: int) -> dict[str, bool]:
+        return {row["id"]: bool(row["ok"][str(seed)]) for row in self.rows}
+
+    def payload(self) -> dict[str, Any]:
+        kinds = {"ner": spans.KINDS, "scierc": spans.KINDS}.get(self.mode, ())
+        return {"mode": self.mode, "seeds": [str(s) for s in self.seeds], "kinds": list(kinds),
+                "pageSize": PAGE_SIZE, "rows": self.rows}
+
+
+def _mode(dataset: str) -> str:
+    problem = registry.get(dataset, "blurb").problem
+    return {Problem.TOKEN: "ner", Problem.MULTILABEL: "labels", Problem.REGRESSION: "score"}.get(problem, "label")
+
+
+def _right(mode: str, gold: Any, prediction: Any) -> bool:
+    if mode == "labels":
+        return set(gold) == set(prediction)
+    if mode == "score":
+        return abs(float(prediction) - float(gold)) <= SCORE_TOLERANCE
+    return str(prediction) == str(gold)
+
+
+def _with_predictions(records: Sequence[RunRecord], results_root: Path) -> list[tuple[RunRecord, Path]]:
+    found = [(r, r.predictions_file(results_root)) for r in records if r.ok]
+    return [(r, p) for r, p in found if p is not None and p.is_file()]
+
+
+@functools.lru_cache(maxsize=4)
+def _test_set(dataset: str, data_root: str | None) -> tuple[blurb_predictions.Gold, list[list[str]]]:
+    """The gold of a test split and each example's words (NER) or texts, read once for all its pages."""
+    gold = blurb_predictions.load_gold(dataset, "test", data_root)
+    split = loaders.load_split(dataset, "test", data_root)
+    if _mode(dataset) == "ner":
+        return gold, [list(t) for t in split["tokens"]]
+    return gold, [[t, p] if p else [t] for t, p in zip(split["text"], split["text_pair"], strict=True)]
+
+
+@functools.lru_cache(maxsize=32)
+def _constant(dataset: str, data_root: str | None) -> tuple[Any, float] | None:
+    """The constant answer of a dataset and its test score (None without the data to compute them)."""
+    try:
+        return constant.constant_answer(dataset, data_root), constant.majority_score(dataset, data_root)
+    except (MedibioError, OSError):
+        return None
+
+
+def blurb_examples(records: Sequence[RunRecord], results_root: str | Path,
+                   data_root: str | Path | None) -> Examples | None:
+    """The test examples of BLURB runs, with each seed's prediction and whether it is right (None without
+    predictions). Predictions are read and aligned with the gold as ``medibio blurb score`` reads them, on
+    the test ids they cover (all of them but in limited and smoke runs, whose test sets are capped)."""
+    found = _with_predictions(records, Path(results_root))
+    if not found:
+        return None
+    dataset = found[0][0].dataset
+    mode = _mode(dataset)
+    gold, texts = _test_set(dataset, None if data_root is None else str(data_root))
+    read = [(record, path, blurb_predictions.read_predictions(path, dataset)) for record, path in found]
+    position = {i: k for k, i in enumerate(gold.ids)}
+    rows = {i: {"id": i, "t": texts[position[i]], "ok": {}} for i in gold.ids
+            if any(i in preds for _, _, preds in read)}
+    counts: dict[int, dict[str, int]] = {}
+    for record, path, preds in read:
+        seed = str(record.seed)
+        covered = [i for i in gold.ids if i in preds]
+        sub = blurb_predictions.Gold(dataset, "test", covered, [gold.references[position[i]] for i in covered])
+        total = spans.counts([])
+        for sid, ref, pred in zip(covered, sub.references, blurb_predictions.align(path, preds, sub), strict=True):
+            row = rows[sid]
+            if mode == "ner":
+                classified = spans.classify(spans.bio_spans(ref), spans.bio_spans(pred))
+                row.setdefault("s", {})[seed] = [s.as_list() for s in classified]
+                row["ok"][seed] = all(s.kind == "correct" for s in classified)
+                total.update(spans.counts(classified))
+            else:
+                row["g"] = ref
+                row.setdefault("p", {})[seed] = pred
+                row["ok"][seed] = _right(mode, ref, pred)
+        if mode == "ner":
+            counts[record.seed] = dict(total)
+    return Examples(mode, [r.seed for r, _ in found], list(rows.values()), counts)
+
+
+def scierc_examples(records: Sequence[RunRecord], results_root: str | Path,
+                    data_root: str | Path | None) -> Examples | None:
+    """The SciERC test documents with each seed's entities, relations and clusters classified by error kind."""
+    found = _with_predictions(records, Path(results_root))
+    if not found:
+        return None
+    gold = scierc_data.load_split("test", data_root)
+    out = {d.doc_key: {"id": d.doc_key, "t": d.words(), "ok": {},
+                       "gc": [[list(m) for m in c] for c in d.clusters]} for d in gold}
+    counts: dict[int, dict[str, int]] = {}
+    for record, path in found:
+        seed = str(record.seed)
+        docs, predicted = scierc_predictions.read(path, gold, partial=True)
+        total = {**{f"entity {k}": 0 for k in spans.KINDS}, **{f"relation {k}": 0 for k in spans.KINDS},
+                 **{f"coreference {k}": 0 for k in spans.COREF_KINDS}}
+        for doc, pred in zip(docs, predicted, strict=True):
+            row = out[doc.doc_key]
+            entities = spans.classify(doc.all_entities(), pred["entities"])
+            relations = spans.classify_relations(doc.all_relations(), pred["relations"])
+            coref = spans.coreference_errors(doc.clusters, pred["clusters"])
+            row.setdefault("s", {})[seed] = [s.as_list() for s in entities]
+            row.setdefault("r", {})[seed] = [[*e.relation, e.side, e.kind] for e in relations]
+            row.setdefault("c", {})[seed] = coref  # tuples become JSON lists
+            row.setdefault("pc", {})[seed] = pred["clusters"]
+            row["ok"][seed] = (all(s.kind == "correct" for s in entities)
+                               and all(e.kind == "correct" for e in relations)
+                               and not any(coref.values()))
+            for kind, n in spans.counts(entities).items():
+                total[f"entity {kind}"] += n
+            for kind, n in spans.relation_counts(relations).items():
+                total[f"relation {kind}"] += n
+            for kind, found_ in coref.items():
+                total[f"coreference {kind}"] += len(found_)
+        counts[record.seed] = total
+    rows = [row for row in out.values() if row["ok"]]
+    return Examples("scierc", [r.seed for r, _ in found], rows, counts)
+
+
+def examples_of(config: Configuration, results_root: str | Path, data_root: str | Path | None) -> Examples | None:
+    """The examples a run page lists: BLURB and SciERC runs with test predictions and gold at hand."""
+    dataset = config.first.dataset
+    try:
+        if dataset == scierc_data.SPEC.name:
+            return scierc_examples(config.records, results_root, data_root)
+        if registry.is_blurb(dataset):
+            return blurb_examples(config.records, results_root, data_root)
+    except (MedibioError, OSError) as exc:  # no data root here: the page says why instead of the list
+        raise PageDataError(f"{config.title}: {exc}") from exc
+    return None
+
+
+class PageDataError(MedibioError):
+    """The gold or the predictions of a run page could not be read (the page says so)."""
+
+
+def error_counts(examples: Examples) -> pd.DataFrame | None:
+    """Error kinds (rows) per seed (columns) of a span task; None for other tasks."""
+    if not examples.counts:
+        return None
+    frame = pd.DataFrame({f"seed {s}": c for s, c in sorted(examples.counts.items())})
+    frame.index.name = "error kind"
+    return frame
+
+
+# --------------------------------------------------------------------------- paired view
+
+
+def paired_rows(a: Examples, b: Examples) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """Each example right or wrong for system A and for B (by the majority of each system's seeds: right on
+    more than half of them); the 2x2 counts and the examples on which the two disagree."""
+    def majority(ex: Examples) -> dict[str, bool]:
+        return {row["id"]: sum(row["ok"].values()) * 2 > len(row["ok"]) for row in ex.rows}
+
+    right_a, right_b = majority(a), majority(b)
+    if set(right_a) != set(right_b):
+        raise ValueError("a paired view needs the same test examples on both sides")
+    rows_b = {row["id"]: row for row in b.rows}
+    table = {"both right": 0, "only A right": 0, "only B right": 0, "both wrong": 0}
+    differ = []
+    for row in a.rows:
+        ra, rb = right_a[row["id"]], right_b[row["id"]]
+        which = "both right" if ra and rb else "only A right" if ra else "only B right" if rb else "both wrong"
+        table[which] += 1
+        if ra != rb:
+            differ.append({"id": row["id"], "which": which, "a": row, "b": rows_b[row["id"]]})
+    return table, differ
+
+
+def ift_pairs(configs: Sequence[Configuration]) -> list[tuple[Configuration, Configuration]]:
+    """(after an intermediate task, direct) pairs of fine-tuning configurations on the same profile, model
+    and dataset: the comparison the book's IFT tables test."""
+    direct = {(c.first.profile, c.first.model_tag, c.first.dataset): c for c in configs
+              if c.first.kind == "finetune" and c.first.variant == "base"}
+    return [(c, direct[(c.first.profile, c.first.model_tag, c.first.dataset)]) for c in configs
+            if c.first.kind == "finetune" and c.first.variant.startswith(IFT_PREFIX)
+            and (c.first.profile, c.first.model_tag, c.first.dataset) in direct]
+
+
+# --------------------------------------------------------------------------- links from tables
+
+
+def cell_links(rows: Mapping[Any, Iterable[RunRecord]], columns: Sequence[str]) -> dict[tuple[str, str], str]:
+    """(row label, column) -> run page of the row's records (their newest configuration, as the tables
+    aggregate them), for each of ``columns``; rows without a scored record get no link."""
+    out = {}
+    for row, records in rows.items():
+        found = _newest(records)
+        if found is not None:
+            out.update({(row_label(row), str(c)): run_page_url(found) for c in columns})
+    return out
+
+
+def frozen_records(results_root: str | Path, records: Iterable[RunRecord]) -> dict[tuple[str, str, str], list[RunRecord]]:
+    """(profile, model tag, dataset) -> the frozen-encoder records of that encoder on that dataset."""
+    out: dict[tuple[str, str, str], list[RunRecord]] = {}
+    for profile, tag, dataset in {(r.profile, r.model_tag, r.dataset) for r in records}:
+        found = load_records(results_root, profile=profile, model=tag, dataset=dataset, kind="frozen", legacy=False)
+        if found:
+            out[(profile, tag, dataset)] = found
+    return out
+
+
+def _newest(records: Iterable[RunRecord]) -> RunRecord | None:
+    kept, _ = newest_configurations([r for r in records if r.ok and not r.legacy])
+    return kept[0] if kept else None
+
+
+def _frozen_links(groups: Mapping[Any, Sequence[RunRecord]], results_root: str | Path | None,
+                  frozen_columns: Sequence[str]) -> dict[tuple[str, str], str]:
+    if results_root is None:
+        return {}
+    frozen = frozen_records(results_root, [r for recs in groups.values() for r in recs])
+    out = {}
+    for row, recs in groups.items():
+        found = frozen.get((recs[0].profile, recs[0].model_tag, recs[0].dataset)) if recs else None
+        if found:
+            out.update(cell_links({row: found}, frozen_columns))
+    return out
+
+
+def table_links(records: Iterable[RunRecord], columns: Sequence[str], *, index: Sequence[str] = ("dataset",),
+                results_root: str | Path | None = None,
+                frozen_columns: Sequence[str] = FROZEN_COLUMNS) -> dict[tuple[str, str], str]:
+    """Links for a results table with one row per record group: rows keyed by the records' attributes named
+    in ``index`` (``dataset``, ``model_tag``, ``variant``), ``columns`` to the row's run page and, given the
+    results root, ``frozen_columns`` to the frozen-encoder page of the same encoder and dataset."""
+    groups: dict[Any, list[RunRecord]] = {}
+    for r in records:
+        key = tuple(getattr(r, name) for name in index)
+        groups.setdefault(key[0] if len(key) == 1 else key, []).append(r)
+    return {**cell_links(groups, columns), **_frozen_links(groups, results_root, frozen_columns)}
+
+
+def ift_links(runs: Mapping[str, Sequence[RunRecord]], results_root: str | Path | None = None,
+              columns: Sequence[str] = ("mean", "std", "95% CI (test)", "dev mean"),
+              gain_columns: Sequence[str] = ("gain over baseline", "95% CI of the gain", "p"),
+              baseline: str = "none (baseline)",
+              frozen_columns: Sequence[str] = FROZEN_COLUMNS) -> dict[tuple[str, str], str]:
+    """Links for an IFT table (:func:`medibio.results.ift.ift_table`: one row per intermediate task):
+    ``columns`` to the row's run page, ``gain_columns`` to the paired view of the row against the
+    ``baseline`` row, ``frozen_columns`` to the frozen-encoder page."""
+    links = {**cell_links(runs, columns), **_frozen_links(runs, results_root, frozen_columns)}
+    direct = _newest(runs.get(baseline, []))
+    for label, records in runs.items():
+        found = _newest(records)
+        if label != baseline and found is not None and direct is not None:
+            links.update({(row_label(label), c): paired_page_url(found, direct) for c in gain_columns})
+    return links
+
+
+def matrix_links(matrix_runs: Mapping[str, Mapping[str, Sequence[RunRecord]]], columns: Sequence[str] | None = None,
+                 results_root: str | Path | None = None) -> dict[tuple[str, str], str]:
+    """Links for a transfer matrix: with ``columns``, a table with one row per (target, intermediate) (each
+    of ``columns`` to that cell's runs, as :func:`ift_links`); without, the matrix itself (targets as rows,
+    intermediate tasks as columns: each cell to its runs)."""
+    if columns is None:
+        return {(row_label(target), label): run_page_url(found) for target, runs in matrix_runs.items()
+                for label, records in runs.items() if (found := _newest(records)) is not None}
+    out = {}
+    for target, runs in matrix_runs.items():
+        for (label, column), url in ift_links(runs, results_root, columns).items():
+            out[(row_label((target, label)), column)] = url
+    return out
+
+
+def scierc_links(records: Sequence[RunRecord], tasks: Sequence[str], columns: Sequence[str]) -> dict[tuple[str, str], str]:
+    """Links for a SciERC table with one row per (model, task): each of ``columns`` to the model's runs."""
+    by_model: dict[str, list[RunRecord]] = {}
+    for r in records:
+        by_model.setdefault(r.model_tag, []).append(r)
+    return cell_links({(model, task): recs for model, recs in by_model.items() for task in tasks}, columns)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _environment() -> Any:
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def dev_curve_svg(records: Sequence[RunRecord]) -> str:
+    """The dev score per epoch of each seed, as a small inline SVG (text kept as text)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = [(r.seed, [(e["epoch"], e["dev"].get("score")) for e in r.dev_curve if "dev" in e])
+              for r in records if r.dev_curve]
+    curves = [(seed, [(x, y) for x, y in points if y is not None]) for seed, points in curves]
+    if not any(points for _, points in curves):
+        return ""
+    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "medibio"}):
+        fig, ax = plt.subplots(figsize=(4.2, 2.4))
+        for seed, points in curves:
+            ax.plot([x for x, _ in points], [y for _, y in points], marker="o", label=f"seed {seed}")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("dev score")
+        ax.grid(alpha=0.3)
+        if len(curves) > 1:
+            ax.legend(fontsize=8)
+        buffer = io.StringIO()
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+        plt.close(fig)
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _number(value: Any, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "–"
+    return f"{value:,.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def _seed_rows(records: Sequence[RunRecord], files: Mapping[int, list[dict[str, str]]]) -> list[dict[str, Any]]:
+    return [{"seed": r.seed, "status": r.status if r.ok else f"skipped: {r.reason}",
+             "best_epoch": _number(r.best_epoch), "dev": _number(r.score_dev), "test": _number(r.score_test),
+             "wall": _number(r.wall_time_s, 1), "speed": _number(r.train_examples_per_s, 1),
+             "memory": _number(r.peak_memory_mb, 0), "train": _number(r.train_examples),
+             "eval": _number(r.eval_examples), "threads": _number(r.cpu_threads), "created": r.created,
+             "files": files.get(r.seed, [])} for r in records]
+
+
+def _copy(source: Path, dest: Path) -> dict[str, str]:
+    """Copy a record or predictions file next to its page (atomically) and describe the download."""
+    with source.open("rb") as fh, atomic_open(dest, "wb") as out:
+        shutil.copyfileobj(fh, out)
+    return {"name": dest.name, "sha256": file_sha256(dest), "bytes": f"{dest.stat().st_size:,}"}
+
+
+def _downloads(config: Configuration, results_root: Path, folder: Path) -> dict[int, list[dict[str, str]]]:
+    out: dict[int, list[dict[str, str]]] = {}
+    for r in config.records:
+        files = [_copy(r.path(results_root), folder / r.path(results_root).name)]
+        pred = r.predictions_file(results_root)
+        if pred is not None and pred.is_file():
+            files.append(_copy(pred, folder / pred.name))
+        out[r.seed] = files
+    return out
+
+
+def _relative(url: str, page: str) -> str:
+    """``url`` (relative to the HTML root) as seen from the page at ``page``."""
+    depth = page.count("/")
+    return "../" * depth + url
+
+
+def _baselines(config: Configuration, by_key: Mapping[tuple, list[Configuration]],
+               data_root: str | Path | None) -> list[dict[str, str]]:
+    r = config.first
+    if config.first.kind == "frozen" or not registry.is_blurb(r.dataset):
+        return []
+    out = [{"what": f"frozen encoder ({c.first.variant})", "score": _number(c.test_mean),
+            "interval": (f"[{_number(c.first.test.get('ci95_low'))}, {_number(c.first.test.get('ci95_high'))}]"
+                         if "ci95_low" in c.first.test else ""),
+            "url": _relative(c.url, config.url)}
+           for c in by_key.get(("frozen", r.profile, r.model_tag, r.dataset), [])]
+    found = _constant(r.dataset, None if data_root is None else str(data_root))
+    if found is not None:
+        answer, score = found
+        out.append({"what": f"constant answer ({json.dumps(answer)[:40]}, from the training split)",
+                    "score": _number(score), "interval": "", "url": ""})
+    return out
+
+
+def _frame_html(frame: pd.DataFrame | None) -> str:
+    return "" if frame is None else frame.to_html(classes="numbers", border=0, na_rep="–")
+
+
+def _json_script(payload: Any) -> str:
+    """JSON safe inside ``<script type="application/json">`` (no ``</`` can close the element)."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+
+
+def write_run_pages(results_root: str | Path, profile: str, html_dir: str | Path,
+                    data_root: str | Path | None = None) -> list[Path]:
+    """Write a page per configuration of ``profile`` under ``html_dir/runs/``, the paired IFT views and an
+    index; return the pages written. The runs/ folder is rebuilt from scratch (a removed record leaves no
+    page behind)."""
+    results_root, html_dir = Path(results_root), Path(html_dir)
+    out_root = html_dir / RUNS_DIR
+    if out_root.exists():
+        shutil.rmtree(out_root)
+    env = _environment()
+    for name in ASSETS:
+        write_text(out_root / name, (TEMPLATES / name).read_text(encoding="utf-8"))
+    configs = configurations(results_root, profile)
+    by_key: dict[tuple, list[Configuration]] = {}
+    for c in configs:
+        by_key.setdefault((c.first.kind, c.first.profile, c.first.model_tag, c.first.dataset), []).append(c)
+    pairs = ift_pairs(configs)
+    paired_of = {id(a): b for a, b in pairs}
+    examples: dict[int, Examples | None] = {}
+    written = []
+    for config in configs:
+        folder = (html_dir / config.url).parent
+        try:
+            examples[id(config)] = found = examples_of(config, results_root, data_root)
+            problem = ""
+        except PageDataError as exc:
+            examples[id(config)] = found = None
+            problem = str(exc)
+        other = paired_of.get(id(config))
+        html = env.get_template("run.html").render(
+            config=config, record=config.first, root=_relative("", config.url),
+            seeds=_seed_rows(config.records, _downloads(config, results_root, folder)),
+            hyperparameters=sorted(config.first.hyperparameters.items()),
+            curve=dev_curve_svg(config.records), baselines=_baselines(config, by_key, data_root),
+            counts=_frame_html(error_counts(found) if found else None),
+            examples=_json_script(found.payload()) if found else "", problem=problem,
+            paired=_relative(paired_page_url(config.first, other.first), config.url) if other else "",
+            json=lambda value: json.dumps(value, indent=1, ensure_ascii=False, default=str))
+        written.append(write_text(folder / "index.html", html))
+    paired_pages = []
+    for a, b in pairs:
+        ea, eb = examples.get(id(a)), examples.get(id(b))
+        if ea is None or eb is None:
+            continue
+        url = paired_page_url(a.first, b.first)
+        table, differ = paired_rows(ea, eb)
+        test = compare_records(a.records, b.records, results_root, a.first.dataset, label_a=a.first.variant,
+                               label_b=b.first.variant, data_root=data_root)
+        html = env.get_template("paired.html").render(
+            a=a, b=b, root=_relative("", url), mode=ea.mode, table=table, differ=differ, test=test,
+            a_url=_relative(a.url, url), b_url=_relative(b.url, url), number=_number,
+            tolerance=SCORE_TOLERANCE)
+        written.append(write_text(html_dir / url, html))
+        paired_pages.append({"url": url, "a": a, "b": b, "differ": len(differ)})
+    index = env.get_template("index.html").render(profile=profile, configs=configs, number=_number,
+                                                  paired=paired_pages, root="../",
+                                                  local=lambda url: url.removeprefix(RUNS_DIR + "/"))
+    written.append(write_text(out_root / "index.html", index))
+    return written
