@@ -144,3 +144,15 @@ def test_a_build_from_a_recording_of_another_profile_stops_before_any_chapter(re
     with pytest.raises(MedibioError, match="no recorded runs of profile 'smoke'"):
         build_book("smoke", settings, root=tmp_path / "book", only=["intro"], html=False)
     assert not (tmp_path / "results").exists()
+
+
+def test_table5_fine_tuning_without_the_pretrained_weights_says_what_is_missing(session_settings, tmp_path):
+    from medibio.book import table5
+
+    pretrained = rec.RunRecord(kind="pretrain", dataset="biomed-abstracts", model={"name": "m", "tag": "scratch"},
+                               profile="mini", variant="table5-1", seed=42, config_digest="abcabcabcabc",
+                               artifacts={"model": "seed42/model"})
+    settings = session_settings.replace(results_root=tmp_path / "results")
+    with pytest.raises(MedibioError, match="table5-1: the pretrained model .*seed42/model is not there"):
+        table5.finetune_experiments({"table5-1": pretrained}, "BIOSSES", profile="cpu", seeds=[1],
+                                    settings=settings)
