@@ -5,6 +5,8 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PROFILE ?= cpu
+# FROM=reference: render the book from the recorded results in reference/ (no training; see README)
+FROM ?=
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.medibio-installed
 
@@ -48,7 +50,7 @@ lock:
 	mv requirements.lock.tmp requirements.lock
 
 book: install
-	$(PY) -m medibio book --profile $(PROFILE) --keep-going
+	$(PY) -m medibio book --profile $(PROFILE) --keep-going$(if $(FROM), --from $(FROM))
 
 # JupyterLab on the chapter notebooks, with this project's environment as the kernel; results and data
 # locations are the same as `make book`'s, so a notebook run there writes the same run records.

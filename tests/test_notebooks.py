@@ -102,6 +102,10 @@ def test_reproducibility_appendix(smoke, data_root) -> None:
     caption = s["tables"]["runs"]["caption"]
     assert smoke["results_root"] not in caption and "/tmp" not in caption and "$MEDIBIO_RESULTS" in caption
     assert s["tables"]["chapters"]["n_rows"] >= len([c for c in chapters.CHAPTERS if c.is_notebook]) - 1
+    # the drift table: reference/ records no smoke run, and the table says so rather than vanishing
+    assert s["values"]["drift_recorded_runs"] == s["tables"]["drift"]["n_rows"] == 0
+    assert "no recorded runs of profile 'smoke'" in s["tables"]["drift"]["caption"]
+    assert s["values"]["built"].startswith("**Re-executed on profile `smoke`** by commit")
 
 
 def test_field_correlation_chapter(smoke) -> None:

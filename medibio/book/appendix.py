@@ -1,4 +1,5 @@
-"""What the reproducibility appendix shows: environment, versions, data checksums, run records, builds.
+"""What the reproducibility appendix shows: environment, versions, data checksums, run records, the drift of
+every recorded run, builds.
 
 The data root ships ``CHECKSUMS.tsv`` files (``path, bytes, sha256_16, lines``; ``sha256_16`` is the first
 16 hex digits of the file's SHA-256). :func:`verify_checksums` re-hashes every listed file so the book
@@ -17,11 +18,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from medibio.core import provenance
+from medibio.core import profiles, provenance
 from medibio.core.errors import InputFormatError
 from medibio.core.paths import REPO_ROOT
 from medibio.core.settings import RESULTS_ENV, Settings
+from medibio.results import drift
 from medibio.results.listing import list_records
+from medibio.results.recorded import REFERENCE_ROOT
 
 CHECKSUM_COLUMNS = ("path", "bytes", "sha256_16", "lines")
 
@@ -154,3 +157,30 @@ def chapter_summaries(results_root: Path, profile: str) -> pd.DataFrame:
         rows.append({"chapter": data["chapter"], "tables": len(data.get("tables", {})),
                      "figures": len(data.get("figures", {}))})
     return pd.DataFrame(rows, columns=["chapter", "tables", "figures"])
+
+
+DRIFT_COLUMNS = ("kind", "model", "variant", "dataset", "seed", "status", "identical predictions", "recorded score",
+                 "score", "difference", "recorded std", "inside seed spread", "recorded threads", "threads",
+                 "same configuration")
+
+
+def recorded_drift(results_root: Path, profile: str, settings: Settings,
+                   recorded_root: Path = REFERENCE_ROOT) -> tuple[pd.DataFrame, str]:
+    """Every recorded run of ``profile`` (``reference/``, or the recording this build renders from) beside
+    this build's run of the same identity (:func:`medibio.results.drift.drift`): identical test predictions,
+    else the score difference and whether it lies inside the recorded seed spread; and a caption saying what
+    the table means for this build. Runs of this build that were never recorded are not rows (they have no
+    counterpart); recorded runs this build did not make are (``only recorded``)."""
+    root = settings.recorded or recorded_root
+    names = {profile, profiles.get(profile).pretrain_config}
+    frame = drift.drift(results_root, root)
+    frame = frame[frame["profile"].isin(names) & (frame["status"] != "only here")].copy()
+    frame["same configuration"] = (frame["digest"] == frame["recorded digest"]).where(frame["status"] == "both")
+    shown = frame[list(DRIFT_COLUMNS)].reset_index(drop=True)
+    where = shown_path(root, settings)
+    if frame.empty:
+        return shown, f"{where} holds no recorded runs of profile {profile!r}: nothing to compare"
+    if settings.recorded is not None:
+        return shown, (f"Every recorded run ({len(frame)}, {where}): this build was rendered from them, so each "
+                       "row is the recorded run itself and identical by construction")
+    return shown, f"This build's runs against the {len(frame)} recorded in {where}: {drift.summary(frame)}"

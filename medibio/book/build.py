@@ -5,6 +5,11 @@ notebook of ``notebooks/`` (sources, committed without outputs) into ``book/`` w
 parameters and keeps the outputs; jupyter-book then renders ``book/`` as is (``execute_notebooks: off``)
 with warnings as errors.
 
+A build *from recorded results* (``settings.recorded``, ``medibio book --from reference``) first copies the
+recorded runs into its results root (:func:`medibio.results.recorded.seed_results_root`): every chapter then
+plans its runs as always and reuses their records, and a run without one is an error naming it
+(:class:`medibio.runs.protocol.NotRecordedError`), never a training.
+
 A notebook that fails does not stop the others: each failure is reported with the index, execution
 count and first line of its failing cell, and the build exits non-zero. ``keep_going`` still renders the
 HTML in that case (the failed page shows its error), which helps to see everything else.
@@ -37,6 +42,7 @@ from medibio.core.atomic import write_json
 from medibio.core.errors import MedibioError
 from medibio.core.paths import REPO_ROOT
 from medibio.core.settings import Settings
+from medibio.results import recorded
 
 CONFIG_FILES = ("_config.yml", "_toc.yml")
 
@@ -282,14 +288,23 @@ def build_book(profile: str, settings: Settings, *, root: Path = REPO_ROOT, only
     """Execute the chapters into ``root/book`` and render ``root/_build/html``; save a JSON report.
 
     The report goes to ``<results_root>/book/<profile>/build.json`` (the appendix shows the last one)
-    unless nothing was executed.
+    unless nothing was executed. With ``settings.recorded`` the results root is first seeded from the recorded
+    results and nothing trains.
     """
     report = BuildReport(profile=profile)
     start = time.perf_counter()
-    settings = settings.replace(results_root=settings.results_root.resolve())
+    settings = settings.replace(results_root=settings.results_root.resolve(),
+                                recorded=settings.recorded.resolve() if settings.recorded else None)
     report_path = settings.results_root / "book" / profile / "build.json"
+    if settings.recorded is not None and execute:
+        if profile not in recorded.origin(settings.recorded)["profiles"]:
+            raise MedibioError(f"{settings.recorded} holds no recorded runs of profile {profile!r}; a build from "
+                               "recorded results renders a profile that was recorded")
+        copied = recorded.seed_results_root(settings.recorded, settings.results_root)
+        progress.say(f"… rendering from the recorded results in {settings.recorded} ({copied} files copied to "
+                     f"{settings.results_root}); no run trains")
     with contextlib.ExitStack() as stack:
-        if background.wanted(profile, select(only), execute):
+        if settings.recorded is None and background.wanted(profile, select(only), execute):
             settings = stack.enter_context(background.beside_chapters(
                 profile, settings, report_path.with_name("frozen-background.log"), say=progress.say,
                 finetune=background.trains_from_the_end(profile, select(only))))

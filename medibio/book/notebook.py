@@ -24,12 +24,13 @@ from typing import Any
 
 import pandas as pd
 
-from medibio.core import progress
+from medibio.core import progress, provenance
 from medibio.core.atomic import write_json, write_text
 from medibio.core.settings import Settings
 from medibio.book.parameters import resolve
 from medibio.book.chapters import ARTEFACTS, chapter_of
 from medibio.book.runpages import row_label
+from medibio.results import recorded
 
 SUMMARY_FILE = "summary.json"
 # Library chatter that has no place in a rendered chapter: the book starts its kernels with these variables
@@ -107,8 +108,8 @@ class ChapterContext:
     def reproduces(self, artefact: str, records: Iterable[Any] = (), section: str = "",
                    status: str | None = None) -> None:
         """Note that this chapter shows our own numbers for a figure/table of the paper, from ``records``
-        (run records: ``status``, and ``recorded`` for reference results committed from a GPU run) or, for
-        what is computed without runs (the field analysis), an explicit ``status``; the first page's index
+        (run records: ``status``, and ``recorded`` for reference results committed to the repository) or,
+        for what is computed without runs (the field analysis), an explicit ``status``; the first page's index
         is built from these notes."""
         recs = list(records)
         ok = [r for r in recs if getattr(r, "status", "ok") == "ok"]
@@ -116,9 +117,10 @@ class ChapterContext:
         if status is None:
             parts = []
             if len(recorded) < len(ok):
-                parts.append(f"reproduced on this profile ({len(ok) - len(recorded)} runs)")
+                made = "rendered from recorded runs" if self.settings.recorded else "reproduced on this profile"
+                parts.append(f"{made} ({len(ok) - len(recorded)} runs)")
             if recorded:
-                parts.append(f"recorded GPU result ({len(recorded)} runs)")
+                parts.append(f"recorded result ({len(recorded)} runs)")
             status = "; ".join(parts) or "paper numbers only"
         if self.settings.limit and status != "paper numbers only":
             status += f" — limited to {self.settings.limit} examples per split: a code-path check, not a result"
@@ -203,15 +205,30 @@ def setup(name: str, profile: str, data_root_param: str | Path | None = "",
     sns.set_theme(style="whitegrid", context="notebook")
     pd.set_option("display.precision", 2)
     chapter = ChapterContext(name=name, profile=resolved.profile, settings=settings, params=resolved)
-    if settings.limit:
-        from IPython.display import Markdown, display
+    from IPython.display import Markdown, display
 
+    chapter.values["built"] = built_by(settings, resolved.profile)
+    display(Markdown(chapter.values["built"]))
+    if settings.limit:
         chapter.values["limit"] = settings.limit
         display(Markdown(f"**Limited build:** every run of this chapter used at most {settings.limit} examples "
                          f"per split (`--limit`, `$MEDIBIO_LIMIT`): the `{resolved.profile}` profile's code "
                          "path end to end, not its results."))
     chapter.save()
     return chapter
+
+
+def built_by(settings: Settings, profile: str) -> str:
+    """The line at the top of every page saying how this build got its numbers: re-executed on a profile, or
+    rendered from recorded results (whose commits, devices and lock digests their records name)."""
+    if settings.recorded is not None:
+        made = recorded.origin(settings.recorded)
+        return (f"**Rendered from recorded results** of commit {', '.join(made['commits']) or '?'} "
+                f"({made['runs']} runs in `{settings.recorded.name}/`, computed on {'; '.join(made['devices'])}; "
+                f"lock {', '.join(made['locks']) or '?'}): no run was trained for this page.")
+    commit = (provenance.git_commit() or "not a git checkout")[:8]
+    return (f"**Re-executed on profile `{profile}`** by commit {commit}: runs without a record in the results "
+            "root were trained by this build, the others reused from their records.")
 
 
 def _diff_columns(frame: pd.DataFrame) -> tuple[str, ...]:

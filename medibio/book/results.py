@@ -11,8 +11,8 @@ they cannot drift apart:
   the frozen-encoder baseline, what fine-tuning adds and the below-frozen flag
   (:func:`medibio.results.aggregate.beside_frozen`), and the provenance columns ``digest`` and ``commit``;
 * :func:`frozen_tables`: the frozen baselines of every model among the records;
-* :func:`show_recorded`: the recorded GPU results of what a chapter ran (``reference/``), and, when the build
-  re-executes their profile, the comparison (:func:`medibio.results.recorded.compare_with_recorded`).
+* :func:`show_recorded`: the recorded results of what a chapter ran (``reference/``), and, when the build
+  is of their profile, the comparison (:func:`medibio.results.recorded.compare_with_recorded`).
 """
 
 from __future__ import annotations
@@ -137,17 +137,17 @@ def below_frozen(table: pd.DataFrame, label: str | Sequence[str] = "row") -> lis
 
 def show_recorded(chapter: Any, records: Sequence[Any], artefact: str, section: str,
                   root: Path | None = None) -> pd.DataFrame | None:
-    """The recorded GPU results of the runs a chapter made (same variant and dataset, any profile), shown
+    """The recorded results of the runs a chapter made (same variant and dataset, any profile), shown
     labelled as recorded; when this build re-executes their profile, each dataset's recorded mean beside
     ours, the difference and whether it lies inside the recorded seed spread. Notes the artefact as
-    reproduced from these records too (the first page's index then says "recorded GPU result"). Returns the
+    reproduced from these records too (the first page's index then says "recorded result"). Returns the
     comparison, or None when there is nothing to compare."""
     asked = {(r.variant, r.dataset) for r in records}
     recorded = [r for r in reference.recorded(root=root or reference.REFERENCE_ROOT)
                 if (r.variant, r.dataset) in asked]
     if not recorded:
-        print("No recorded GPU results for these runs: reference/ holds none (no GPU has been lent to this "
-              "project so far, or none of its runs were recorded).")
+        print("No recorded results for these runs: reference/ holds none of them (it holds the cpu profile's "
+              "runs, and a GPU profile's only once a GPU has been lent to the project).")
         return None
     chapter.reproduces(artefact, [*records, *recorded], section=section)
     profiles = sorted({r.profile for r in recorded})

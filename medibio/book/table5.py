@@ -38,6 +38,11 @@ def finetune_experiments(experiments: Mapping[str, RunRecord], tasks: str, *, pr
     records: list[Any] = []
     for eid, record in experiments.items():
         if eid.startswith("table5-") and record.ok:
-            records += run_finetune(tasks, model=str(model_folder(record, settings)), seeds=seeds, profile=profile,
+            weights = model_folder(record, settings)
+            if not weights.is_dir():  # e.g. a build from recorded results: records travel without weights
+                raise MedibioError(f"{eid}: the pretrained model {weights} is not there; its fine-tuning runs "
+                                   "are planned from the weights' fingerprint, so they cannot be found or run "
+                                   "without it (recorded results hold no weights)")
+            records += run_finetune(tasks, model=str(weights), seeds=seeds, profile=profile,
                                     variant=f"pretrain-{eid}", settings=settings)
     return records

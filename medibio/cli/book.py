@@ -41,6 +41,10 @@ def register(app: typer.Typer) -> None:
         limit: int = typer.Option(None, "--limit", help="At most N examples per split and N pretraining steps in "
                                   "every run: the profile's whole code path in minutes (results are not "
                                   "the profile's; they go to records of their own).", callback=check.at_least(1)),
+        from_recorded: Path = typer.Option(None, "--from", help="Render from recorded results (a results "
+                                           "folder such as reference/) without training: they are copied into "
+                                           "the results root, which must be another folder; a run they lack is "
+                                           "an error naming it.", exists=True, file_okay=False),
         processes: int = typer.Option(None, "--processes", help="Fine-tune through `accelerate launch` with this "
                                       "many processes (GPUs, or gloo processes on a CPU).",
                                       callback=check.at_least(1)),
@@ -54,6 +58,8 @@ def register(app: typer.Typer) -> None:
         from medibio.core import progress
 
         settings = session.settings(data_root, results_root, limit, processes)
+        if from_recorded is not None:
+            settings = settings.replace(recorded=from_recorded.resolve())
 
         started: list[str] = []
 
@@ -69,8 +75,8 @@ def register(app: typer.Typer) -> None:
                 progress.say(typer.style(("✗ " if result.failed else "✓ ") + result.describe(), fg=colour))
 
         if not as_json:
-            typer.echo(f"medibio book: profile {profile} ({profiles.get(profile).hardware}); live progress of "
-                       "every chapter follows")
+            source = f"rendered from {settings.recorded}" if settings.recorded else profiles.get(profile).hardware
+            typer.echo(f"medibio book: profile {profile} ({source}); live progress of every chapter follows")
         try:
             report = build_book(profile, settings, only=only or None, execute=not no_execute,
                                 keep_going=keep_going, html=not no_html, on_result=show, on_start=start)

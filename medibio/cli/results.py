@@ -163,26 +163,25 @@ def register(app: typer.Typer) -> None:
     @results.command("record")
     def record_cmd(
         profile: str = typer.Option(..., "--profile", help="The profile whose runs become reference results "
-                                    f"(usually gpu; one of {', '.join(profiles.names())}).", callback=PROFILE),
+                                    f"(cpu or gpu; one of {', '.join(profiles.names())}).", callback=PROFILE),
         results_root: Path = typer.Option(None, "--results-root", help=_RESULTS_ROOT_HELP),
         reference_root: Path = typer.Option(None, "--reference-root", help="Where reference results live "
                                             "(default: reference/ in the repository)."),
         dataset: str = typer.Option(None, "--dataset", help=_DATASET_HELP, callback=DATASET),
     ) -> None:
-        """Copy finished runs (records + test predictions) into the committed reference results.
+        """Copy finished runs (records + test predictions, every kind) into the committed reference results.
 
-        The book shows them as recorded results beside the profile a reader re-executes; commit the folder
-        after a GPU run so that readers without a GPU see them.
+        Every kind of run a build of the profile made is copied (fine-tuning, intermediate stages, SciERC,
+        frozen baselines, and the pretraining run of the profile's pretraining configuration), newest
+        configuration only; model weights and encoders are not. `medibio book --from reference` renders
+        the book from them; the chapters show them as recorded results beside a re-execution.
         """
         from medibio.results import recorded as reference
-        from medibio.results.aggregate import newest_configurations
-        from medibio.runs.records import load_records
 
         root = session.settings(results_root=results_root).results_root
-        found, _ = newest_configurations(load_records(root, profile=profile, dataset=dataset, legacy=False))
-        written = reference.record(found, root, reference_root or reference.REFERENCE_ROOT)
-        typer.echo(f"{len(written)} record(s) of profile {profile} copied to "
-                   f"{reference_root or reference.REFERENCE_ROOT}")
+        target = reference_root or reference.REFERENCE_ROOT
+        written = reference.record(reference.recordable(root, profile, dataset), root, target)
+        typer.echo(f"{len(written)} record(s) of profile {profile} copied to {target}")
 
     @results.command("compare")
     def compare(

@@ -28,6 +28,7 @@ LIMIT_ENV = "MEDIBIO_LIMIT"
 PROCESSES_ENV = "MEDIBIO_PROCESSES"
 PROGRESS_ENV = "MEDIBIO_PROGRESS"
 SHARE_ENV = "MEDIBIO_SHARE_CORES_WITH"
+RECORDED_ENV = "MEDIBIO_RECORDED"
 # Set by accelerate/torchrun in the processes they start: such a process never launches processes again.
 LAUNCHED_ENV = ("WORLD_SIZE", "LOCAL_RANK")
 
@@ -51,7 +52,10 @@ class Settings:
     path on a few examples; such runs write records of their own). ``processes``: run fine-tuning and
     SciERC requests through ``accelerate launch`` with this many processes. ``share_cores_with``: the pid of
     a process this one leaves a CPU core to while it runs (the book's background process,
-    :mod:`medibio.book.background`); a run started meanwhile computes on one core less.
+    :mod:`medibio.book.background`); a run started meanwhile computes on one core less. ``recorded``: the
+    recorded results (a results root, e.g. ``reference/``) this session renders from: the results root was
+    seeded from it and no run may train (:func:`medibio.runs.protocol.run` raises instead); None: runs train
+    when they have no record.
     """
 
     data_root: Path = dataclasses.field(default_factory=paths.default_data_root)
@@ -61,10 +65,13 @@ class Settings:
     processes: int = 1
     progress: bool = True
     share_cores_with: int | None = None
+    recorded: Path | None = None
 
     def __post_init__(self) -> None:
         for name in ("data_root", "results_root", "cache_root"):
             object.__setattr__(self, name, Path(getattr(self, name)).expanduser())
+        if self.recorded is not None:
+            object.__setattr__(self, "recorded", Path(self.recorded).expanduser())
         if self.limit is not None and self.limit < 1:
             raise SettingsError(f"limit must be >= 1 (examples per split), not {self.limit}")
         if self.processes < 1:
@@ -86,6 +93,8 @@ class Settings:
             values["progress"] = env[PROGRESS_ENV].strip().lower() not in ("0", "false", "no", "off")
         if env.get(SHARE_ENV, "").strip().isdigit():
             values["share_cores_with"] = int(env[SHARE_ENV])
+        if env.get(RECORDED_ENV, "").strip():
+            values["recorded"] = Path(env[RECORDED_ENV])
         values.update({k: v for k, v in given.items() if v is not None and v != ""})
         return cls(**values)
 
@@ -102,6 +111,8 @@ class Settings:
             env[LIMIT_ENV] = str(self.limit)
         if self.share_cores_with is not None:
             env[SHARE_ENV] = str(self.share_cores_with)
+        if self.recorded is not None:
+            env[RECORDED_ENV] = str(self.recorded)
         return env
 
     def profile(self, profile: Any) -> Any:

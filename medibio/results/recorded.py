@@ -1,12 +1,13 @@
-"""Reference results: run records from a GPU run, committed to the repository and shown as *recorded*.
+"""Reference results: run records of a finished build, committed to the repository and shown as *recorded*.
 
-A GPU is lent to this project only now and then, and a reader's machine may have none, so the results of
-the ``gpu`` profile are kept as they were recorded: ``reference/`` holds a results root (records and their
-test predictions, each with its device, library versions, git commit and configuration digest) that
-``medibio results record`` fills from a finished run. The chapters show those records labelled as recorded
-beside whatever the current build ran, and when the build re-executes the same profile,
+``reference/`` holds a results root (records and their test predictions, each with its device, library
+versions with the lock file's digest, git commit and configuration digest; never model weights) that
+``medibio results record`` fills from a finished build: the ``cpu`` profile's, so that a reader can render the
+whole book from it without training (:func:`seed_results_root`, ``medibio book --from reference``), and a GPU profile's
+when a GPU is lent, so that readers without one see those results. The chapters show the records labelled as
+recorded beside whatever the current build ran, and when the build re-executes the same profile,
 :func:`compare_with_recorded` says for each dataset how far the re-execution lands from the recording and
-whether that is inside the recorded seed spread.
+whether that is inside the recorded seed spread (:mod:`medibio.results.drift` does the same per run).
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ from typing import Any
 
 import pandas as pd
 
+from medibio.core import profiles
 from medibio.core.atomic import write_json
+from medibio.core.errors import MedibioError
+from medibio.core.hashing import file_sha256
 from medibio.core.paths import REPO_ROOT
-from medibio.results.aggregate import seed_stats
-from medibio.runs.records import RunRecord, load_records
+from medibio.results.aggregate import newest_configurations, seed_stats
+from medibio.runs.records import KINDS, RunRecord, load_records
 
 REFERENCE_ROOT = REPO_ROOT / "reference"
 
@@ -36,11 +40,24 @@ def recorded(profile: str | None = None, kind: str = "finetune", root: str | Pat
     return records
 
 
+def recordable(results_root: str | Path, profile: str, dataset: str | None = None) -> list[RunRecord]:
+    """The runs of a profile's build that a rebuild reuses: every kind's records of the newest configuration
+    per run (pretraining records are filed under the profile's pretraining configuration, e.g. ``mini``)."""
+    found: list[RunRecord] = []
+    for kind in KINDS:
+        name = profiles.get(profile).pretrain_config if kind == "pretrain" else profile
+        found += newest_configurations(load_records(results_root, profile=name, dataset=dataset, kind=kind,
+                                                    legacy=False))[0]
+    return found
+
+
 def record(records: Iterable[RunRecord], results_root: str | Path, root: str | Path = REFERENCE_ROOT) -> list[Path]:
-    """Copy finished runs (record and test predictions) from a results root into the reference folder."""
+    """Copy finished runs (record and test predictions; not artifacts such as weights or encoders) from a
+    results root into the reference folder. Skipped runs are copied too: their record (say, a train split
+    the data root lacks) is what a rebuild reuses instead of trying again."""
     written = []
     for rec in records:
-        if not rec.ok or rec.legacy:
+        if rec.legacy:
             continue
         source = rec.predictions_file(results_root)
         target = rec.path(root)
@@ -49,6 +66,49 @@ def record(records: Iterable[RunRecord], results_root: str | Path, root: str | P
             shutil.copy2(source, target.parent / source.name)
         written.append(write_json(target, rec.to_dict()))
     return written
+
+
+def seed_results_root(recorded_root: str | Path, results_root: str | Path) -> int:
+    """Copy the recorded runs (every kind's records and predictions) into ``results_root``, which a build
+    from recorded results then reuses as its own; return the number of files copied.
+
+    The results root must be another folder (a build writes its chapters' summaries there). A file it
+    already holds is kept when it is byte-identical and refused otherwise: a book said to be rendered from
+    the recording must not show a different run of the same name."""
+    source, target = Path(recorded_root).resolve(), Path(results_root).resolve()
+    if source == target:
+        raise MedibioError(f"the results root {target} is the recorded results folder itself; a build writes "
+                           "its chapters' summaries there: give it another results root (--results-root)")
+    files = [p for kind in KINDS if (source / kind).is_dir() for p in sorted((source / kind).rglob("*"))
+             if p.is_file()]
+    if not any(p.suffix == ".json" for p in files):
+        raise MedibioError(f"no run records under {source} (expected {'/, '.join(KINDS)}/ folders of a results root)")
+    copied = 0
+    for path in files:
+        dest = target / path.relative_to(source)
+        if dest.is_file():
+            if file_sha256(dest) != file_sha256(path):
+                raise MedibioError(f"{dest} differs from the recorded {path}: build from recorded results into "
+                                   "an empty results root (--results-root)")
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, dest)
+        copied += 1
+    return copied
+
+
+def origin(root: str | Path) -> dict[str, Any]:
+    """Where a folder of recorded runs comes from: how many runs, the commits, devices and lock digests
+    their records name (what a page built from them says)."""
+    records = [r for kind in KINDS for r in load_records(root, kind=kind, legacy=False)]
+
+    def distinct(values: Iterable[Any]) -> list[str]:
+        return sorted({str(v) for v in values if v})
+
+    return {"runs": len(records), "commits": distinct((r.git_commit or "")[:8] for r in records),
+            "devices": distinct(r.device for r in records),
+            "locks": distinct(r.environment.get("versions", {}).get("lock") for r in records),
+            "profiles": distinct(r.profile for r in records)}
 
 
 def _summary(records: list[RunRecord]) -> dict[str, Any]:

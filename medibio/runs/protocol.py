@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from medibio.core import progress, provenance
 from medibio.core.atomic import write_jsonl
+from medibio.core.errors import MedibioError
 from medibio.core.hashing import digest
 from medibio.core.settings import Settings
 from medibio.runs import records as rec
@@ -37,6 +38,11 @@ PROTOCOL = 2
 _CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
 # Training and dev caps draw the same seeded subset for every seed and model (comparable runs).
 SUBSET_SEED = 12345
+
+
+class NotRecordedError(MedibioError):
+    """A session that renders from recorded results (``Settings.recorded``) asked for a run they lack:
+    training it would pass a fresh result off as a recorded one."""
 
 
 @dataclass(frozen=True)
@@ -217,7 +223,8 @@ def run(kind: Kind, plan_: Plan, settings: Settings, accelerator: Any = None, fo
     ``wait=False``: a run another process holds raises :class:`medibio.runs.records.RunLockedError` at once.
     ``threads``: the CPU threads of a run started inside another run (it keeps its parent's count); by
     default the process's count, capped while the session shares the cores
-    (:meth:`medibio.core.settings.Settings.run_threads`).
+    (:meth:`medibio.core.settings.Settings.run_threads`). A session rendering from recorded results
+    (``settings.recorded``) raises :class:`NotRecordedError` where it would train.
     """
     import torch
 
@@ -231,6 +238,12 @@ def run(kind: Kind, plan_: Plan, settings: Settings, accelerator: Any = None, fo
                              kind="run", reused=True)
             reused = True
         else:
+            if settings.recorded is not None:
+                raise NotRecordedError(
+                    f"{plan_.label}: no recorded run {key.kind}/{key.profile}/{key.model_tag}/{key.variant}/"
+                    f"{key.dataset} seed {key.seed} with config {key.config_digest} (looked for {key.path(root)}, "
+                    f"seeded from {settings.recorded}); a build from recorded results never trains. Record the "
+                    "run (`medibio results record`) or build without --from")
             if _main(accelerator):
                 progress.say(f"▶ {plan_.label}: training (config {key.config_digest})")
             count = threads or min(torch.get_num_threads(), settings.run_threads() or torch.get_num_threads())
