@@ -153,8 +153,8 @@ def show_recorded(chapter: Any, records: Sequence[Any], artefact: str, section: 
     profiles = sorted({r.profile for r in recorded})
     chapter.table("recorded", reference.recorded_frame(recorded)
                   .set_index(["model", "variant", "dataset"]),
-                  caption=f"Recorded results (reference/, profile {', '.join(profiles)}): not re-executed "
-                          "here")
+                  caption=f"Recorded results (reference/, profile {', '.join(profiles)})"
+                          + ("" if chapter.profile in profiles else ": not re-executed here"))
     same = [r for r in recorded if r.profile == chapter.profile]
     if not same:
         return None
