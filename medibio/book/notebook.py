@@ -17,7 +17,6 @@ import contextlib
 import html
 import io
 import json
-import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -106,16 +105,15 @@ class ChapterContext:
         display(Markdown(downloads(files, self.page_dir)))
         return None
 
-    def glue(self, key: str, value: Any, fmt: str = "{}") -> str:
-        """Glue ``value``, formatted by ``fmt``, for the ``{glue:text}`key` `` role of a markdown cell, and
-        record it (raw in ``values``, as shown in ``glued``).
+    def glue(self, key: str, value: Any, fmt: str | Callable[[Any], str] = "{}") -> str:
+        """Glue ``value``, formatted by ``fmt`` (a format string or a function), for the ``{glue:text}`key` ``
+        role of a markdown cell, and record it (raw in ``values``, as shown in ``glued``).
 
         The text is glued rather than the number so that a value this build does not have (``None``, NaN)
         reads :data:`NOT_AVAILABLE` instead of leaving the key undefined: a key that a markdown cell names
         and no cell glued fails the book build (myst-nb's warning, with Sphinx's ``-W``)."""
-        missing = value is None or (isinstance(value, float) and math.isnan(value))
-        text = NOT_AVAILABLE if missing else fmt.format(value)
-        self.values[key] = None if missing else value
+        text = glue_text(value, fmt)
+        self.values[key] = None if _missing(value) else value
         self.glued[key] = text
         self.save()
         if _in_kernel():
@@ -123,6 +121,10 @@ class ChapterContext:
 
             glue(key, text, display=False)
         return text
+
+    def glue_all(self, numbers: Mapping[str, tuple[Any, str | Callable[[Any], str]]]) -> dict[str, str]:
+        """:meth:`glue` each ``key: (value, format)`` (what :mod:`medibio.book.numbers` computes)."""
+        return {key: self.glue(key, value, fmt) for key, (value, fmt) in numbers.items()}
 
     def figure(self, key: str, fig: Any) -> Any:
         """Save ``fig`` as PNG under the chapter's output folder, record it, and return it for display."""
@@ -202,6 +204,14 @@ def _in_kernel() -> bool:
     except ImportError:
         return False
     return get_ipython() is not None
+
+
+def glue_text(value: Any, fmt: str | Callable[[Any], str] = "{}") -> str:
+    """What a glued value reads on the page: ``value`` formatted by ``fmt``, :data:`NOT_AVAILABLE` where the
+    build has no value (``None``, NaN)."""
+    if _missing(value):
+        return NOT_AVAILABLE
+    return fmt(value) if callable(fmt) else fmt.format(value)
 
 
 def label_text(label: Any) -> str:
