@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
-from urllib.parse import quote
 from typing import Any
+from urllib.parse import quote
 
 import pandas as pd
 
