@@ -52,7 +52,7 @@ def test_scierc_budget_says_what_a_capped_profile_leaves_out() -> None:
     assert (found["scierc_train_used"], found["scierc_train_total"]) == ("120", "350")
     assert (found["scierc_dev_used"], found["scierc_test_used"], found["scierc_test_official"]) == ("50", "100", "yes")
     assert (found["scierc_layers_trained"], found["scierc_layers"], found["scierc_layers_kept"]) == ("2", "6", "4")
-    assert (found["scierc_ner_negatives"], found["scierc_relation_negatives"]) == ("64", "32")
+    assert (found["scierc_ner_negatives"], found["scierc_relation_negatives"]) == ("at most 64", "at most 32")
     assert (found["scierc_gpu_epochs"], found["scierc_gpu_seeds"]) == ("30", "5")
 
 
@@ -142,3 +142,12 @@ def test_ift_summary_without_a_choice_or_tests_keeps_every_key() -> None:
 def test_below_frozen_lists_rows_or_says_none() -> None:
     assert _text(numbers.below_frozen([], "rows")) == {"rows_n": "0", "rows": "none"}
     assert _text(numbers.below_frozen(["MiniLM / DDI", "MiniLM / HoC"], "rows"))["rows"] == "MiniLM / DDI, MiniLM / HoC"
+
+
+def test_pretrain_batch_multiplies_out_the_papers_layout() -> None:
+    from medibio.pretrain import configs
+
+    found = _text(numbers.pretrain_batch(configs.get_config("medibiodeberta"), "m"))
+    assert (found["m_per_device"], found["m_processes"], found["m_accumulation"]) == ("4,096", "3", "4")
+    assert found["m_batch"] == f"{4096 * 3 * 4:,}" == "49,152"
+    assert (found["m_warmup"], found["m_steps"], found["m_warmup_share"]) == ("1,000", "10,000", "10")

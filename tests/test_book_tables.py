@@ -139,6 +139,10 @@ def test_the_built_page_has_downloads_linked_cells_and_glued_numbers(tmp_path) -
         assert href.startswith("../_downloads/")
         copied = (html_dir / "book" / href).resolve()
         assert copied.read_bytes() == (tables / f"scores.{kind.lower()}").read_bytes()
+    # a table file gone by the time the HTML is built fails it, rather than leaving a dead link
+    (tables / "scores.csv").unlink()
+    with pytest.raises(build.BookBuildError, match="cross-reference target not found: .*scores.csv"):
+        build.build_html(tmp_path)
 
 
 @pytest.mark.slow

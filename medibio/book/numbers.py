@@ -28,8 +28,26 @@ def minutes(seconds: float) -> str:
     return f"{whole} min {secs:02d} s" if whole else f"{secs} s"
 
 
+def _or_all(cap: int | None) -> int | str:
+    return "all" if cap is None else cap
+
+
+def at_most(cap: int | str) -> str:
+    """A sampling cap as the prose reads it: "at most 100", or "all" where nothing is sampled."""
+    return cap if isinstance(cap, str) else f"at most {cap:,}"
+
+
 def yes_no(flag: bool) -> str:
     return "yes" if flag else "no"
+
+
+def pretrain_batch(config: Any, key: str) -> Numbers:
+    """A pretraining configuration's batch layout and warm-up (``medibio.pretrain.configs``): sequences per
+    device, processes, accumulation steps, their product, and the warm-up's share of the steps."""
+    return {f"{key}_per_device": (config.per_device_batch, "{:,}"), f"{key}_processes": (config.paper_processes, "{}"),
+            f"{key}_accumulation": (config.paper_accumulation, "{}"), f"{key}_batch": (config.effective_batch, "{:,}"),
+            f"{key}_warmup": (config.warmup_steps, "{:,}"), f"{key}_steps": (config.max_steps, "{:,}"),
+            f"{key}_warmup_share": (100 * config.warmup_steps / config.max_steps, "{:.0f}")}
 
 
 def table4_gains(gains: pd.DataFrame, runs: int) -> Numbers:
@@ -49,7 +67,7 @@ def table4_gains(gains: pd.DataFrame, runs: int) -> Numbers:
 def scierc_budget(cfg: Any, sizes: Mapping[str, int], layers: int, seeds: Sequence[int], model: str,
                   gpu_cfg: Any, gpu_seeds: Sequence[int]) -> Numbers:
     """What a SciERC configuration (``medibio.scierc.presets``) trains on and leaves out: seeds, documents
-    used of each split, layers that learn, negative sampling ("all" where every span or pair is seen), and
+    used of each split, layers that learn, negative sampling (:func:`at_most`), and
     the ``gpu`` profile's budget for scale."""
     def used(cap: int | None, split: str) -> int:
         return sizes[split] if cap is None else min(cap, sizes[split])
@@ -63,8 +81,8 @@ def scierc_budget(cfg: Any, sizes: Mapping[str, int], layers: int, seeds: Sequen
             "scierc_test_official": (used(cfg.max_test_docs, "test") == sizes["test"], yes_no),
             "scierc_layers": (layers, "{}"), "scierc_layers_trained": (trained, "{}"),
             "scierc_layers_kept": (layers - trained, "{}"),
-            "scierc_ner_negatives": (cfg.ner_negatives if cfg.ner_negatives is not None else "all", "{}"),
-            "scierc_relation_negatives": (cfg.relation_negatives if cfg.relation_negatives is not None else "all", "{}"),
+            "scierc_ner_negatives": (_or_all(cfg.ner_negatives), at_most),
+            "scierc_relation_negatives": (_or_all(cfg.relation_negatives), at_most),
             "scierc_max_span_width": (cfg.max_span_width, "{}"),
             "scierc_gpu_epochs": (gpu_cfg.epochs, "{}"), "scierc_gpu_seeds": (len(gpu_seeds), "{}")}
 
