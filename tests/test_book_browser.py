@@ -59,6 +59,17 @@ def test_page_shows_title_tables_and_images(pages, summaries, chapter) -> None:
     assert Path(page.screenshot).stat().st_size > 10_000
 
 
+@pytest.mark.parametrize("chapter", [c for c in chapters.CHAPTERS if c.is_notebook], ids=lambda c: c.slug)
+def test_every_table_has_its_csv_and_json_and_they_load(pages, summaries, chapter) -> None:
+    page = pages[chapter.slug]
+    assert len(page.table_downloads) == len(summaries[chapter.slug]["tables"]) > 0
+    for links in page.table_downloads:
+        assert [text for text, _, _ in links] == ["CSV", "JSON"], links
+        for text, href, status in links:
+            assert href.startswith("../_downloads/") and href.endswith(f".{text.lower()}"), href
+            assert status == 200, href
+
+
 @pytest.mark.parametrize("slug", PAGES_WITH_MATH)
 def test_equations_render_with_the_local_mathjax(pages, slug) -> None:
     page = pages[slug]

@@ -297,8 +297,9 @@ def test_chapter_records_tables_figures_and_values(tmp_path, monkeypatch) -> Non
     chapter.figure("line", fig)
     chapter.value("answer", 42)
     summary = notebook.read_summary(tmp_path, "smoke", "99_test")
+    files = {kind: str(tmp_path / "book" / "smoke" / "99_test" / "tables" / f"cmp.{kind}") for kind in ("csv", "json")}
     assert summary["tables"]["cmp"] == {"rows": ["a", "b"], "columns": list(frame.columns), "n_rows": 2,
-                                       "caption": "A caption"}
+                                       "caption": "A caption", "files": files}
     assert Path(summary["figures"]["line"]).stat().st_size > 0
     assert summary["values"]["answer"] == 42
 

@@ -8,6 +8,7 @@ figures and the key numbers it showed, and the assertions below read those.
 from __future__ import annotations
 
 import csv
+import html
 from pathlib import Path
 
 import nbformat
@@ -54,6 +55,19 @@ def test_executed_notebook_has_outputs_and_no_errors(smoke, chapter) -> None:
     assert len(injected) == 1 and 'profile = "smoke"' in injected[0].source
     summary = _summary(smoke, chapter.slug)
     assert summary["profile"] == "smoke" and summary["results_root"] == smoke["results_root"]
+
+
+@pytest.mark.parametrize("chapter", [c for c in chapters.CHAPTERS if c.is_notebook], ids=lambda c: c.slug)
+def test_prose_numbers_are_glued_and_rendered(smoke, chapter) -> None:
+    """Every key a markdown cell names was glued by the chapter on this profile (a missing one would fail the
+    HTML build), and the page shows the glued text, not the role."""
+    named = testing.notebook_glue_keys(Path(smoke["root"]) / "book" / chapter.output_name())
+    glued = _summary(smoke, chapter.slug).get("glued", {})
+    assert named <= set(glued), sorted(named - set(glued))
+    page = (Path(smoke["html_dir"]) / "book" / f"{chapter.slug}.html").read_text(encoding="utf-8")
+    assert "{glue" not in page
+    for key in named:
+        assert f'<span class="pasted-text">{html.escape(glued[key], quote=False)}</span>' in page, key
 
 
 def test_audit_chapter(smoke) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from medibio.book import runpages, spans
+from medibio.book import notebook, runpages, spans
 from medibio.book.notebook import ChapterContext
 from medibio.core.hashing import file_sha256
 from medibio.core.settings import Settings
@@ -110,7 +110,7 @@ def test_the_url_names_the_configuration_of_a_record() -> None:
                               config_digest="0123456789ab")
     assert runpages.paired_page_url(other, record) == (
         "runs/paired/cpu/minilm/GAD/ift-STS-B-0123456789ab-vs-base-abcdef012345/index.html")
-    assert runpages.row_label(("minilm", "GAD")) == "minilm / GAD" and runpages.row_label("GAD") == "GAD"
+    assert notebook.label_text(("minilm", "GAD")) == "minilm / GAD" and notebook.label_text("GAD") == "GAD"
 
 
 @pytest.fixture()

@@ -11,8 +11,10 @@ import pytest
 from medibio.book import notebook
 from medibio.core.paths import REPO_ROOT
 from medibio.paper import table4 as published
+from medibio.paper import tables
 from medibio.scierc import presets
 from medibio.tasks import scierc as data
+from tests.support.book import notebook_glue_keys
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 
@@ -40,14 +42,18 @@ def test_chapter_shows_ours_next_to_table4(tmp_path, data_root) -> None:
     assert len(records) == 1 and json.loads(records[0].read_text())["kind"] == "scierc"
     record = json.loads(records[0].read_text())
 
-    # prose numbers come from computations: Table 4's gains, the records' cost, the unreachable entities
+    # prose numbers are glued from computations: Table 4's gains, the records' cost, the unreachable entities
     assert s["tables"]["table4_gains"]["rows"] == ["NER", "JRE", "Coref"]
     assert s["values"]["wall_total_s"] == pytest.approx(record["wall_time_s"], abs=0.1)
     width = presets.preset("smoke").max_span_width
     wide = sum(e - b + 1 > width for d in data.load_split("test", data_root) for b, e, _ in d.all_entities())
     assert s["values"]["unreachable_test_entities"] == wide > 0
+    assert s["values"]["scierc_max_span_width"] == width and s["values"]["scierc_runs"] == 1
+    gains = published.paper_gains(tables.load_table(4))
+    assert s["values"]["t4_ner_diff"] == pytest.approx(gains.loc["NER", "v2 − v1"])
+    assert s["glued"]["scierc_device"] == record["environment"]["device"]
     rows = s["tables"]["published"]["rows"]
     assert len(rows) == len(published.RESULTS) + 2 and rows[-2].startswith("SciDeBERTa v2")
     assert rows[-1].startswith("ours (smoke profile")
-    text = (tmp_path / "out.ipynb").read_text()
-    assert "standard deviations of SciDeBERTa" in text and "cannot be predicted at all" in text
+    named = notebook_glue_keys(tmp_path / "out.ipynb")
+    assert len(named) > 40 and named <= set(s["glued"]), named - set(s["glued"])

@@ -6,33 +6,38 @@ left at ``None`` from the profile (:mod:`medibio.core.profiles`), so a chapter r
 ``medibio book`` with the same profile runs the same thing. Each chapter also writes a small
 ``summary.json`` (tables and their rows, figures, key numbers, which paper artefacts it reproduced from
 which records) under ``<results_root>/book/<profile>/<chapter>/``: the tests read it, the first page builds
-its index from it, and the appendix lists it.
+its index from it, and the appendix lists it. Every table is also written there as CSV and JSON, linked
+under the table on the page, and every number of the prose is glued (:meth:`ChapterContext.glue`, myst-nb's
+``{glue:text}`` role in the markdown cells) rather than typed or printed.
 """
 
 from __future__ import annotations
 
-import json
-
 import contextlib
+import html
 import io
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+from urllib.parse import quote
 
 import pandas as pd
 
+from medibio.book.chapters import ARTEFACTS, chapter_of
+from medibio.book.parameters import resolve
 from medibio.core import progress, provenance
 from medibio.core.atomic import write_json, write_text
 from medibio.core.settings import Settings
-from medibio.book.parameters import resolve
-from medibio.book.chapters import ARTEFACTS, chapter_of
-from medibio.book.runpages import row_label
 from medibio.results import recorded
 
 SUMMARY_FILE = "summary.json"
+TABLES_DIR = "tables"  # a chapter's tables as CSV and JSON, under its output folder
+NOT_AVAILABLE = "–"  # what a glued value reads where this build has none (every key is glued on every profile)
 # Library chatter that has no place in a rendered chapter: the book starts its kernels with these variables
 # (transformers and datasets read them when imported); a chapter opened in JupyterLab quiets the same
 # libraries through their logging APIs instead (:func:`quiet_libraries`).
@@ -52,7 +57,11 @@ class ChapterContext:
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
     figures: dict[str, str] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)
+    glued: dict[str, str] = field(default_factory=dict)
     reproductions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the folder of the executed notebook (a kernel's working folder: ``medibio book`` runs each chapter in
+    # book/, JupyterLab in the notebook's folder); download links are relative to it
+    page_dir: Path = field(default_factory=Path.cwd)
 
     @property
     def results_root(self) -> Path:
@@ -73,28 +82,50 @@ class ChapterContext:
 
     def table(self, key: str, frame: pd.DataFrame, caption: str = "", paper_vs_ours: bool = False,
               precision: int = 2, links: Mapping[tuple[str, str], str] | None = None) -> Any:
-        """Record ``frame`` under ``key`` and show it (paper/ours/diff coloured); ``links`` maps (row label,
-        column label) to a URL relative to the HTML root (:func:`medibio.book.runpages.table_links`).
+        """Record ``frame`` under ``key``, write it as CSV and JSON, and show it (paper/ours/diff coloured) with
+        links to both files right under it.
 
-        In a notebook the table is displayed right away, so every table of a cell reaches the page (a returned
-        value shows only when it is the cell's last expression); outside IPython the Styler is returned."""
+        ``links`` maps (row, column) labels as :func:`label_text` spells them to a page of the built book,
+        given relative to the HTML root (``runs/.../index.html``): that cell keeps its formatted text and
+        becomes a link to the page (chapter pages sit one folder down, in ``book/``). The files hold the
+        plain values. In a notebook the table is displayed right away, so every table of a cell reaches the
+        page (a returned value shows only when it is the cell's last expression); outside IPython the Styler
+        is returned."""
+        files = write_table(frame, self.out_dir / TABLES_DIR, key)
         self.tables[key] = {"rows": [str(i) for i in frame.index], "columns": [str(c) for c in frame.columns],
-                            "n_rows": int(len(frame)), "caption": caption}
+                            "n_rows": int(len(frame)), "caption": caption,
+                            "files": {kind: str(path) for kind, path in files.items()}}
         self.save()
         styler = style(frame, caption=caption, diff_columns=_diff_columns(frame) if paper_vs_ours else (),
-                       precision=precision)
-        if links:
-            styler = _linked(styler, frame, links)
-        try:
-            from IPython import get_ipython
-        except ImportError:
+                       precision=precision, links=links)
+        if not _in_kernel():
             return styler
-        if get_ipython() is None:
-            return styler
-        from IPython.display import display
+        from IPython.display import Markdown, display
 
         display(styler)
+        display(Markdown(downloads(files, self.page_dir)))
         return None
+
+    def glue(self, key: str, value: Any, fmt: str | Callable[[Any], str] = "{}") -> str:
+        """Glue ``value``, formatted by ``fmt`` (a format string or a function), for the ``{glue:text}`key` ``
+        role of a markdown cell, and record it (raw in ``values``, as shown in ``glued``).
+
+        The text is glued rather than the number so that a value this build does not have (``None``, NaN)
+        reads :data:`NOT_AVAILABLE` instead of leaving the key undefined: a key that a markdown cell names
+        and no cell glued fails the book build (myst-nb's warning, with Sphinx's ``-W``)."""
+        text = glue_text(value, fmt)
+        self.values[key] = None if _missing(value) else value
+        self.glued[key] = text
+        self.save()
+        if _in_kernel():
+            from myst_nb import glue
+
+            glue(key, text, display=False)
+        return text
+
+    def glue_all(self, numbers: Mapping[str, tuple[Any, str | Callable[[Any], str]]]) -> dict[str, str]:
+        """:meth:`glue` each ``key: (value, format)`` (what :mod:`medibio.book.numbers` computes)."""
+        return {key: self.glue(key, value, fmt) for key, (value, fmt) in numbers.items()}
 
     def figure(self, key: str, fig: Any) -> Any:
         """Save ``fig`` as PNG under the chapter's output folder, record it, and return it for display."""
@@ -163,9 +194,50 @@ class ChapterContext:
         payload = {"chapter": self.name, "profile": self.profile,
                    "data_root": str(self.data_root) if self.data_root else None,
                    "results_root": str(self.results_root), "tables": self.tables, "figures": self.figures,
-                   "values": self.values, "reproductions": self.reproductions,
+                   "values": self.values, "glued": self.glued, "reproductions": self.reproductions,
                    "updated": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         return write_json(self.out_dir / SUMMARY_FILE, payload)
+
+
+def _in_kernel() -> bool:
+    """Whether this runs in an IPython kernel (a notebook), where tables and glued values are displayed."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None
+
+
+def glue_text(value: Any, fmt: str | Callable[[Any], str] = "{}") -> str:
+    """What a glued value reads on the page: ``value`` formatted by ``fmt``, :data:`NOT_AVAILABLE` where the
+    build has no value (``None``, NaN)."""
+    if _missing(value):
+        return NOT_AVAILABLE
+    return fmt(value) if callable(fmt) else fmt.format(value)
+
+
+def label_text(label: Any) -> str:
+    """A row or column label as :meth:`ChapterContext.table`'s ``links`` name it: the label itself, or the
+    levels of a MultiIndex entry joined by " / " (``("all-MiniLM-L6-v2", "GAD")`` → ``"all-MiniLM-L6-v2 / GAD"``)."""
+    return " / ".join(map(str, label)) if isinstance(label, tuple) else str(label)
+
+
+def write_table(frame: pd.DataFrame, folder: Path, key: str) -> dict[str, Path]:
+    """``frame`` as ``<key>.csv`` and ``<key>.json`` (pandas' "split" layout: ``index``, ``columns`` and
+    ``data`` row by row, which any table has, MultiIndex rows included), each written atomically; plain
+    values at full precision, no markup."""
+    return {"csv": write_text(folder / f"{key}.csv", frame.to_csv()),
+            "json": write_text(folder / f"{key}.json",
+                               frame.to_json(orient="split", indent=1, force_ascii=False, default_handler=str))}
+
+
+def downloads(files: Mapping[str, Path], page_dir: Path) -> str:
+    """The Markdown line under a table: links to its files, relative to the page's folder. The book renders
+    notebook Markdown as MyST (``nb_render_markdown_format: myst``), which makes a link to a local file a
+    download: Sphinx copies the file into ``_build/html/_downloads/`` and points the link there; a link to a
+    missing file fails the build."""
+    links = [f"[{kind.upper()}](<{os.path.relpath(path, page_dir)}>)" for kind, path in files.items()]
+    return "Download this table: " + " · ".join(links)
 
 
 def quiet_libraries() -> None:
@@ -237,17 +309,20 @@ def _diff_columns(frame: pd.DataFrame) -> tuple[str, ...]:
                  and pd.api.types.is_numeric_dtype(frame[c]))
 
 
-def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = (), precision: int = 2) -> Any:
+def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = (), precision: int = 2,
+          links: Mapping[tuple[str, str], str] | None = None) -> Any:
     """A pandas Styler as the paper prints numbers: counts as integers with thousands separators (Table 5's
     90,000 steps, not 90000.00), scores with fixed precision, "–" for missing values, coloured differences;
-    the table scrolls sideways inside the page when it is wider than the page."""
+    the table scrolls sideways inside the page when it is wider than the page. ``links``: see
+    :meth:`ChapterContext.table`."""
     numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])
                and not pd.api.types.is_bool_dtype(frame[c])]
-    whole = [c for c in numeric if _whole_numbers(frame[c])]
-    scores = [c for c in numeric if c not in whole]
-    styler = frame.style.format(precision=precision, na_rep="–", subset=scores or None) if scores else frame.style
-    if whole:
-        styler = styler.format("{:,.0f}", na_rep="–", subset=whole)
+    whole = {c for c in numeric if _whole_numbers(frame[c])}
+    formats = {c: _count if c in whole else _score(precision) if c in numeric else _plain(precision)
+               for c in frame.columns}
+    styler = frame.style.format(formats)
+    for (row, column), url in _cells(frame, links or {}).items():
+        styler = styler.format(_linked(formats[column], url), subset=pd.IndexSlice[[row], [column]])
     styler = styler.set_table_attributes('style="display: block; overflow-x: auto; max-width: 100%;"')
     styler = styler.set_table_styles([{"selector": "th, td", "props": "padding: 0.2em 0.7em;"}], overwrite=False)
     diffs = [c for c in frame.columns if str(c) in set(diff_columns)]
@@ -258,17 +333,43 @@ def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = 
     return styler
 
 
-def _linked(styler: Any, frame: pd.DataFrame, links: Mapping[tuple[str, str], str]) -> Any:
-    """Each linked cell's formatted text inside an anchor (chapter pages live in ``book/``, hence ``../``)."""
-    rows = [row_label(i) for i in frame.index]
-    columns = [str(c) for c in frame.columns]
+def _missing(value: Any) -> bool:
+    return value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value)))
+
+
+def _count(value: Any) -> str:
+    return NOT_AVAILABLE if _missing(value) else f"{value:,.0f}"
+
+
+def _score(precision: int) -> Callable[[Any], str]:
+    return lambda value: NOT_AVAILABLE if _missing(value) else f"{value:.{precision}f}"
+
+
+def _plain(precision: int) -> Callable[[Any], str]:
+    """Text, flags and mixed columns: floats at the table's precision, everything else as it prints."""
+    return lambda value: (NOT_AVAILABLE if _missing(value) else
+                          f"{value:.{precision}f}" if isinstance(value, float) else str(value))
+
+
+def _cells(frame: pd.DataFrame, links: Mapping[tuple[str, str], str]) -> dict[tuple[Any, Any], str]:
+    """``links`` keyed by the frame's own labels; a key naming no row or column is an error that lists the
+    labels there are (the caller computed its keys from another frame)."""
+    rows = {label_text(r): r for r in frame.index}
+    columns = {label_text(c): c for c in frame.columns}
+    out = {}
     for (row, column), url in links.items():
-        if row in rows and column in columns:
-            i, j = rows.index(row), columns.index(column)
-            text = styler._display_funcs[(i, j)](frame.iat[i, j])
-            styler = styler.format(lambda _, t=text, u=url: f'<a href="../{u}">{t}</a>',
-                                   subset=pd.IndexSlice[[frame.index[i]], [frame.columns[j]]])
-    return styler
+        if row not in rows or column not in columns:
+            raise ValueError(f"link for cell ({row!r}, {column!r}): no such "
+                             f"{'row' if row not in rows else 'column'}; rows: {sorted(rows)}, columns: {sorted(columns)}")
+        out[rows[row], columns[column]] = url
+    return out
+
+
+def _linked(shown: Callable[[Any], str], url: str) -> Callable[[Any], str]:
+    """A cell's formatter whose text becomes a link to ``url`` (relative to the HTML root; the chapter's
+    page is one folder down)."""
+    href = html.escape(quote(f"../{url}", safe="/#?=&%"), quote=True)
+    return lambda value: f'<a href="{href}">{shown(value)}</a>'
 
 
 def _whole_numbers(column: pd.Series) -> bool:

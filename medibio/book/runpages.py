@@ -36,6 +36,7 @@ import pandas as pd
 
 from medibio.baselines import constant
 from medibio.book import spans
+from medibio.book.notebook import label_text
 from medibio.core.atomic import atomic_open, write_text
 from medibio.core.errors import MedibioError
 from medibio.core.hashing import file_sha256
@@ -70,12 +71,6 @@ def paired_page_url(a: RunRecord, b: RunRecord) -> str:
     """The paired view of configuration ``a`` against ``b`` (same dataset), relative to the HTML root."""
     return (f"{RUNS_DIR}/paired/{a.profile}/{a.model_tag}/{a.dataset}/"
             f"{a.variant}-{a.config_digest}-vs-{b.variant}-{b.config_digest}/index.html")
-
-
-def row_label(value: Any) -> str:
-    """A table row's label as the ``links`` keys spell it: the index value, or a MultiIndex row's values
-    joined with `` / ``."""
-    return " / ".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
 # --------------------------------------------------------------------------- configurations
@@ -325,7 +320,7 @@ def cell_links(rows: Mapping[Any, Iterable[RunRecord]], columns: Sequence[str]) 
     for row, records in rows.items():
         found = _newest(records)
         if found is not None:
-            out.update({(row_label(row), str(c)): run_page_url(found) for c in columns})
+            out.update({(label_text(row), str(c)): run_page_url(found) for c in columns})
     return out
 
 
@@ -383,7 +378,7 @@ def ift_links(runs: Mapping[str, Sequence[RunRecord]], results_root: str | Path 
     for label, records in runs.items():
         found = _newest(records)
         if label != baseline and found is not None and direct is not None:
-            links.update({(row_label(label), c): paired_page_url(found, direct) for c in gain_columns})
+            links.update({(label_text(label), c): paired_page_url(found, direct) for c in gain_columns})
     return links
 
 
@@ -393,12 +388,12 @@ def matrix_links(matrix_runs: Mapping[str, Mapping[str, Sequence[RunRecord]]], c
     of ``columns`` to that cell's runs, as :func:`ift_links`); without, the matrix itself (targets as rows,
     intermediate tasks as columns: each cell to its runs)."""
     if columns is None:
-        return {(row_label(target), label): run_page_url(found) for target, runs in matrix_runs.items()
+        return {(label_text(target), label): run_page_url(found) for target, runs in matrix_runs.items()
                 for label, records in runs.items() if (found := _newest(records)) is not None}
     out = {}
     for target, runs in matrix_runs.items():
         for (label, column), url in ift_links(runs, results_root, columns).items():
-            out[(row_label((target, label)), column)] = url
+            out[(label_text((target, label)), column)] = url
     return out
 
 

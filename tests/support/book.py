@@ -10,6 +10,7 @@ import contextlib
 import functools
 import http.server
 import json
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -41,6 +42,18 @@ def smoke_book(base: Path, settings: Settings | None = None) -> dict[str, Any]:
     report["results_root"] = str(base / "results")
     marker.write_text(json.dumps(report, indent=2), encoding="utf-8")
     return report
+
+
+_GLUE_ROLE = re.compile(r"\{glue(?::\w+)?\}`([^`]+)`")
+
+
+def notebook_glue_keys(path: Path) -> set[str]:
+    """The glue keys the markdown cells of a notebook name (``{glue:text}`key:fmt` ``, ``{glue}`key` ``...)."""
+    import nbformat
+
+    cells = nbformat.read(str(path), as_version=4).cells
+    return {re.sub(r":[^:]*$", "", match) if match.count(":") == 1 else match
+            for cell in cells if cell.cell_type == "markdown" for match in _GLUE_ROLE.findall(cell.source)}
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -80,6 +93,8 @@ class PageCheck:
     external_requests: list[str] = field(default_factory=list)
     failed_requests: list[str] = field(default_factory=list)
     screenshot: str = ""
+    # the data tables of cell outputs, each followed by its download links: [[link text, href, HTTP status], ...]
+    table_downloads: list[list[list[Any]]] = field(default_factory=list)
 
 
 _PAGE_PROBE = """
@@ -98,6 +113,12 @@ async () => {
     math: document.querySelectorAll('mjx-container').length,
     mathErrors: document.querySelectorAll('mjx-merror, .MathJax_Error').length,
     mathjax: !!(window.MathJax && MathJax.version),
+    downloads: await Promise.all(Array.from(main.querySelectorAll('.output.text_html table')).map(async t => {
+      const after = t.closest('.output').nextElementSibling;
+      const links = after ? Array.from(after.querySelectorAll('a.download')) : [];
+      return Promise.all(links.map(async a => [a.textContent.trim(), a.getAttribute('href'),
+                                                (await fetch(a.href)).status]));
+    })),
   };
 }
 """
@@ -126,6 +147,7 @@ def check_pages(html_dir: Path, screenshot_dir: Path | None = None) -> list[Page
                 check.broken_images = probe["broken"]
                 check.math, check.math_errors = probe["math"], probe["mathErrors"]
                 check.mathjax_loaded = probe["mathjax"]
+                check.table_downloads = probe["downloads"]
                 if screenshot_dir is not None:
                     screenshot_dir.mkdir(parents=True, exist_ok=True)
                     shot = screenshot_dir / f"{chapter.slug}.png"

@@ -1,0 +1,132 @@
+"""The numbers that chapters' prose glues, computed from the paper's tables, the profile's configuration and
+the run records.
+
+Each function returns ``{glue key: (value, format)}`` for :meth:`medibio.book.notebook.ChapterContext.glue_all`;
+the sentences live in the chapters' markdown cells (``{glue:text}`key` ``). Every function returns the same
+keys whatever the build holds (no runs, one seed, a capped test set), with ``None`` where a value does not
+exist, so that every key a markdown cell names is glued on every profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable
+
+import pandas as pd
+
+Format = str | Callable[[Any], str]
+Numbers = dict[str, tuple[Any, Format]]
+
+POINTS = "{:+.2f}"  # a difference of scores, with its sign
+SCORE = "{:.2f}"
+P_VALUE = "{:.3f}"
+
+
+def minutes(seconds: float) -> str:
+    """A wall time as the prose reads it: "4 min 05 s", or "38 s" under a minute."""
+    whole, secs = divmod(round(seconds), 60)
+    return f"{whole} min {secs:02d} s" if whole else f"{secs} s"
+
+
+def _or_all(cap: int | None) -> int | str:
+    return "all" if cap is None else cap
+
+
+def at_most(cap: int | str) -> str:
+    """A sampling cap as the prose reads it: "at most 100", or "all" where nothing is sampled."""
+    return cap if isinstance(cap, str) else f"at most {cap:,}"
+
+
+def yes_no(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def pretrain_batch(config: Any, key: str) -> Numbers:
+    """A pretraining configuration's batch layout and warm-up (``medibio.pretrain.configs``): sequences per
+    device, processes, accumulation steps, their product, and the warm-up's share of the steps."""
+    return {f"{key}_per_device": (config.per_device_batch, "{:,}"), f"{key}_processes": (config.paper_processes, "{}"),
+            f"{key}_accumulation": (config.paper_accumulation, "{}"), f"{key}_batch": (config.effective_batch, "{:,}"),
+            f"{key}_warmup": (config.warmup_steps, "{:,}"), f"{key}_steps": (config.max_steps, "{:,}"),
+            f"{key}_warmup_share": (100 * config.warmup_steps / config.max_steps, "{:.0f}")}
+
+
+def table4_gains(gains: pd.DataFrame, runs: int) -> Numbers:
+    """Table 4's v2 − v1 differences (``medibio.paper.table4.paper_gains``): points, the same in standard
+    deviations of each model, Welch's t and p; keys ``t4_<task>_*`` for NER, JRE and Coref."""
+    out: Numbers = {"t4_runs": (runs, "{}")}
+    for task, row in gains.iterrows():
+        key = f"t4_{str(task).lower()}"
+        out.update({f"{key}_diff": (float(row["v2 − v1"]), "{:+.1f}"),
+                    f"{key}_sd_v1": (float(row["in sd of SciDeBERTa"]), "{:.1f}"),
+                    f"{key}_sd_v2": (float(row["in sd of v2"]), "{:.1f}"),
+                    f"{key}_t": (float(row["Welch t"]), "{:.2f}"),
+                    f"{key}_p": (float(row["p"]), P_VALUE)})
+    return out
+
+
+def scierc_budget(cfg: Any, sizes: Mapping[str, int], layers: int, seeds: Sequence[int], model: str,
+                  gpu_cfg: Any, gpu_seeds: Sequence[int]) -> Numbers:
+    """What a SciERC configuration (``medibio.scierc.presets``) trains on and leaves out: seeds, documents
+    used of each split, layers that learn, negative sampling (:func:`at_most`), and
+    the ``gpu`` profile's budget for scale."""
+    def used(cap: int | None, split: str) -> int:
+        return sizes[split] if cap is None else min(cap, sizes[split])
+
+    trained = layers if cfg.train_layers is None else min(cfg.train_layers, layers)
+    return {"scierc_seeds_n": (len(seeds), "{}"), "scierc_seeds": (", ".join(map(str, seeds)), "{}"),
+            "scierc_model": (model, "{}"), "scierc_epochs": (cfg.epochs, "{}"),
+            "scierc_train_used": (used(cfg.max_train_docs, "train"), "{:,}"), "scierc_train_total": (sizes["train"], "{:,}"),
+            "scierc_dev_used": (used(cfg.max_dev_docs, "dev"), "{:,}"), "scierc_dev_total": (sizes["dev"], "{:,}"),
+            "scierc_test_used": (used(cfg.max_test_docs, "test"), "{:,}"), "scierc_test_total": (sizes["test"], "{:,}"),
+            "scierc_test_official": (used(cfg.max_test_docs, "test") == sizes["test"], yes_no),
+            "scierc_layers": (layers, "{}"), "scierc_layers_trained": (trained, "{}"),
+            "scierc_layers_kept": (layers - trained, "{}"),
+            "scierc_ner_negatives": (_or_all(cfg.ner_negatives), at_most),
+            "scierc_relation_negatives": (_or_all(cfg.relation_negatives), at_most),
+            "scierc_max_span_width": (cfg.max_span_width, "{}"),
+            "scierc_gpu_epochs": (gpu_cfg.epochs, "{}"), "scierc_gpu_seeds": (len(gpu_seeds), "{}")}
+
+
+def scierc_cost(summary: Mapping[str, Any], reach: Mapping[str, int]) -> Numbers:
+    """What the runs cost (``medibio.results.scierc.runs_summary``) and what no model with the profile's span
+    width can find (``unreachable``); without runs the costs read "–"."""
+    ran = summary["runs"] > 0
+    def when_ran(value: Any) -> Any:
+        return value if ran else None
+
+    return {"scierc_runs": (summary["runs"], "{}"),
+            "wall_total_s": (when_ran(round(summary["wall_total_s"], 1)), minutes),
+            "scierc_wall_per_run": (when_ran(summary["wall_per_run_s"]), minutes),
+            "scierc_device": (when_ran(summary["device"]), "{}"),
+            "scierc_docs_per_s": (when_ran(summary["train_docs_per_s"]), "{:.1f}"),
+            "scierc_docs_per_s_min": (when_ran(summary["train_docs_per_s_min"]), "{:.1f}"),
+            "scierc_docs_per_s_max": (when_ran(summary["train_docs_per_s_max"]), "{:.1f}"),
+            "scierc_train_docs": (when_ran(summary["train_docs"]), "{:,}"),
+            "unreachable_test_entities": (reach["too_wide"], "{:,}"),
+            "scierc_test_entities": (reach["entities"], "{:,}"),
+            "scierc_unreachable_share": (100 * reach["too_wide"] / max(1, reach["entities"]), "{:.1f}"),
+            "scierc_unreachable_relations": (reach["relations_touching"], "{:,}"),
+            "scierc_test_relations": (reach["relations"], "{:,}")}
+
+
+def ift_summary(ift: pd.DataFrame, baseline: str, chosen: str | None) -> Numbers:
+    """The intermediate task chosen on dev (``medibio.results.ift.best_intermediate``) against fine-tuning
+    directly, from the IFT table: both means, the gain with its paired 95% interval and p-value, how many of
+    the intermediate tasks tried give a significant gain, and the frozen encoder's score."""
+    row = ift.loc[chosen] if chosen in ift.index else None
+    tried = ift.drop(index=baseline)
+    significant = int((tried["significant"] == "yes").sum()) if "significant" in tried else None
+
+    def of(column: str) -> Any:
+        return None if row is None or column not in row or row[column] in ("", None) else row[column]
+
+    return {"ift_chosen": (chosen, "{}"), "ift_tried": (len(tried), "{}"), "ift_significant_n": (significant, "{}"),
+            "ift_chosen_mean": (of("mean"), SCORE), "ift_direct_mean": (float(ift.loc[baseline, "mean"]), SCORE),
+            "ift_chosen_gain": (of("gain over baseline"), POINTS), "ift_chosen_gain_ci": (of("95% CI of the gain"), "{}"),
+            "ift_chosen_p": (of("p"), P_VALUE), "ift_chosen_significant": (of("significant"), "{}"),
+            "ift_frozen": (ift.loc[baseline, "frozen encoder"] if "frozen encoder" in ift else None, SCORE)}
+
+
+def below_frozen(rows: Sequence[str], key: str) -> Numbers:
+    """The rows of a table under their frozen-encoder baseline, as a list ("none" when there are none)."""
+    return {f"{key}_n": (len(rows), "{}"), key: (", ".join(rows) or "none", "{}")}
