@@ -101,7 +101,9 @@ def paper_vs_ours_bars(frame: pd.DataFrame, title: str, paper: str = "paper", ou
     y = np.arange(len(frame))
     height = 0.38
     ax.barh(y - height / 2, frame[paper].astype(float), height, label=paper, color="#8da0cb")
-    err = frame[spread].astype(float).fillna(0).to_numpy() if spread and spread in frame else None
+    if spread is not None and spread not in frame:
+        raise KeyError(f"no spread column {spread!r} to draw error bars from; columns: {list(frame.columns)}")
+    err = frame[spread].astype(float).fillna(0).to_numpy() if spread is not None else None
     ax.barh(y + height / 2, frame[ours].astype(float), height, xerr=err, label=ours, color="#fc8d62",
             capsize=3)
     ax.set_yticks(y, [str(i) for i in frame.index])
