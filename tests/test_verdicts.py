@@ -150,6 +150,11 @@ def test_ift_claims_on_records_and_a_changed_record_changes_the_verdict(build: B
         build.write("ift-STS-B", seed, noise=40.0, score_dev=80.0)
     again = {r.id: r for r in V.rows(build.settings, "cpu", claims, resamples=500)}
     assert again["ift-biosses"].verdict == V.CONTRADICTED and again["ift-biosses"].ours.high < 0
+    glance = V.overview(list(again.values()))
+    row = glance.loc["ift-biosses"]
+    assert row["our verdict"] == V.CONTRADICTED and row["paper verdict"] == again["ift-biosses"].paper.verdict
+    assert row["ours A − B [95%]"] == f"{again['ift-biosses'].ours.diff:+.2f} [{again['ift-biosses'].ours.low:+.2f}, " \
+        f"{again['ift-biosses'].ours.high:+.2f}]"
 
 
 def test_not_testable_without_runs_or_data(build: Build, tmp_path: Path) -> None:

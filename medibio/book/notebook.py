@@ -18,6 +18,7 @@ import html
 import io
 import json
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -243,6 +244,9 @@ def downloads(files: Mapping[str, Path], page_dir: Path) -> str:
 def quiet_libraries() -> None:
     """transformers and datasets without progress bars and advisory warnings in the cells (what
     :data:`QUIET_ENV` does for the book's kernels, through the libraries' own switches)."""
+    # tqdm.auto (imported by the hub client) warns once per kernel that ipywidgets is absent; the book's bars go
+    # to the launcher's terminal, never to widgets, so the warning would only clutter the first cell of a page.
+    warnings.filterwarnings("ignore", message="IProgress not found")
     import datasets
     from transformers.utils import logging as hf_logging
 

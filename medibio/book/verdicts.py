@@ -529,6 +529,17 @@ def frame(found: Sequence[Row], links: bool = False) -> pd.DataFrame:
     return pd.DataFrame(records, index=pd.Index([r.id for r in found], name="id"))
 
 
+def overview(found: Sequence[Row], links: bool = False) -> pd.DataFrame:
+    """The two verdicts of each claim and our difference with its interval, narrow enough to read at a
+    glance; :func:`frame` has every column behind them."""
+    full = frame(found, links=links)
+    interval = full[f"{CONFIDENCE:.0%} interval"]
+    ours = [f"{d} {i}".strip() for d, i in zip(full["ours A − B"], interval, strict=True)]
+    return pd.DataFrame({"claim": full["claim"], "paper verdict": full["paper verdict"],
+                         "our verdict": full["verdict"], f"ours A − B [{CONFIDENCE:.0%}]": ours,
+                         "evidence": full["evidence"]}, index=full.index)
+
+
 def counts(found: Sequence[Row]) -> dict[str, int]:
     """How many claims got each verdict (ours and the paper's), every value of both vocabularies present."""
     ours = {v: sum(r.verdict == v for r in found) for v in VERDICTS}
