@@ -69,32 +69,21 @@ def classify(gold: Iterable[tuple[int, int, str]], predicted: Iterable[tuple[int
     sides; :func:`counts` counts such a pair once."""
     gold_set = sorted({(int(s), int(e), str(t)) for s, e, t in gold})
     pred_set = sorted({(int(s), int(e), str(t)) for s, e, t in predicted})
-    exact = set(gold_set)
-    bounds = {(s, e) for s, e, _ in gold_set}
-    out: list[Span] = []
-    for s, e, t in pred_set:
-        if (s, e, t) in exact:
-            kind = "correct"
-        elif (s, e) in bounds:
-            kind = "wrong type"
-        elif any(_overlaps((s, e), (gs, ge)) for gs, ge, _ in gold_set):
-            kind = "wrong boundary"
-        else:
-            kind = "spurious"
-        out.append(Span(s, e, t, "predicted", kind))
-    pred_exact = set(pred_set)
-    pred_bounds = {(s, e) for s, e, _ in pred_set}
-    for s, e, t in gold_set:
-        if (s, e, t) in pred_exact:
-            kind = "correct"
-        elif (s, e) in pred_bounds:
-            kind = "wrong type"
-        elif any(_overlaps((s, e), (ps, pe)) for ps, pe, _ in pred_set):
-            kind = "wrong boundary"
-        else:
-            kind = "missed"
-        out.append(Span(s, e, t, "gold", kind))
-    return out
+    return ([Span(*span, "predicted", _kind(span, gold_set, "spurious")) for span in pred_set]
+            + [Span(*span, "gold", _kind(span, pred_set, "missed")) for span in gold_set])
+
+
+def _kind(span: tuple[int, int, str], others: Sequence[tuple[int, int, str]], alone: str) -> str:
+    """How ``span`` meets the spans of the other side: the same span, the same boundaries with another type,
+    an overlap, or none (``alone``: spurious for a prediction, missed for a gold span)."""
+    start, end, _ = span
+    if span in others:
+        return "correct"
+    if any((s, e) == (start, end) for s, e, _ in others):
+        return "wrong type"
+    if any(_overlaps((start, end), (s, e)) for s, e, _ in others):
+        return "wrong boundary"
+    return alone
 
 
 def counts(spans: Iterable[Span]) -> Counter[str]:
