@@ -11,8 +11,6 @@ from medibio.cli import values as check
 from medibio.core import profiles
 
 PROFILE = check.lookup(profiles.get)
-_COLUMNS = ("claim", "A − B", "claimed", "paper A − B", "paper verdict", "ours A − B", "95% interval", "p",
-            "verdict", "evidence")
 
 
 def claims(
@@ -38,16 +36,17 @@ def claims(
     from rich.markup import escape
     from rich.table import Table
 
-    frame = verdicts.frame(found)
+    glance = verdicts.overview(found)
     table = Table(title=f"The paper's claims, judged on the {profile!r} runs under {settings.results_root}")
-    table.add_column("id")
-    for col in _COLUMNS:
-        table.add_column(escape(col))
-    for cid, row in frame.iterrows():
-        table.add_row(escape(str(cid)), *(escape(str(row[c])) for c in _COLUMNS))
+    for col in ("id", *glance.columns):
+        table.add_column(escape(str(col)))
+    for cid, row in glance.iterrows():
+        table.add_row(escape(str(cid)), *(escape(str(v)) for v in row))
     console().print(table)
-    for cid, row in frame.iterrows():
-        console().print(f"{escape(str(cid))}: {escape(row['our runs'])}", highlight=False)
+    for row in found:
+        runs = row.ours.runs or f"would be tested by: {row.ours.needs}"
+        console().print(f"{escape(row.id)}: paper: {escape(row.paper.test or row.paper.verdict)}; ours: {escape(runs)}",
+                        highlight=False)
     console().print(escape(verdicts.RULE), highlight=False)
 
 
