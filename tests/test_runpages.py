@@ -279,3 +279,13 @@ def test_a_capped_test_set_lists_the_examples_its_predictions_cover(hand_runs, t
     record = hand_runs.write("base", 1, answers=["yes", "yes", "no"], ids=["q0", "q1", "q3"])
     found = runpages.blurb_examples([record], hand_runs.results, hand_runs.data)
     assert [(row["id"], row["ok"]["1"]) for row in found.rows] == [("q0", True), ("q1", False), ("q3", True)]
+
+
+def test_a_profiles_pretraining_run_gets_its_page(tmp_path: Path) -> None:
+    """Pretraining records are filed under the profile's pretraining configuration (``mini`` for ``cpu``)."""
+    run = records.RunRecord(dataset="biomed-abstracts", model=MODEL, profile="mini", seed=1, kind="pretrain",
+                            variant="scratch", config_digest="abcdef012345")
+    records.write_record(run, tmp_path)
+    found = runpages.configurations(tmp_path, "cpu")
+    assert [c.first.kind for c in found] == ["pretrain"] and found[0].url.startswith("runs/pretrain/mini/")
+    assert runpages.configurations(tmp_path, "gpu") == []

@@ -37,6 +37,7 @@ import pandas as pd
 from medibio.baselines import constant
 from medibio.book import spans
 from medibio.book.notebook import label_text
+from medibio.core import profiles
 from medibio.core.atomic import atomic_open, write_text
 from medibio.core.errors import MedibioError
 from medibio.core.hashing import file_sha256
@@ -106,11 +107,14 @@ class Configuration:
 
 
 def configurations(results_root: str | Path, profile: str) -> list[Configuration]:
-    """Every configuration with a record of this schema under ``results_root`` for ``profile``, any kind."""
+    """Every configuration with a record of this schema under ``results_root`` for ``profile``, any kind
+    (pretraining runs are filed under the profile's pretraining configuration, e.g. ``mini`` for ``cpu``)."""
+    names = {profile, profiles.get(profile).pretrain_config} if profile in profiles.names() else {profile}
     out: dict[Path, list[RunRecord]] = {}
     for kind in KINDS:
-        for record in load_records(results_root, profile=profile, kind=kind, legacy=False):
-            out.setdefault(record.path(results_root).parent, []).append(record)
+        for name in sorted(names if kind == "pretrain" else {profile}):
+            for record in load_records(results_root, profile=name, kind=kind, legacy=False):
+                out.setdefault(record.path(results_root).parent, []).append(record)
     return [Configuration(sorted(recs, key=lambda r: r.seed)) for _, recs in sorted(out.items())]
 
 
