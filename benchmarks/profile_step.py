@@ -7,6 +7,8 @@ Each step runs under four labels, in the engine's order: ``collate`` (the DataLo
     matmul       aten::mm, addmm, linear, matmul (dense layers, forward and backward)
     attention    aten::bmm, baddbmm, softmax and its backward, scaled-dot-product attention (the S x S part)
     cast         aten::_to_copy, copy_, to (autocast's bf16 copies of weights and activations)
+    random       aten::bernoulli_ and the other random draws: dropout's masks (one number per element of
+                 every dropped activation, attention probabilities included)
     elementwise  every other operator under forward or backward (GELU, layer norm, dropout, add, embedding...)
     optimizer    every operator under the optimizer label
     collation    the collate label (its operators and its Python)
@@ -18,6 +20,7 @@ python share a little. SciERC's span heads are matmuls and element-wise operator
 
     python -m benchmarks.profile_step                         # BC5-chem, GAD, SciERC on the cpu profile
     python -m benchmarks.profile_step --workloads GAD --steps 16 --json
+    python -m benchmarks.profile_step --workloads GAD --top 12     # and the operators that cost the most
 """
 
 from __future__ import annotations
@@ -31,11 +34,13 @@ from typing import Any
 from medibio.core.settings import Settings
 
 LABELS = ("collate", "forward", "backward", "optimizer")
-CLASSES = ("matmul", "attention", "cast", "elementwise", "optimizer", "collation", "python")
+CLASSES = ("matmul", "attention", "cast", "random", "elementwise", "optimizer", "collation", "python")
 MATMUL = {"aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "aten::addmv", "aten::mv", "aten::dot"}
 ATTENTION = {"aten::bmm", "aten::baddbmm", "aten::softmax", "aten::_softmax", "aten::_softmax_backward_data",
              "aten::_safe_softmax"}
 CAST = {"aten::_to_copy", "aten::copy_", "aten::to", "aten::type_as"}
+RANDOM = {"aten::bernoulli_", "aten::bernoulli", "aten::uniform_", "aten::random_", "aten::normal_",
+          "aten::native_dropout"}
 DEFAULT_WORKLOADS = ("BC5-chem", "GAD", "SciERC")
 
 
@@ -51,6 +56,8 @@ def classify(name: str, label: str) -> str:
         return "attention"
     if name in CAST:
         return "cast"
+    if name in RANDOM:
+        return "random"
     return "elementwise"
 
 
@@ -77,8 +84,9 @@ def _label_of(event: Any) -> str | None:
 
 
 def profile(step: Callable[[Any], Any], batches: Callable[[], Iterator[Any]], optimizer_step: Callable[[], None],
-            steps: int, warmup: int = 2) -> dict[str, Any]:
-    """Profile ``steps`` steps after ``warmup`` unprofiled ones: ``step(batch)`` returns the loss."""
+            steps: int, warmup: int = 2, top: int = 0) -> dict[str, Any]:
+    """Profile ``steps`` steps after ``warmup`` unprofiled ones: ``step(batch)`` returns the loss; ``top``: also
+    the operators with the most self time (ms per step and share of the step)."""
     import torch
     from torch.profiler import ProfilerActivity, record_function
 
@@ -105,7 +113,10 @@ def profile(step: Callable[[Any], Any], batches: Callable[[], Iterator[Any]], op
             "accounted_share": round(accounted / 1e6 / wall, 3),
             "share": {k: round(v / accounted, 4) if accounted else 0.0 for k, v in totals.items()},
             "ms_per_step_by_class": {k: round(v / 1000 / steps, 2) for k, v in totals.items()},
-            "torch_threads": torch.get_num_threads()}
+            "torch_threads": torch.get_num_threads(),
+            "top_operators": [{"operator": e.key, "ms_per_step": round(e.self_cpu_time_total / 1000 / steps, 2),
+                               "share": round(e.self_cpu_time_total / 1e6 / wall, 4), "calls_per_step": e.count / steps}
+                              for e in sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:top]]}
 
 
 def _endless(loader: Any) -> Iterator[Any]:
@@ -178,14 +189,14 @@ def scierc_workload(profile_name: str, docs: int, settings: Settings) -> tuple[A
 
 
 def run(workloads: tuple[str, ...], profile_name: str, steps: int, examples: int,
-        settings: Settings) -> list[dict[str, Any]]:
+        settings: Settings, top: int = 0) -> list[dict[str, Any]]:
     rows = []
     for name in workloads:
         if name == "SciERC":
             step, batches, opt, info = scierc_workload(profile_name, examples, settings)
         else:
             step, batches, opt, info = blurb_workload(name, profile_name, examples, settings)
-        rows.append({"workload": name, "profile": profile_name, **info, **profile(step, batches, opt, steps)})
+        rows.append({"workload": name, "profile": profile_name, **info, **profile(step, batches, opt, steps, top=top)})
     return rows
 
 
@@ -195,6 +206,11 @@ def table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         lines.append(f"{r['workload']:<10} {r['ms_per_step']:8.1f} "
                      + " ".join(f"{100 * r['share'][c]:10.1f}%" for c in CLASSES))
+    for r in rows:
+        if r["top_operators"]:
+            lines.append(f"\n{r['workload']}: operators with the most self time (ms per step, share of the step)")
+            lines += [f"  {o['operator']:<36} {o['ms_per_step']:8.1f} {100 * o['share']:6.1f}%  "
+                      f"({o['calls_per_step']:g} calls)" for o in r["top_operators"]]
     return "\n".join(lines)
 
 
@@ -206,10 +222,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", default="cpu", help="whose batch sizes, lengths and precision")
     parser.add_argument("--steps", type=int, default=8, help="profiled steps (after 2 warm-up steps)")
     parser.add_argument("--examples", type=int, default=256, help="training examples (SciERC: documents) sampled")
+    parser.add_argument("--top", type=int, default=0, help="also list the N operators with the most self time")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
     settings = Settings.from_env()  # this command is a boundary
-    rows = run(tuple(w for w in args.workloads.split(",") if w), args.profile, args.steps, args.examples, settings)
+    rows = run(tuple(w for w in args.workloads.split(",") if w), args.profile, args.steps, args.examples, settings,
+               top=args.top)
     print(json.dumps(rows, indent=2) if args.json else table(rows))
 
 
