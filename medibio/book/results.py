@@ -1,7 +1,7 @@
 """Fine-tuning results as every chapter shows them: a score never comes alone.
 
-Issue 11 asks that each number on a page carry its uncertainty over test examples, where it comes from and
-what the encoder scores without training; issue 14 that recorded GPU results stand beside a re-execution.
+A reader judges a number by its uncertainty over test examples, where it comes from and what the encoder
+scores without training, and a re-execution by the recorded results beside it.
 The chapters with fine-tuning results (Tables 5–6, 1–2 and 7) build their tables with these functions, so
 they cannot drift apart:
 
