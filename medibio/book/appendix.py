@@ -25,6 +25,7 @@ from medibio.core.settings import RESULTS_ENV, Settings
 from medibio.results import drift
 from medibio.results.listing import list_records
 from medibio.results.recorded import REFERENCE_ROOT
+from medibio.runs.records import KINDS
 
 CHECKSUM_COLUMNS = ("path", "bytes", "sha256_16", "lines")
 
@@ -172,7 +173,7 @@ def recorded_drift(results_root: Path, profile: str, settings: Settings,
     the table means for this build. Runs of this build that were never recorded are not rows (they have no
     counterpart); recorded runs this build did not make are (``only recorded``)."""
     root = settings.recorded or recorded_root
-    names = {profile, profiles.get(profile).pretrain_config}
+    names = {profiles.filed_under(profile, kind) for kind in KINDS}
     frame = drift.drift(results_root, root)
     frame = frame[frame["profile"].isin(names) & (frame["status"] != "only here")].copy()
     frame["same configuration"] = (frame["digest"] == frame["recorded digest"]).where(frame["status"] == "both")

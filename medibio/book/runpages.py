@@ -109,12 +109,11 @@ class Configuration:
 def configurations(results_root: str | Path, profile: str) -> list[Configuration]:
     """Every configuration with a record of this schema under ``results_root`` for ``profile``, any kind
     (pretraining runs are filed under the profile's pretraining configuration, e.g. ``mini`` for ``cpu``)."""
-    names = {profile, profiles.get(profile).pretrain_config} if profile in profiles.names() else {profile}
     out: dict[Path, list[RunRecord]] = {}
     for kind in KINDS:
-        for name in sorted(names if kind == "pretrain" else {profile}):
-            for record in load_records(results_root, profile=name, kind=kind, legacy=False):
-                out.setdefault(record.path(results_root).parent, []).append(record)
+        for record in load_records(results_root, profile=profiles.filed_under(profile, kind), kind=kind,
+                                   legacy=False):
+            out.setdefault(record.path(results_root).parent, []).append(record)
     return [Configuration(sorted(recs, key=lambda r: r.seed)) for _, recs in sorted(out.items())]
 
 

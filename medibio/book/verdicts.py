@@ -42,7 +42,7 @@ from medibio.models.zoo import model_tag
 from medibio.paper import audit, sources
 from medibio.paper import claims as printed_claims
 from medibio.results.aggregate import newest_configurations
-from medibio.results.significance import compare_records, runs_of
+from medibio.results.significance import compare_records, monte_carlo_p, runs_of
 from medibio.runs.records import RunRecord, load_records
 from medibio.tasks import registry
 from medibio.tasks.bootstrap import CONFIDENCE, DEFAULT_RESAMPLES, bootstrap_distribution, percentile_interval
@@ -380,8 +380,7 @@ def average_difference(a: Sequence[Any], b: Sequence[Any], resamples: int = DEFA
     diffs = np.mean(dists, axis=0)
     diff = float(np.mean(observed))
     low, high = percentile_interval(diffs, confidence)
-    hits = int(np.count_nonzero(np.abs(diffs - diff) >= abs(diff) - 1e-9))
-    return diff, low, high, (1 + hits) / (1 + resamples)
+    return diff, low, high, monte_carlo_p(diffs - diff, diff)
 
 
 def _table5_evidence(claim: Claim, settings: Settings, profile: str, resamples: int) -> Evidence:
@@ -428,10 +427,9 @@ def field_margin(masks: dict[int, int], fields: Sequence[str], field: str, claim
     draws = rng.multinomial(total, weights / total, size=resamples).astype(float)
     dist = margins(draws)
     low, high = percentile_interval(dist, confidence)
-    hits = int(np.count_nonzero(np.abs(dist - observed) >= abs(observed) - 1e-9))
     c_obs = (weights * bits[:, i]) @ bits
     rival = fields[max(outside, key=lambda j: c_obs[j])]
-    return observed, low, high, (1 + hits) / (1 + resamples), rival
+    return observed, low, high, monte_carlo_p(dist - observed, observed), rival
 
 
 def _fields_evidence(claim: Claim, settings: Settings, resamples: int) -> Evidence:

@@ -216,6 +216,12 @@ def names() -> list[str]:
     return list(PROFILES)
 
 
+def filed_under(profile: str, kind: str) -> str:
+    """The profile name a kind's run records are filed under: a pretraining run under the profile's pretraining
+    configuration (``mini`` for ``cpu``), which profiles may share; every other kind under the profile."""
+    return get(profile).pretrain_config if kind == "pretrain" else profile
+
+
 def get(profile: str | Profile) -> Profile:
     """A profile by name (a :class:`Profile` passes through); unknown names list the known ones. A session's
     ``--limit`` is applied by :meth:`medibio.core.settings.Settings.profile`."""

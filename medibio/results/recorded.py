@@ -45,9 +45,8 @@ def recordable(results_root: str | Path, profile: str, dataset: str | None = Non
     per run (pretraining records are filed under the profile's pretraining configuration, e.g. ``mini``)."""
     found: list[RunRecord] = []
     for kind in KINDS:
-        name = profiles.get(profile).pretrain_config if kind == "pretrain" else profile
-        found += newest_configurations(load_records(results_root, profile=name, dataset=dataset, kind=kind,
-                                                    legacy=False))[0]
+        found += newest_configurations(load_records(results_root, profile=profiles.filed_under(profile, kind),
+                                                    dataset=dataset, kind=kind, legacy=False))[0]
     return found
 
 

@@ -217,7 +217,7 @@ def _as_list(stats: UnitStats | Sequence[UnitStats] | Runs) -> list[UnitStats]:
     return [stats] if isinstance(stats, UnitStats) else list(stats)
 
 
-def _p_value(null: np.ndarray, observed: float) -> float:
+def monte_carlo_p(null: np.ndarray, observed: float) -> float:
     """(1 + #{|null| >= |observed|}) / (1 + len(null)): a Monte-Carlo p-value that is never 0."""
     hits = int(np.count_nonzero(np.abs(null) >= abs(observed) - _TIE))
     return (1 + hits) / (1 + len(null))
@@ -225,7 +225,7 @@ def _p_value(null: np.ndarray, observed: float) -> float:
 
 def _bootstrap_p(diffs: np.ndarray, observed: float, counts: np.ndarray, m: int, metric: str,
                  resamples: int, seed: int) -> float:
-    return _p_value(diffs - observed, observed)
+    return monte_carlo_p(diffs - observed, observed)
 
 
 def _randomization_p(diffs: np.ndarray, observed: float, counts: np.ndarray, m: int, metric: str,
@@ -239,7 +239,7 @@ def _randomization_p(diffs: np.ndarray, observed: float, counts: np.ndarray, m: 
         sums = counts[units, perm].sum(axis=1)  # (size, n_runs, k): slot j of each unit gets run perm[j]
         scores = score_from_sums(metric, sums)
         null.append(scores[:, :m].mean(axis=1) - scores[:, m:].mean(axis=1))
-    return _p_value(np.concatenate(null), observed)
+    return monte_carlo_p(np.concatenate(null), observed)
 
 
 @dataclass(frozen=True)
