@@ -98,6 +98,7 @@ def prepare(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     from medibio.core import precision as accel
     from medibio.models import heads as modeling
     from medibio.models import zoo
+    from medibio.models.dropout import use_cheap_dropout
     from medibio.tasks import registry
     from medibio.tasks.loaders import load_blurb
     from medibio.training import config as presets
@@ -118,6 +119,7 @@ def prepare(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     data = load_blurb(spec.name, settings.data_root, splits=["train", "dev"])
     tokenizer = modeling.load_tokenizer(model_name, spec.problem)
     model = modeling.build_model(spec, model_name, cfg.dropout, seed=seed).to(device)
+    use_cheap_dropout(model, device)  # as fit() does
     optimizer, _ = trainer.build_optimizer(model, cfg)
     collate = features.Collator(tokenizer, spec.problem, cfg.max_length if pad_to_max_length else None)
     use_amp = accel.precision_for(requested=cfg.mixed_precision) == "bf16"

@@ -154,6 +154,7 @@ def scierc_workload(profile_name: str, docs: int, settings: Settings) -> tuple[A
     from medibio.core.precision import precision_for
     from medibio.models import heads as modeling
     from medibio.models import zoo
+    from medibio.models.dropout import use_cheap_dropout
     from medibio.scierc import presets, runner
     from medibio.scierc.task import SciercTask
     from medibio.tasks import scierc as data
@@ -169,6 +170,7 @@ def scierc_workload(profile_name: str, docs: int, settings: Settings) -> tuple[A
     task = SciercTask({"train": data.load_split("train", settings.data_root)[:docs]}, tokenizer, cfg,
                       ("ner", "relation", "coref"))
     net = runner._build(plan.job, source, task.heads, typed=False)
+    use_cheap_dropout(net, "cpu")  # as fit() does
     net.train()
     fcfg = cfg.finetune_config()
     optimizer = make_optimizer(runner._groups(net, cfg), lr=fcfg.learning_rate, opts=stability_options(fcfg))

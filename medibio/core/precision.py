@@ -18,6 +18,11 @@ CPU with AVX512-BF16/AMX  ``bf16``                     ``no``              ``no`
 other CPU                 ``no``                       ``no``              ``no`` / ``no``
 ========================  ===========================  ==================  =================================
 
+Evaluation under bf16 on the CPU (:func:`evaluation_model`, the frozen baselines' encoder) runs a bf16 copy of
+the weights without autocast: autocast's casts around every layer norm and GELU were 40% of a MiniLM
+evaluation batch there (505 against 296 ms for 64 sequences of 64 tokens on one thread). Training keeps
+autocast over fp32 weights (the optimiser needs fp32 weights), and GPUs keep autocast for both.
+
 ``gpu`` (pretraining's default) keeps a CPU run in fp32, so that a killed CPU pretraining run resumes to
 the same bits; on a CPU with native bf16 ``auto`` roughly halves the cost of fine-tuning and inference.
 
@@ -113,6 +118,21 @@ def accelerator(requested: str = "no") -> Any:
             AcceleratorState._reset_state()
             GradientState._reset_state()
     return Accelerator(cpu=cpu, mixed_precision=mixed_precision)
+
+
+def evaluation_model(model: Any, accelerator: Any) -> Any:
+    """What evaluates ``model``, trained through ``accelerator``: on the CPU under bf16 a bf16 copy of its
+    weights in eval mode (module docstring), called without autocast; elsewhere the model itself."""
+    import copy
+
+    import torch
+
+    if accelerator.device.type != "cpu" or str(accelerator.mixed_precision) != "bf16":
+        return model
+    net = copy.deepcopy(accelerator.unwrap_model(model))
+    for wrapper in ("forward", "_original_forward"):  # accelerate's autocast around forward: not on the copy
+        vars(net).pop(wrapper, None)
+    return net.to(torch.bfloat16).eval()
 
 
 def is_main_process() -> bool:

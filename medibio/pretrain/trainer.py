@@ -33,6 +33,7 @@ from medibio.core.errors import MedibioError
 from medibio.core.precision import accelerator as make_accelerator
 from medibio.core.settings import Settings
 from medibio.models import zoo
+from medibio.models.dropout import use_cheap_dropout
 from medibio.pretrain import corpus as corpora
 from medibio.pretrain import mlm
 from medibio.pretrain.batching import BatchLayout, plan_batch
@@ -194,6 +195,7 @@ class PretrainKind:
         if cfg.seq_length > max_pos:
             raise ValueError(f"sequence length {cfg.seq_length} exceeds the model's {max_pos} positions")
         n_params = sum(p.numel() for p in model.parameters())
+        use_cheap_dropout(model, accelerator.device)
 
         optimizer = _optimizer(model, cfg)
         scheduler = get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, cfg.max_steps)

@@ -33,7 +33,7 @@ from medibio.runs.identity import RunKey
 
 # Part of every run's digest: bump it when a code change alters what a given configuration computes, so that
 # records made by the old code are never taken for the new code's results.
-PROTOCOL = 2
+PROTOCOL = 3
 # errors of a results root that can be read but not written: its records are reused without a lock
 _CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
 # Training and dev caps draw the same seeded subset for every seed and model (comparable runs).

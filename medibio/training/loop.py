@@ -20,8 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from medibio.core import progress
+from medibio.core import precision, progress
 from medibio.core.errors import MedibioError
+from medibio.models.dropout import use_cheap_dropout
 from medibio.tasks.metrics import score
 from medibio.tasks.spec import Problem, TaskSpec
 from medibio.training import features, stability
@@ -188,6 +189,7 @@ class Evaluator:
 
         acc = self.accelerator
         model.eval()
+        net = precision.evaluation_model(model, acc)
         outputs: dict[int, Any] = {}
         finite = True
         bar = progress.bar(f"{self.spec.name} {self.split}", len(self.loader), unit="batch",
@@ -197,7 +199,7 @@ class Evaluator:
                 bar.update(1)
                 index = batch.pop("index")
                 batch.pop("labels", None)
-                logits = model(**batch).logits
+                logits = net(**batch).logits
                 finite = finite and bool(torch.isfinite(logits).all())
                 if self.problem is Problem.TOKEN:
                     out = acc.pad_across_processes(logits.argmax(-1), dim=1, pad_index=-1)
@@ -432,6 +434,7 @@ def fit(model: Any, task: TrainingTask, cfg: FinetuneConfig, accelerator: Any, s
     else:
         optimizer = stability.make_optimizer(parameter_groups, lr=cfg.learning_rate, opts=stability_options(cfg),
                                              eps=cfg.adam_epsilon)
+    use_cheap_dropout(model, accelerator.device)
     model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)
     epochs = cfg.effective_epochs
     total_steps = math.ceil(len(train_loader) / cfg.grad_accum) * epochs
