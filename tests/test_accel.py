@@ -141,3 +141,28 @@ def test_shutdown_leaves_a_process_group_and_is_a_no_op_without_one(tmp_path):
     assert dist.is_initialized()
     accel.shutdown()
     assert not dist.is_initialized()
+
+
+def test_cpu_bf16_evaluation_runs_a_bf16_copy_and_leaves_the_trained_model_alone() -> None:
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    if not accel.cpu_has_bf16():
+        pytest.skip("this CPU has no native bf16: evaluation stays in fp32 here")
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1,
+                                                     num_attention_heads=2, intermediate_size=64, num_labels=3))
+    acc = accel.accelerator("bf16")
+    prepared = acc.prepare(model)
+    inputs = {"input_ids": torch.randint(0, 64, (4, 9)), "attention_mask": torch.ones(4, 9, dtype=torch.long)}
+    prepared.eval()
+    with torch.no_grad():
+        autocast = prepared(**inputs).logits
+        net = accel.evaluation_model(prepared, acc)
+        copied = net(**inputs).logits
+    assert net is not prepared and not net.training
+    assert {p.dtype for p in net.parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in model.parameters()} == {torch.float32}  # training keeps its fp32 weights ...
+    assert "forward" in vars(acc.unwrap_model(prepared))  # ... and accelerate's autocast around forward
+    assert torch.allclose(copied.float(), autocast.float(), atol=0.05)
+    assert accel.evaluation_model(prepared, accel.accelerator("no")) is prepared  # fp32: the model itself

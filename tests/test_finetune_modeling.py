@@ -160,3 +160,21 @@ def test_cosine_head_starts_at_the_frozen_cosine_baseline_and_learns(data_root):
 def test_cosine_head_is_refused_outside_sentence_pair_regression(model_dirs):
     with pytest.raises(ValueError, match="sentence-pair regression"):
         modeling.build_model(registry.get("ChemProt"), str(model_dirs["bert"]), pooling="cosine")
+
+
+def test_a_copy_of_a_mean_pooled_model_pools_with_its_own_mask(model_dirs):
+    """The bf16 copy that evaluates (medibio.core.precision.evaluation_model) is a deep copy: its pooler
+    must get the mask of its own call, not the original's last one."""
+    import copy
+
+    spec = registry.get("ChemProt", "blurb")
+    model = modeling.build_model(spec, model_dirs["bert"], seed=0, pooling="mean").eval()
+    long_ids = torch.randint(5, 60, (2, 11))
+    with torch.no_grad():
+        model(input_ids=long_ids, attention_mask=torch.ones(2, 11, dtype=torch.long))  # a stale mask of 11
+        twin = copy.deepcopy(model)
+        ids = torch.randint(5, 60, (3, 7))
+        mask = torch.ones(3, 7, dtype=torch.long)
+        mask[0, 4:] = 0
+        assert torch.equal(twin(input_ids=ids, attention_mask=mask).logits,
+                           model(input_ids=ids, attention_mask=mask).logits)

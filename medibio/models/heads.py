@@ -144,17 +144,18 @@ def use_mean_pooling(model: Any) -> Any:
     if getattr(base, "pooler", None) is None:
         raise ValueError(f"pooling='mean' needs an encoder with a pooler module (BERT family); "
                          f"{type(model).__name__} has none")
-    pooler = masked_mean_pooler()
-    base.pooler = pooler
-
-    def remember_mask(_module: Any, args: tuple, kwargs: dict) -> None:
-        mask = kwargs.get("attention_mask")
-        if mask is None and len(args) > 1:
-            mask = args[1]
-        pooler.mask = mask
-
-    base.register_forward_pre_hook(remember_mask, with_kwargs=True)
+    base.pooler = masked_mean_pooler()
+    base.register_forward_pre_hook(_remember_mask, with_kwargs=True)
     return model
+
+
+def _remember_mask(encoder: Any, args: tuple, kwargs: dict) -> None:
+    """Hand the encoder's attention mask to its pooler. The hook reaches the pooler through the module it
+    is called on, so a copy of the model (the bf16 copy that evaluates) feeds its own pooler."""
+    mask = kwargs.get("attention_mask")
+    if mask is None and len(args) > 1:
+        mask = args[1]
+    encoder.pooler.mask = mask
 
 
 def split_pairs(input_ids: Any, attention_mask: Any, token_type_ids: Any, cls_id: int,
