@@ -145,6 +145,7 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     """
     import torch
 
+    from medibio.core import precision as accel
     from medibio.runs.protocol import device_name
 
     engine = prepare(task, model_name, examples, profile, pad_to_max_length, seed, max_length, fp32, settings)
@@ -175,9 +176,11 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     eval_batches = [to_device(b) for b in eval_loader]
     model.eval()
     t0, c0 = time.perf_counter(), time.process_time()
-    with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
+    copied = accel.evaluation_copy(model, device.type, "bf16" if use_amp else "no")  # as the engine evaluates
+    net = model if copied is None else copied
+    with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp and copied is None):
         for batch in eval_batches:
-            model(**{k: v for k, v in batch.items() if k != "labels"})
+            net(**{k: v for k, v in batch.items() if k != "labels"})
     if device.type == "cuda":
         torch.cuda.synchronize()
     eval_s, eval_cpu = time.perf_counter() - t0, time.process_time() - c0

@@ -120,19 +120,26 @@ def accelerator(requested: str = "no") -> Any:
     return Accelerator(cpu=cpu, mixed_precision=mixed_precision)
 
 
-def evaluation_model(model: Any, accelerator: Any) -> Any:
-    """What evaluates ``model``, trained through ``accelerator``: on the CPU under bf16 a bf16 copy of its
-    weights in eval mode (module docstring), called without autocast; elsewhere the model itself."""
+def evaluation_copy(model: Any, device_type: str, mixed_precision: str) -> Any | None:
+    """A bf16 copy of ``model``'s weights in eval mode, to call without autocast, where evaluation on
+    ``device_type`` under ``mixed_precision`` runs one (on the CPU under bf16: module docstring); else None."""
     import copy
 
     import torch
 
-    if accelerator.device.type != "cpu" or str(accelerator.mixed_precision) != "bf16":
-        return model
-    net = copy.deepcopy(accelerator.unwrap_model(model))
+    if device_type != "cpu" or mixed_precision != "bf16":
+        return None
+    net = copy.deepcopy(model)
     for wrapper in ("forward", "_original_forward"):  # accelerate's autocast around forward: not on the copy
         vars(net).pop(wrapper, None)
     return net.to(torch.bfloat16).eval()
+
+
+def evaluation_model(model: Any, accelerator: Any) -> Any:
+    """What evaluates ``model``, trained through ``accelerator``: :func:`evaluation_copy` of it, or the
+    model itself."""
+    net = evaluation_copy(accelerator.unwrap_model(model), accelerator.device.type, str(accelerator.mixed_precision))
+    return model if net is None else net
 
 
 def is_main_process() -> bool:
