@@ -301,3 +301,24 @@ def test_records_interval_covers_the_score(two_systems: tuple[Path, Path]):
     iv = S.records_interval(base, root, "BioASQ", resamples=400, data_root=data)
     assert iv.score == 65.0 and iv.low < 65.0 < iv.high and iv.n_units == 40 and iv.n_runs == 1
     assert S.records_interval([], root, "BioASQ", data_root=data) is None
+
+
+def test_paired_drift_tests_each_configuration_of_two_folders(hand_runs) -> None:
+    """A single-seed run has no seed spread: the drift check tests it on the same test units instead."""
+    from medibio.results import drift
+
+    recorded = hand_runs.results.parent / "recorded"
+    hand_runs.write("base", 1, range(0, 40, 3), root=recorded)  # 65% right
+    hand_runs.write("base", 1, range(0, 40, 4), digest="0ther0ther00")  # 75%: another configuration, here
+    hand_runs.write("ift-STS-B", 1, {0, 7}, root=recorded)  # only in the recording: no row
+    found = drift.paired(hand_runs.results, recorded, profile="cpu", data_root=hand_runs.data, resamples=400)
+    assert list(found.columns) == list(drift.PAIRED_COLUMNS) and len(found) == 1
+    row = found.iloc[0]
+    assert (row["variant"], row["dataset"], row["seeds"], row["recorded seeds"]) == ("base", "BioASQ", 1, 1)
+    assert row["difference"] == pytest.approx(10.0) and row["low"] <= 10.0 <= row["high"]
+    assert bool(row["interval holds 0"]) == (row["low"] <= 0 <= row["high"])
+    args = ["results", "drift", str(recorded), "--paired", "--results-root", str(hand_runs.results),
+            "--data-root", str(hand_runs.data)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "BioASQ" in result.output and "10.00" in result.output and "1 configurations" in result.output

@@ -225,15 +225,28 @@ def register(app: typer.Typer) -> None:
         recorded: Path = typer.Argument(..., help="The results folder to compare with (a recording, or a build "
                                         "of other code).", exists=True, file_okay=False),
         results_root: Path = typer.Option(None, "--results-root", help=_RESULTS_ROOT_HELP),
+        data_root: Path = typer.Option(None, "--data-root", help=_DATA_ROOT_HELP),
         profile: str = typer.Option(None, "--profile", help=_PROFILE_HELP, callback=PROFILE),
         as_json: bool = typer.Option(False, "--json", help="Print one object per run as JSON."),
+        paired_test: bool = typer.Option(False, "--paired", help="Instead, one row per configuration: the "
+                                         "paired bootstrap of (mean here - mean recorded) on the same test "
+                                         "units, its 95% interval and p (what judges a single-seed run)."),
     ) -> None:
         """Each run of this results folder against the same run in RECORDED: identical test predictions, or
         the score difference, the CPU threads each computed with and whether the difference lies inside the
         recorded seed spread. Runs are matched by kind, profile, model, variant, dataset and seed."""
-        from medibio.results.drift import drift, summary
+        from medibio.results.drift import drift, paired, summary
 
-        root = session.settings(results_root=results_root).results_root
+        settings = session.settings(results_root=results_root, data_root=data_root)
+        root = settings.results_root
+        if paired_test:
+            found = paired(root, recorded, profile=profile, data_root=settings.data_root)
+            if not session.echo_frame_or_nothing(found, as_json, f"no configuration with test predictions in both "
+                                                 f"{root} and {recorded}"):
+                typer.echo(found.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+                holds = int(found["interval holds 0"].sum())
+                typer.echo(f"\n{len(found)} configurations: the 95% interval of the difference holds 0 for {holds}")
+            return
         frame = drift(root, recorded, profile=profile)
         if session.echo_frame_or_nothing(frame, as_json, f"no run records under {root} or {recorded}"):
             return

@@ -18,10 +18,11 @@ CPU with AVX512-BF16/AMX  ``bf16``                     ``no``              ``no`
 other CPU                 ``no``                       ``no``              ``no`` / ``no``
 ========================  ===========================  ==================  =================================
 
-Evaluation under bf16 on the CPU (:func:`evaluation_model`, the frozen baselines' encoder) runs a bf16 copy of
-the weights without autocast: autocast's casts around every layer norm and GELU were 40% of a MiniLM
-evaluation batch there (505 against 296 ms for 64 sequences of 64 tokens on one thread). Training keeps
-autocast over fp32 weights (the optimiser needs fp32 weights), and GPUs keep autocast for both.
+A fine-tuned model's evaluation under bf16 on the CPU (:func:`evaluation_model`) runs a bf16 copy of the
+weights without autocast: autocast's casts around every layer norm and GELU were 40% of a MiniLM evaluation
+batch there (505 against 296 ms for 64 sequences of 64 tokens on one thread). Training keeps autocast over fp32
+weights (the optimiser needs them), GPUs keep autocast for both, and so do the frozen baselines, whose probes
+lost up to 3.8 points on bf16 weights (README, Benchmarks).
 
 ``gpu`` (pretraining's default) keeps a CPU run in fp32, so that a killed CPU pretraining run resumes to
 the same bits; on a CPU with native bf16 ``auto`` roughly halves the cost of fine-tuning and inference.

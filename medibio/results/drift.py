@@ -7,6 +7,9 @@ each pair: whether the test predictions are byte-identical (SHA-256 of the files
 their difference, the CPU threads each computed with (another count rounds differently on a CPU), and
 whether the difference lies inside the recorded seed spread (two standard deviations of the recorded runs
 of the same model, variant and dataset; none with a single recorded seed).
+
+A single seed has no spread to judge a difference by: :func:`paired` tests each configuration of both
+folders on the same test units instead (the paired bootstrap of :mod:`medibio.results.significance`).
 """
 
 from __future__ import annotations
@@ -18,9 +21,14 @@ from pathlib import Path
 import pandas as pd
 
 from medibio.core.hashing import file_sha256
+from medibio.results import significance
 from medibio.results.aggregate import seed_stats
 from medibio.runs.records import KINDS, RunRecord, load_records
+from medibio.tasks.bootstrap import DEFAULT_RESAMPLES
 
+PAIRED_KINDS = ("finetune", "frozen")  # BLURB test predictions, which the paired bootstrap reads
+PAIRED_COLUMNS = ("kind", "profile", "model", "variant", "dataset", "seeds", "recorded seeds", "score",
+                  "recorded score", "difference", "low", "high", "p", "interval holds 0")
 COLUMNS = ("kind", "profile", "model", "variant", "dataset", "seed", "status", "identical predictions",
            "score", "recorded score", "difference", "recorded std", "inside seed spread", "threads",
            "recorded threads", "digest", "recorded digest")
@@ -86,6 +94,31 @@ def drift(ours_root: str | Path, recorded_root: str | Path, kinds: Iterable[str]
             rows.append(row)
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     return frame.astype({"threads": "Int64", "recorded threads": "Int64"}) if len(frame) else frame
+
+
+def paired(ours_root: str | Path, recorded_root: str | Path, profile: str | None = None,
+           data_root: str | Path | None = None, resamples: int = DEFAULT_RESAMPLES) -> pd.DataFrame:
+    """One row per configuration (kind, profile, model, variant, dataset) with test predictions in both
+    folders: mean over this folder's seeds minus mean over the recorded seeds on the same test units, its
+    paired-bootstrap 95 % interval and p-value, and whether the interval holds 0."""
+    ours_root, recorded_root = Path(ours_root), Path(recorded_root)
+    rows = []
+    for kind in PAIRED_KINDS:
+        ours = _by_identity(load_records(ours_root, kind=kind, profile=profile))
+        theirs = _by_identity(load_records(recorded_root, kind=kind, profile=profile))
+        for group in sorted({k[:5] for k in ours} & {k[:5] for k in theirs}, key=str):
+            here = significance.runs_of([r for k, r in ours.items() if k[:5] == group], ours_root, "here",
+                                        group[4], data_root)
+            there = significance.runs_of([r for k, r in theirs.items() if k[:5] == group], recorded_root,
+                                         "recorded", group[4], data_root)
+            if here is None or there is None:
+                continue
+            c = significance.paired_test(here, there, resamples)
+            rows.append({**dict(zip(PAIRED_COLUMNS[:5], group, strict=True)), "seeds": len(c.seeds_a),
+                         "recorded seeds": len(c.seeds_b), "score": c.mean_a, "recorded score": c.mean_b,
+                         "difference": c.diff, "low": c.low, "high": c.high, "p": c.p_value,
+                         "interval holds 0": bool(c.low <= 0 <= c.high)})
+    return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))
 
 
 def summary(frame: pd.DataFrame) -> str:
