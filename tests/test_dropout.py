@@ -41,6 +41,7 @@ def test_dropout_reproducible_per_seed_and_identity_in_eval(dtype):
     assert torch.equal(cheap.dropout(x, 0.25, training=False), x)
     assert torch.equal(cheap.dropout(x, 0.0), x)
     assert torch.count_nonzero(cheap.dropout(x, 1.0)) == 0
+    assert torch.count_nonzero(cheap.dropout(x, 0.999999)) == 0  # rounds to every slice: zeros, not inf/NaN
     kept = a != 0
     assert torch.allclose(a[kept].float(), (x[kept].float() / (1 - round(0.25 * cheap.LEVELS) / cheap.LEVELS)),
                           rtol=1e-2)

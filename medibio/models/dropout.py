@@ -42,7 +42,7 @@ def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
     """``nn.functional.dropout`` with :func:`keep_mask`'s masks."""
     if not training or p == 0.0:
         return x
-    if p >= 1.0:
+    if round(p * LEVELS) >= LEVELS:  # every slice dropped (also p just under 1, where 1 / keep rate has no value)
         return torch.zeros_like(x)
     return x * keep_mask(x.shape, p, x.dtype, x.device)
 
@@ -51,8 +51,6 @@ class Dropout(nn.Dropout):
     """``nn.Dropout`` (same ``p``, same place in the module tree and state dict) with :func:`keep_mask`."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.inplace:
-            raise ValueError("medibio's Dropout is not in-place")
         return dropout(x, self.p, self.training)
 
 
