@@ -97,6 +97,53 @@ def test_a_document_with_pairs_keeps_its_loss() -> None:
     assert torch.isclose(out["loss"], own)
 
 
+def test_padding_to_a_multiple_moves_no_span_and_changes_no_prediction() -> None:
+    """Windows rounded up to a multiple of 16 sub-tokens (fewer shapes for oneDNN): the span positions follow
+    the new width, so the eval-mode span embeddings, and the predictions from them, stay the same."""
+    import torch
+
+    from medibio.scierc.model import collate, featurize
+
+    model, tokenizer, cfg = _model(("ner", "relation", "coref"), False)
+    model.eval()
+    feats = featurize(data.read_documents(TINY)[:2], tokenizer, cfg)
+    plain, rounded = collate(feats, tokenizer.pad_token_id), collate(feats, tokenizer.pad_token_id, 16)
+    assert rounded["input_ids"].shape[1] % 16 == 0 and rounded["input_ids"].shape[1] > plain["input_ids"].shape[1]
+    assert int(rounded["attention_mask"].sum()) == int(plain["attention_mask"].sum())
+    for a, b in zip(model.span_embeddings(plain), model.span_embeddings(rounded), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    assert model.predict(plain) == model.predict(rounded)
+
+
+def test_heads_compute_in_fp32_under_bf16_autocast() -> None:
+    """Under autocast the encoder's dense layers run in bf16 and the span heads in fp32 (``heads_in_fp32``),
+    and the caller's autocast is back on after the forward pass."""
+    import torch
+
+    from medibio.scierc.model import collate, featurize
+
+    model, tokenizer, cfg = _model(("ner", "relation", "coref"), False)
+    model.train()
+    batch = collate(featurize(data.read_documents(TINY)[:1], tokenizer, cfg), tokenizer.pad_token_id, 16)
+    seen: dict[str, torch.dtype] = {}
+    dense = next(m for m in model.encoder.modules() if isinstance(m, torch.nn.Linear))
+    dense.register_forward_hook(lambda m, i, o: seen.update(encoder=o.dtype))
+    model.ner.register_forward_hook(lambda m, i, o: seen.update(ner=o.dtype))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(batch)
+        assert torch.is_autocast_cpu_enabled()  # the heads' context restored the caller's autocast
+    assert seen == {"encoder": torch.bfloat16, "ner": torch.float32}
+    assert out["loss"].dtype == torch.float32 and not torch.is_autocast_cpu_enabled()
+
+
+def test_pad_to_multiple_of_must_be_positive() -> None:
+    from medibio.core.errors import MedibioError
+    from medibio.scierc import presets
+
+    with pytest.raises(MedibioError, match="pad_to_multiple_of must be >= 1"):
+        presets.preset("smoke", {"pad_to_multiple_of": 0})
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["joint", "pipeline"])
 def test_batch_size_one_trains_on_documents_without_pairs(mode, hand_root, settings) -> None:

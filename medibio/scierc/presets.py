@@ -83,12 +83,16 @@ class SciercConfig:
     max_dev_docs: int | None = None  # dev subset for model selection (noted in the record)
     max_test_docs: int | None = None  # only the smoke profile caps test: scores then are NOT official
     mixed_precision: str = "bf16"  # GPU autocast; CPU stays fp32 unless it computes bf16 natively
+    # Windows are padded to a multiple of this many sub-tokens (model.collate: fewer distinct shapes)
+    pad_to_multiple_of: int = 16
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise MedibioError(f"SciERC mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.max_span_width < 1 or self.max_length < 16:
             raise MedibioError("SciERC max_span_width must be >= 1 and max_length >= 16")
+        if self.pad_to_multiple_of < 1:
+            raise MedibioError(f"SciERC pad_to_multiple_of must be >= 1, not {self.pad_to_multiple_of}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -49,7 +49,7 @@ class SciercTask:
                                per_device_batch_size, drop_last=False)
         feats = self.features["train"]
         loader = DataLoader(range(len(feats)), batch_sampler=sampler,
-                            collate_fn=lambda idx: collate([feats[i] for i in idx], self.pad_id))
+                            collate_fn=lambda idx: collate([feats[i] for i in idx], self.pad_id, self.cfg.pad_to_multiple_of))
         self.accelerator = accelerator
         return loader, sampler
 
@@ -70,7 +70,7 @@ class SciercTask:
         with progress.bar(f"{self.name} {split}", len(feats), unit="doc", minor=True) as bar:
             for k in range(0, len(feats), size):
                 chunk = feats[k:k + size]
-                batch = collate(chunk, self.pad_id)
+                batch = collate(chunk, self.pad_id, self.cfg.pad_to_multiple_of)
                 batch["input_ids"] = batch["input_ids"].to(device)
                 batch["attention_mask"] = batch["attention_mask"].to(device)
                 ents = [given[f.doc.doc_key] for f in chunk] if given is not None else None
