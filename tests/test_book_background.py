@@ -30,16 +30,18 @@ def test_command_asks_for_the_book_plans_tasks_with_the_profile(tmp_path):
     """The command names the profile; the folders travel in the child's settings (its environment)."""
     cmd = background.command("cpu")
     assert cmd[:3] == [sys.executable, "-m", "medibio.book.background"]
-    assert cmd[cmd.index("--profile") + 1] == "cpu" and "--finetune" not in cmd
+    assert cmd[cmd.index("--profile") + 1] == "cpu" and "--chapters" not in cmd
     assert background.frozen_tasks("cpu") == ["all", "BIOSSES", "BioASQ"]
-    assert background.command("cpu", finetune=True)[-1] == "--finetune"
+    assert background.command("cpu", ["tables_5_6_pretraining_configurations", "tables_1_2_intermediate_finetuning"])[
+        -2:] == ["--chapters", "tables_5_6_pretraining_configurations,tables_1_2_intermediate_finetuning"]
     assert background.CHILD_ENV["OMP_NUM_THREADS"] == "1"
 
 
-def test_it_helps_the_fine_tuning_chapter_only_on_cpu_and_only_when_that_chapter_runs():
-    assert background.trains_from_the_end("cpu", _entries("scierc", "tables_5_6"))
-    assert not background.trains_from_the_end("cpu", _entries("scierc", "table_7"))
-    assert not background.trains_from_the_end("gpu", _entries("tables_5_6"))  # there the GPU trains, one run at a time
+def test_it_helps_the_fine_tuning_chapters_only_on_cpu_and_only_when_they_run():
+    assert background.trains_ahead("cpu", _entries("scierc", "tables_5_6")) == [background.FINETUNES[0]]
+    assert background.trains_ahead("cpu", _entries("tables_1_2", "tables_5_6")) == list(background.FINETUNES)
+    assert background.trains_ahead("cpu", _entries("scierc", "table_7")) == []
+    assert background.trains_ahead("gpu", _entries("tables_5_6")) == []  # there the GPU trains, one run at a time
 
 
 def test_the_process_computes_the_baselines_then_helps(monkeypatch, tmp_path):
@@ -49,14 +51,16 @@ def test_the_process_computes_the_baselines_then_helps(monkeypatch, tmp_path):
     calls: list[tuple] = []
     monkeypatch.setattr(frozen, "baselines", lambda profile, tasks, **kw: calls.append(
         ("frozen", profile, tasks, kw["settings"].results_root)))
-    monkeypatch.setattr(background, "train_from_the_end", lambda tasks, profile, settings: calls.append(
-        ("help", profile, tasks, settings.results_root)))
+    monkeypatch.setattr(background, "chapter_runs", lambda profile, chapters, settings: [profile, *chapters])
+    monkeypatch.setattr(background, "train_ahead", lambda plans, settings: calls.append(
+        ("help", plans, settings.results_root)))
     monkeypatch.setenv("MEDIBIO_RESULTS", str(tmp_path))
     background.main(["--profile", "cpu"])
     assert calls == [("frozen", "cpu", ["all", "BIOSSES", "BioASQ"], tmp_path)]
     calls.clear()
-    background.main(["--profile", "cpu", "--finetune"])
-    assert calls == [("frozen", "cpu", ["all", "BIOSSES", "BioASQ"], tmp_path), ("help", "cpu", ["all"], tmp_path)]
+    background.main(["--profile", "cpu", "--chapters", "tables_5_6_pretraining_configurations"])
+    assert calls == [("frozen", "cpu", ["all", "BIOSSES", "BioASQ"], tmp_path),
+                     ("help", ["cpu", "tables_5_6_pretraining_configurations"], tmp_path)]
 
 
 def _fake(monkeypatch, script: str) -> None:

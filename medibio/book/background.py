@@ -1,15 +1,17 @@
 """Work a book build starts beside its chapters on the cpu profile: the frozen-encoder baselines, then the
-fine-tuning chapter's runs from its last one backwards, in a one-thread process.
+fine-tuning runs of the Tables 5–6 and Tables 1–2 chapters, in a one-thread process.
 
 The baselines (:mod:`medibio.baselines.frozen`) depend on nothing a chapter computes, and several chapters
 show them. On the 2-core CPU a one-thread process beside the chapters pays when the chapters give it a core:
 the build puts the process's pid into the chapters' settings (``share_cores_with``), so a run a chapter
 starts while the process lives computes on one thread (:meth:`medibio.core.settings.Settings.run_threads`;
-three threads on two cores slowed SciERC from 0.27 to ~5 s a step). After the baselines the process helps
-the Tables 5–6 chapter: that chapter trains its runs from the first onwards, this process from the last
-backwards (:func:`train_from_the_end`), and it stops where they meet. Every run is a record under a lock, so each
-is trained once, by one of them; a chapter that needs a run the process is training waits for it and reuses
-it. Nothing depends on the background process succeeding; its log is kept beside the build report.
+three threads on two cores slowed SciERC from 0.27 to ~5 s a step). After the baselines the process works
+through the fine-tuning chapters' runs ahead of them (:func:`train_ahead`): Tables 5–6's costliest first, then
+Tables 1–2's from the last backwards, skipping each run that is recorded or that a chapter is training. A
+chapter puts off a run this process holds and comes back to it after its others
+(:func:`medibio.finetune.runner.run_plans`), and every run is a record under a lock, so each is trained
+once and neither process waits while the other has work left. Nothing depends on the background process
+succeeding; its log is kept beside the build report.
 """
 
 from __future__ import annotations
@@ -29,14 +31,18 @@ from medibio.book.chapters import TocEntry
 from medibio.core import launch, profiles, progress
 from medibio.core.precision import accelerator as make_accelerator
 from medibio.core.settings import Settings
+from medibio.book import parameters
 from medibio.finetune.runner import FinetuneKind, plan_runs
+from medibio.results import ift
 from medibio.runs import protocol
 from medibio.runs import records as rec
+from medibio.runs.protocol import Plan
 
 # Chapters that show frozen-encoder baselines of the profile's model on the book plan's tasks.
 USES_FROZEN = ("tables_5_6_pretraining_configurations", "tables_1_2_intermediate_finetuning",
                "table_7_blurb_comparison")
-FINETUNES = "tables_5_6_pretraining_configurations"  # the chapter whose runs the process may help with
+# the chapters whose fine-tuning runs the process may train ahead of them
+FINETUNES = ("tables_5_6_pretraining_configurations", "tables_1_2_intermediate_finetuning")
 # One intra-op thread, and threads that sleep rather than spin while they wait (GNU OpenMP spins by
 # default, which would take time from the chapter's own threads).
 CHILD_ENV = {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
@@ -48,35 +54,64 @@ def frozen_tasks(profile: str) -> list[str]:
     return list(dict.fromkeys([*prof.book.tasks, *prof.book.stilt_tasks]))
 
 
-def train_from_the_end(tasks: str | Sequence[str], profile: str, settings: Settings) -> list[rec.RunRecord]:
-    """Train the runs of a fine-tuning request from its *last* one backwards, and stop at the first one that
-    another process is training or has finished; returns the records of the runs it took."""
-    plans = plan_runs(tasks, profile=profile, settings=settings)
+def cost(plan: Plan) -> float:
+    """A rough relative cost of a fine-tuning run: training examples x epochs plus a third of the evaluated
+    ones (dev each epoch, test once), from the paper's split sizes under the preset's caps."""
+    cfg = plan.job.config
+    train, dev, test = plan.job.spec.paper_counts or (0, 0, 0)
+    train = min(train, cfg.max_train_examples or train)
+    dev = min(dev, cfg.max_dev_examples or dev)
+    return train * cfg.epochs + (dev * cfg.epochs + test) / 3
+
+
+def chapter_runs(profile: str, chapters: Sequence[str], settings: Settings) -> list[Plan]:
+    """The fine-tuning runs of ``chapters`` (slugs of :data:`FINETUNES`) at their default parameters, in the
+    order the background process takes them: Tables 5–6's costliest first (the long runs done early leave
+    short ones for the end, where the chapter and this process meet), then Tables 1–2's from the last one."""
+    params = parameters.resolve(profile, models=None, tasks=None, seeds=None, ift_tasks=None, stilt_tasks=None,
+                                stilt_seeds=None)
+    model = params.models[0]
+    plans: list[Plan] = []
+    if FINETUNES[0] in chapters:
+        plans += sorted(plan_runs(params.tasks, model, params.seeds, profile, settings=settings), key=cost,
+                        reverse=True)
+    if FINETUNES[1] in chapters:
+        table12 = [*ift.plan_ift("BIOSSES", params.ift_tasks, profile=profile, model=model, seeds=params.seeds,
+                                 settings=settings),
+                   *ift.plan_transfer_matrix(params.stilt_tasks, profile=profile, model=model,
+                                             seeds=params.stilt_seeds, settings=settings)]
+        plans += table12[::-1]
+    return plans
+
+
+def train_ahead(plans: Sequence[Plan], settings: Settings) -> list[rec.RunRecord]:
+    """Train ``plans`` in this order, skipping each run that is recorded or that another process is
+    training; returns the records of the runs this process trained."""
     accelerator = make_accelerator(plans[0].job.config.mixed_precision) if plans else None
     kind = FinetuneKind()
     written = []
-    for plan in reversed(plans):
+    for plan in plans:
         if rec.find_record(settings.results_root, plan.key) is not None:
-            break
+            continue
         try:
             written.append(protocol.run(kind, plan, settings, accelerator, wait=False)[0])
         except rec.RunLockedError:
-            break
+            continue
     return written
 
 
-def work(profile: str, settings: Settings, finetune: bool = False) -> None:
-    """What the background process does: the baselines, then (``finetune``) help the Tables 5–6 chapter."""
+def work(profile: str, settings: Settings, chapters: Sequence[str] = ()) -> None:
+    """What the background process does: the baselines, then the fine-tuning runs of ``chapters``."""
     prof = profiles.get(profile)
     frozen.baselines(prof.name, frozen_tasks(prof.name), settings=settings)
-    if finetune:
-        train_from_the_end(list(prof.book.tasks), prof.name, settings)
+    if chapters:
+        train_ahead(chapter_runs(prof.name, chapters, settings), settings)
 
 
-def command(profile: str, finetune: bool = False) -> list[str]:
+def command(profile: str, chapters: Sequence[str] = ()) -> list[str]:
     """``python -m medibio.book.background``: :func:`work` in a process of its own."""
     cmd = [sys.executable, "-m", "medibio.book.background", "--profile", profiles.get(profile).name]
-    return [*cmd, "--finetune"] if finetune else cmd
+    return [*cmd, "--chapters", ",".join(chapters)] if chapters else cmd
 
 
 def wanted(profile: str, chosen: Sequence[TocEntry], execute: bool) -> bool:
@@ -86,15 +121,18 @@ def wanted(profile: str, chosen: Sequence[TocEntry], execute: bool) -> bool:
             and any(c.slug in USES_FROZEN for c in chosen))
 
 
-def trains_from_the_end(profile: str, chosen: Sequence[TocEntry]) -> bool:
-    """Whether the background process should also train fine-tuning runs: when the build executes the
-    chapter that asks for them, on a profile whose book plan says so (cpu)."""
-    return profiles.get(profile).book.background_finetune and any(c.slug == FINETUNES for c in chosen)
+def trains_ahead(profile: str, chosen: Sequence[TocEntry]) -> list[str]:
+    """The chapters among ``chosen`` whose fine-tuning runs the background process should train ahead of
+    them: those of :data:`FINETUNES` the build executes, on a profile whose book plan says so (cpu)."""
+    if not profiles.get(profile).book.background_finetune:
+        return []
+    slugs = {c.slug for c in chosen}
+    return [slug for slug in FINETUNES if slug in slugs]
 
 
 @contextlib.contextmanager
 def beside_chapters(profile: str, settings: Settings, log: Path, say: Callable[[str], None] = print,
-                    finetune: bool = False) -> Iterator[Settings]:
+                    chapters: Sequence[str] = ()) -> Iterator[Settings]:
     """Run :func:`command` in a background process for the ``with`` block and give the block the settings
     its chapters run with (sharing the cores with that process); at its end wait for the process (or stop
     it, if the block ends with an error) and say how it went."""
@@ -102,8 +140,8 @@ def beside_chapters(profile: str, settings: Settings, log: Path, say: Callable[[
     started = time.perf_counter()
     with open(log, "w", encoding="utf-8") as out:
         child = dataclasses.replace(settings, progress=False, share_cores_with=None)
-        proc = launch.popen(command(profile, finetune), child, CHILD_ENV, stdout=out, stderr=subprocess.STDOUT)
-        then = ", then fine-tuning runs from the end of Tables 5–6" if finetune else ""
+        proc = launch.popen(command(profile, chapters), child, CHILD_ENV, stdout=out, stderr=subprocess.STDOUT)
+        then = ", then fine-tuning runs ahead of the chapters" if chapters else ""
         say(f"… frozen-encoder baselines{then}: computing in a background process (1 thread, log {log.name})")
         ok = False
         try:
@@ -126,11 +164,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     its settings come from the environment the build gave it."""
     parser = argparse.ArgumentParser(prog="python -m medibio.book.background", description=work.__doc__)
     parser.add_argument("--profile", required=True, choices=profiles.names())
-    parser.add_argument("--finetune", action="store_true", help="then help the fine-tuning chapter")
+    parser.add_argument("--chapters", default="", help="then train these chapters' fine-tuning runs (comma list)")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     progress.configure(settings.progress)
-    work(args.profile, settings, args.finetune)
+    work(args.profile, settings, [c for c in args.chapters.split(",") if c])
 
 
 if __name__ == "__main__":

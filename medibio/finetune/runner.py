@@ -241,12 +241,26 @@ def check_data(plans: Sequence[Plan], settings: Settings, force: bool) -> None:
 
 def run_plans(plans: Sequence[Plan], settings: Settings, force: bool = False, callbacks: Sequence[Callback] = (),
               wait: bool = True) -> list[rec.RunRecord]:
-    """Run planned fine-tuning runs in this process (one accelerator for all of them)."""
+    """Run planned fine-tuning runs in this process (one accelerator for all of them); records in plan order.
+
+    A run that another process is training is put off until the others are done, then waited for (or, with
+    ``wait=False``, raises :class:`medibio.runs.records.RunLockedError`): two processes working through one
+    list, such as a chapter and the book's background process, then keep both cores busy. Under several
+    launched processes every run is taken in order (the lock is the main process's alone)."""
     if not plans:
         return []
     accelerator = make_accelerator(plans[0].job.config.mixed_precision)
     kind = FinetuneKind(callbacks)
-    return [protocol.run(kind, p, settings, accelerator, force, wait)[0] for p in plans]
+    records: dict[int, rec.RunRecord] = {}
+    put_off = []
+    for i, p in enumerate(plans):
+        try:
+            records[i] = protocol.run(kind, p, settings, accelerator, force, wait and accelerator.num_processes > 1)[0]
+        except rec.RunLockedError:
+            put_off.append(i)
+    for i in put_off:
+        records[i] = protocol.run(kind, plans[i], settings, accelerator, force, wait)[0]
+    return [records[i] for i in range(len(plans))]
 
 
 def run_finetune(tasks: str | Sequence[str], model: str | None = None,

@@ -15,9 +15,10 @@ from typing import Any
 import pandas as pd
 
 from medibio.core.settings import Settings
-from medibio.finetune.runner import run_finetune
+from medibio.finetune.runner import plan_runs, run_finetune
 from medibio.results.aggregate import beside_frozen, provenance, seed_stats
 from medibio.results.significance import compare_records, interval_text, records_interval
+from medibio.runs.protocol import Plan
 
 BASELINE = "none (baseline)"
 
@@ -31,6 +32,13 @@ def run_ift(target: str, intermediates: Sequence[str], *, profile: str, model: s
     return {chain or BASELINE: run_finetune(target, model=model, seeds=seeds, profile=profile,
                                             config_overrides=overrides, intermediate=chain, settings=settings)
             for chain in (None, *intermediates)}
+
+
+def plan_ift(target: str, intermediates: Sequence[str], *, profile: str, model: str | None = None,
+             seeds: Sequence[int] | None = None, settings: Settings | None = None) -> list[Plan]:
+    """The runs :func:`run_ift` makes, planned and in its order (for a process that trains them ahead)."""
+    return [p for chain in (None, *intermediates)
+            for p in plan_runs(target, model, seeds, profile, intermediate=chain, settings=settings)]
 
 
 def _stats(records: Sequence[Any]) -> dict[str, Any]:
@@ -125,6 +133,13 @@ def run_transfer_matrix(tasks: Sequence[str], *, profile: str, model: str | None
     return {target: run_ift(target, [t for t in tasks if t != target], profile=profile, model=model, seeds=seeds,
                             settings=settings)
             for target in tasks}
+
+
+def plan_transfer_matrix(tasks: Sequence[str], *, profile: str, model: str | None = None,
+                         seeds: Sequence[int] | None = None, settings: Settings | None = None) -> list[Plan]:
+    """The runs :func:`run_transfer_matrix` makes, planned and in its order."""
+    return [p for target in tasks for p in plan_ift(target, [t for t in tasks if t != target], profile=profile,
+                                                    model=model, seeds=seeds, settings=settings)]
 
 
 def transfer_matrix(matrix_runs: Mapping[str, Runs]) -> pd.DataFrame:
