@@ -91,12 +91,12 @@ def train_ahead(plans: Sequence[Plan], settings: Settings) -> list[rec.RunRecord
     kind = FinetuneKind()
     written = []
     for plan in plans:
-        if rec.find_record(settings.results_root, plan.key) is not None:
-            continue
         try:
-            written.append(protocol.run(kind, plan, settings, accelerator, wait=False)[0])
+            record, reused = protocol.run(kind, plan, settings, accelerator, wait=False)
         except rec.RunLockedError:
             continue
+        if not reused:
+            written.append(record)
     return written
 
 
