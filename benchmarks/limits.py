@@ -12,7 +12,9 @@ for DeBERTa, k relative-position buckets:
 
     forward   2 * P  +  L * 4 * S * H  +  L * 8 * k * H
               dense     Q.K^T and A.V     DeBERTa's c2p and p2c terms against 2k relative positions
-    training  3 x forward (the backward pass costs twice the forward)
+    training  3 x forward (the backward pass costs twice the forward); with only the top T of the L
+              layers learning (SciERC's ``train_layers``) backpropagation stops below them:
+              (1 + 2 T / L) x forward
 
 Embedding lookups are not matmuls and are left out (the word embeddings of MiniLM are half its weights);
 a tied language-model head is a matmul and is counted (:func:`non_embedding_parameters`). MFU is achieved
@@ -95,20 +97,33 @@ def encoder_shape(model: Any) -> dict[str, int]:
 
 
 def flops_per_token(params: int, layers: int, hidden: int, seq: int, buckets: int = 0,
-                    training: bool = True) -> float:
-    """Model FLOPs of one token in a batch padded to ``seq`` (the formula of the module docstring)."""
+                    training: bool = True, trained_layers: int | None = None) -> float:
+    """Model FLOPs of one token in a batch padded to ``seq`` (the formula of the module docstring);
+    ``trained_layers``: how many of the top layers learn (None: all)."""
     forward = 2 * params + layers * 4 * seq * hidden + layers * 8 * buckets * hidden
-    return 3 * forward if training else forward
+    if not training:
+        return forward
+    trained = layers if trained_layers is None else trained_layers
+    return forward * (1 + 2 * trained / layers)
+
+
+def trained_layers(model: Any) -> int:
+    """Encoder layers with a parameter that learns: backpropagation runs through these only (the layers
+    below a frozen bottom, :func:`medibio.training.stability.freeze_all_but_top`, are never differentiated)."""
+    from medibio.training.stability import encoder_layers
+
+    return sum(any(p.requires_grad for p in layer.parameters()) for layer in encoder_layers(model))
 
 
 def batch_flops(model: Any, batches: Iterable[Any], training: bool = True) -> float:
     """Model FLOPs of ``batches`` (dicts with ``attention_mask``): each batch's real tokens at its padded length."""
     params, shape = non_embedding_parameters(model), encoder_shape(model)
+    trained = trained_layers(model) if training else None
     total = 0.0
     for batch in batches:
         mask = batch["attention_mask"]
         total += float(mask.sum()) * flops_per_token(params, shape["layers"], shape["hidden"], mask.shape[-1],
-                                                     shape["buckets"], training)
+                                                     shape["buckets"], training, trained)
     return total
 
 

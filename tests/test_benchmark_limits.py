@@ -12,10 +12,10 @@ from benchmarks import limits
 from medibio.core.paths import REPO_ROOT
 
 
-def _tiny_bert():
+def _tiny_bert(layers: int = 2):
     from transformers import BertConfig, BertModel
 
-    config = BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+    config = BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=layers, num_attention_heads=2,
                         intermediate_size=256, max_position_embeddings=64)
     # eager attention: PyTorch's FLOP counter does not count the CPU kernel of scaled-dot-product attention
     config._attn_implementation = "eager"
@@ -36,6 +36,28 @@ def test_the_flop_formula_agrees_with_pytorchs_counter() -> None:
     formula = limits.batch_flops(model, [batch], training=False)
     assert formula == pytest.approx(counted, rel=0.03)
     assert limits.batch_flops(model, [batch], training=True) == pytest.approx(3 * formula)
+
+
+def test_training_flops_count_only_the_layers_that_learn() -> None:
+    """Forward and backward FLOPs with the bottom layers frozen (SciERC's ``train_layers``): formula vs
+    ``FlopCounterMode``. Backpropagation stops at the lowest layer that learns; the formula's 2 x forward for
+    it also counts the input gradients of its Q, K and V projections, which autograd skips (a few per cent)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from medibio.training.stability import freeze_all_but_top
+
+    model = _tiny_bert(layers=4)
+    batch = {"input_ids": torch.randint(5, 100, (3, 40)), "attention_mask": torch.ones(3, 40, dtype=torch.long)}
+    forward = limits.batch_flops(model, [batch], training=False)
+    freeze_all_but_top(model, 1)
+    assert limits.trained_layers(model) == 1
+    with FlopCounterMode(display=False) as counter:
+        model(**batch).last_hidden_state.sum().backward()
+    counted = counter.get_total_flops()
+    formula = limits.batch_flops(model, [batch], training=True)
+    assert formula == pytest.approx(forward * (1 + 2 / 4))
+    assert formula == pytest.approx(counted, rel=0.06)
 
 
 def test_embeddings_are_not_matmul_weights_but_a_tied_head_is() -> None:

@@ -159,14 +159,26 @@ def _with_predictions(records: Sequence[RunRecord], results_root: Path) -> list[
     return [(r, p) for r, p in found if p is not None and p.is_file()]
 
 
-@functools.lru_cache(maxsize=4)
-def _test_set(dataset: str, data_root: str | None) -> tuple[blurb_predictions.Gold, list[list[str]]]:
-    """The gold of a test split and each example's words (NER) or texts, read once for all its pages."""
-    gold = blurb_predictions.load_gold(dataset, "test", data_root)
-    split = loaders.load_split(dataset, "test", data_root)
+@dataclass(frozen=True)
+class _TestSet:
+    """A test split as the pages of its dataset need it: the gold, each example's words (NER) or texts, and
+    for NER each example's gold spans (the same for every seed and every configuration of the dataset)."""
+
+    gold: blurb_predictions.Gold
+    texts: list[list[str]]
+    gold_spans: list[list[tuple[int, int, str]]] | None
+
+
+@functools.cache
+def _test_set(dataset: str, data_root: str | None) -> _TestSet:
+    """The test split of ``dataset``, read once for all its pages (a dataset has pages for its fine-tuning,
+    IFT and frozen configurations, and a page writer interleaves datasets)."""
+    columns = loaders.load_split(dataset, "test", data_root).to_dict()  # whole columns: row access is slow
+    gold = blurb_predictions.gold_from_columns(dataset, "test", columns)
     if _mode(dataset) == "ner":
-        return gold, [list(t) for t in split["tokens"]]
-    return gold, [[t, p] if p else [t] for t, p in zip(split["text"], split["text_pair"], strict=True)]
+        return _TestSet(gold, columns["tokens"], [spans.bio_spans(ref) for ref in gold.references])
+    texts = [[t, p] if p else [t] for t, p in zip(columns["text"], columns["text_pair"], strict=True)]
+    return _TestSet(gold, texts, None)
 
 
 @functools.lru_cache(maxsize=32)
@@ -188,7 +200,8 @@ def blurb_examples(records: Sequence[RunRecord], results_root: str | Path,
         return None
     dataset = found[0][0].dataset
     mode = _mode(dataset)
-    gold, texts = _test_set(dataset, None if data_root is None else str(data_root))
+    test_set = _test_set(dataset, None if data_root is None else str(data_root))
+    gold, texts = test_set.gold, test_set.texts
     read = [(record, path, blurb_predictions.read_predictions(path, dataset)) for record, path in found]
     position = {i: k for k, i in enumerate(gold.ids)}
     rows = {i: {"id": i, "t": texts[position[i]], "ok": {}} for i in gold.ids
@@ -201,8 +214,8 @@ def blurb_examples(records: Sequence[RunRecord], results_root: str | Path,
         total = spans.counts([])
         for sid, ref, pred in zip(covered, sub.references, blurb_predictions.align(path, preds, sub), strict=True):
             row = rows[sid]
-            if mode == "ner":
-                classified = spans.classify(spans.bio_spans(ref), spans.bio_spans(pred))
+            if test_set.gold_spans is not None:
+                classified = spans.classify(test_set.gold_spans[position[sid]], spans.bio_spans(pred))
                 row.setdefault("s", {})[seed] = [s.as_list() for s in classified]
                 row["ok"][seed] = all(s.kind == "correct" for s in classified)
                 total.update(spans.counts(classified))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,10 +55,15 @@ class Prediction:
 
 def load_gold(name: str, split: str = "test", data_root: str | Path | None = None) -> Gold:
     """Ids and references (``tags`` or ``label`` column) of one split, read by :mod:`medibio.tasks.loaders`."""
+    return gold_from_columns(name, split, loaders.load_split(registry.get(name, "blurb").name, split,
+                                                            data_root).to_dict())
+
+
+def gold_from_columns(name: str, split: str, columns: Mapping[str, list[Any]]) -> Gold:
+    """The gold of a split already read into whole columns (``Dataset.to_dict()``)."""
     spec = registry.get(name, "blurb")
-    rows = loaders.load_split(spec.name, split, data_root)
     column = "tags" if spec.is_token_task else "label"
-    return Gold(spec.name, split, [str(i) for i in rows["id"]], list(rows[column]))
+    return Gold(spec.name, split, [str(i) for i in columns["id"]], list(columns[column]))
 
 
 def write_gold(
