@@ -97,14 +97,14 @@ def encoder_shape(model: Any) -> dict[str, int]:
 
 
 def flops_per_token(params: int, layers: int, hidden: int, seq: int, buckets: int = 0,
-                    training: bool = True, trained_layers: int | None = None) -> float:
+                    training: bool = True, trained: int | None = None) -> float:
     """Model FLOPs of one token in a batch padded to ``seq`` (the formula of the module docstring);
-    ``trained_layers``: how many of the top layers learn (None: all)."""
+    ``trained``: how many of the top layers learn (None: all)."""
     forward = 2 * params + layers * 4 * seq * hidden + layers * 8 * buckets * hidden
     if not training:
         return forward
-    trained = layers if trained_layers is None else trained_layers
-    return forward * (1 + 2 * trained / layers)
+    learning = layers if trained is None else trained
+    return forward * (1 + 2 * learning / layers)
 
 
 def trained_layers(model: Any) -> int:

@@ -214,7 +214,7 @@ def blurb_examples(records: Sequence[RunRecord], results_root: str | Path,
         total = spans.counts([])
         for sid, ref, pred in zip(covered, sub.references, blurb_predictions.align(path, preds, sub), strict=True):
             row = rows[sid]
-            if test_set.gold_spans is not None:
+            if mode == "ner":
                 classified = spans.classify(test_set.gold_spans[position[sid]], spans.bio_spans(pred))
                 row.setdefault("s", {})[seed] = [s.as_list() for s in classified]
                 row["ok"][seed] = all(s.kind == "correct" for s in classified)
