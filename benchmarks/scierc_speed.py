@@ -1,15 +1,17 @@
 """SciERC span-model throughput: training and evaluation documents per second under a profile.
 
 Times the real code path (featurised documents, the span model, the shared training loop's optimiser and
-precision) on a few training documents for one epoch, then prediction on dev documents, and prints one JSON
-line per measurement (also the cost of one chapter seed extrapolated from it). Model FLOP/s and MFU against
-the matmul peak measured in the same run (:mod:`benchmarks.limits`) count the encoder only, each document's
-windows at their own padded length (the span heads and the padding to a batch's longest document are left
-out): a lower bound of the work done.
+precision) on a few training documents for the profile's epochs, then prediction on dev documents, and prints
+one JSON line per measurement (also the cost of one chapter seed extrapolated from it). Model FLOP/s and MFU
+against the matmul peak measured in the same run (:mod:`benchmarks.limits`) count the encoder only, each
+document's windows at their own padded length (the span heads and the padding to a batch's longest document
+are left out): a lower bound of the work done. Where the frozen lower layers run once per document
+(``reuse_frozen_layers``, :mod:`medibio.models.split`) they are counted once, not at every epoch.
 
     python -m benchmarks.scierc_speed                                  # MiniLM, cpu profile, 16 documents
     python -m benchmarks.scierc_speed --docs 32 --threads 1,2           # threads compared
     python -m benchmarks.scierc_speed --profile gpu --model minilm      # on a GPU machine
+    python -m benchmarks.scierc_speed --docs 32 --full-encoder          # frozen layers at every step
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from benchmarks import limits
 from medibio.core.settings import Settings
 
 
-def measure(profile: str, model: str | None, docs: int, mode: str, settings: Settings | None = None) -> dict[str, Any]:
+def measure(profile: str, model: str | None, docs: int, mode: str, settings: Settings | None = None,
+            epochs: int | None = None, full_encoder: bool = False) -> dict[str, Any]:
     """One measurement in this process (threads are set by the caller through OMP_NUM_THREADS)."""
     import torch
 
@@ -43,7 +46,9 @@ def measure(profile: str, model: str | None, docs: int, mode: str, settings: Set
 
     settings = settings or Settings.from_env()
     prof = settings.profile(profile)
-    overrides = {"mode": mode, "epochs": 1}
+    overrides: dict[str, Any] = {"mode": mode, "epochs": epochs or presets.preset(prof).epochs}
+    if full_encoder:
+        overrides["reuse_frozen_layers"] = False
     cfg = presets.preset(prof, overrides)
     plan = runner.plan_run(model, 1, prof, overrides, settings)
     source = zoo.resolve(plan.job.model, settings.cache_root)
@@ -61,18 +66,26 @@ def measure(profile: str, model: str | None, docs: int, mode: str, settings: Set
     eval_s = time.perf_counter() - t0
     train_s = result.train_time_s
 
-    def flops(split: str, training: bool) -> float:
-        return limits.batch_flops(net.encoder, (collate([f], task.pad_id) for f in task.features[split]), training)
+    def forward(split: str) -> float:
+        return limits.batch_flops(net.encoder, (collate([f], task.pad_id) for f in task.features[split]), False)
 
+    layers, learning = limits.encoder_shape(net.encoder)["layers"], limits.trained_layers(net.encoder)
+    top = learning / layers  # the share of a forward pass above the frozen layers
+    if net.split is not None:  # frozen layers once per document, then the top layers every epoch
+        train_flops = forward("train") * ((1 - top) + cfg.epochs * 3 * top)
+        eval_flops = forward("dev") * top  # the dev windows' frozen output is kept from the epochs' evaluations
+    else:
+        train_flops = forward("train") * cfg.epochs * (1 + 2 * top)
+        eval_flops = forward("dev")
     precision = "bf16" if str(accelerator.mixed_precision) == "bf16" else "fp32"
     peak = limits.matmul_peak(precision, device=accelerator.device.type)
-    trained, evaluated = (limits.utilisation(flops("train", True), train_s, peak),
-                          limits.utilisation(flops("dev", False), eval_s, peak))
+    trained, evaluated = limits.utilisation(train_flops, train_s, peak), limits.utilisation(eval_flops, eval_s, peak)
     full = presets.preset(prof)
     n_train = min(full.max_train_docs or 350, 350)
     n_dev = min(full.max_dev_docs or 50, 50)
     seed_s = (n_train * full.epochs / result.train_examples_per_s + (n_dev * full.epochs + 100) * eval_s / len(dev))
-    return {"profile": prof.name, "model": plan.job.model, "mode": mode, "docs": docs,
+    return {"profile": prof.name, "model": plan.job.model, "mode": mode, "docs": docs, "epochs": cfg.epochs,
+            "reuse_frozen_layers": net.split is not None,
             "threads": torch.get_num_threads(),
             "train_docs_per_s": round(result.train_examples_per_s, 3), "eval_docs_per_s": round(len(dev) / eval_s, 3),
             "train_model_tflops": trained["tflops"], "train_mfu": trained["mfu"],
@@ -88,15 +101,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default=None)
     parser.add_argument("--docs", type=int, default=16, help="training (and dev) documents to time")
     parser.add_argument("--mode", default="joint", choices=("joint", "pipeline"))
+    parser.add_argument("--epochs", type=int, default=None, help="training epochs (default: the profile's)")
+    parser.add_argument("--full-encoder", action="store_true",
+                        help="run the frozen lower layers at every step, with dropout (reuse_frozen_layers=False)")
     parser.add_argument("--threads", default="", help="comma list of torch thread counts, one child each")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child or not args.threads:
-        print(json.dumps(measure(args.profile, args.model, args.docs, args.mode)), flush=True)
+        print(json.dumps(measure(args.profile, args.model, args.docs, args.mode, epochs=args.epochs,
+                                 full_encoder=args.full_encoder)), flush=True)
         return
     for threads in [t for t in args.threads.split(",") if t.strip()]:
         cmd = [sys.executable, "-m", "benchmarks.scierc_speed", "--child", "--profile", args.profile,
-               "--docs", str(args.docs), "--mode", args.mode] + (["--model", args.model] if args.model else [])
+               "--docs", str(args.docs), "--mode", args.mode] + (["--model", args.model] if args.model else []) \
+            + (["--epochs", str(args.epochs)] if args.epochs else []) + (["--full-encoder"] if args.full_encoder else [])
         subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": threads.strip()})
 
 

@@ -39,7 +39,7 @@ def test_table4_gains_come_from_the_printed_means_and_spreads() -> None:
 
 def _cfg(**changes: object) -> SimpleNamespace:
     base = {"epochs": 3, "max_train_docs": 120, "max_dev_docs": 50, "max_test_docs": None, "train_layers": 2,
-            "ner_negatives": 64, "relation_negatives": 32, "max_span_width": 8}
+            "ner_negatives": 64, "relation_negatives": 32, "max_span_width": 8, "reuse_frozen_layers": True}
     return SimpleNamespace(**{**base, **changes})
 
 
@@ -52,6 +52,9 @@ def test_scierc_budget_says_what_a_capped_profile_leaves_out() -> None:
     assert (found["scierc_train_used"], found["scierc_train_total"]) == ("120", "350")
     assert (found["scierc_dev_used"], found["scierc_test_used"], found["scierc_test_official"]) == ("50", "100", "yes")
     assert (found["scierc_layers_trained"], found["scierc_layers"], found["scierc_layers_kept"]) == ("2", "6", "4")
+    assert found["scierc_frozen_reused"] == "yes"
+    assert _text(numbers.scierc_budget(_cfg(reuse_frozen_layers=False), SIZES, 6, [1], "m", _cfg(),
+                                       [1]))["scierc_frozen_reused"] == "no"
     assert (found["scierc_ner_negatives"], found["scierc_relation_negatives"]) == ("at most 64", "at most 32")
     assert (found["scierc_gpu_epochs"], found["scierc_gpu_seeds"]) == ("30", "5")
 
@@ -63,6 +66,7 @@ def test_scierc_budget_without_caps_sampling_or_frozen_layers() -> None:
     assert (found["scierc_train_used"], found["scierc_dev_used"]) == ("350", "50")  # a cap above the split is the split
     assert (found["scierc_test_used"], found["scierc_test_official"]) == ("40", "no")
     assert (found["scierc_layers_trained"], found["scierc_layers_kept"]) == ("12", "0")
+    assert found["scierc_frozen_reused"] == "no"  # nothing frozen below the layers that learn
     assert found["scierc_ner_negatives"] == found["scierc_relation_negatives"] == "all"
 
 

@@ -141,10 +141,15 @@ def test_train_layers_freezes_the_lower_encoder_and_enters_the_digest(settings) 
     assert not any(n.startswith("encoder.embeddings.") or n.startswith("encoder.encoder.layer.0.") for n in trainable)
     assert any(n.startswith("encoder.encoder.layer.1.") for n in trainable)
     assert any(not n.startswith("encoder.") for n in trainable)
+    assert net.split is not None  # the frozen layers run once per document window (medibio.models.split)
+    every_step = runner.plan_run(profile="smoke", overrides={**FAST, "train_layers": 1, "reuse_frozen_layers": False},
+                                 settings=settings)
+    assert every_step.key.config_digest != plan.key.config_digest
+    assert runner._build(every_step.job, source, ("ner",), typed=False).split is None
     assert SciercConfig().train_layers is None  # full fine-tuning unless a profile says otherwise
     [record] = runner.run_scierc(profile="smoke", overrides={**FAST, "train_layers": 1, "epochs": 1},
                                  settings=settings)
-    assert any("all but the top 1 layers frozen" in n for n in record.notes)
+    assert any("all but the top 1 layers frozen; they run once per document window" in n for n in record.notes)
 
 
 def test_two_processes_under_accelerate_launch_write_one_record(settings, data_root) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from medibio.models.split import FrozenBottom
 from medibio.scierc.presets import SciercConfig
 from medibio.tasks import scierc as data
 
@@ -111,6 +112,8 @@ class SpanModel(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.cfg = cfg
+        frozen_below = cfg.train_layers is not None and 0 < cfg.train_layers < encoder.config.num_hidden_layers
+        self.split = FrozenBottom(encoder, cfg.train_layers) if frozen_below and cfg.reuse_frozen_layers else None
         self.heads = tuple(heads)
         self.typed_relations = typed_relations
         hidden = encoder.config.hidden_size
@@ -137,8 +140,12 @@ class SpanModel(nn.Module):
 
     def span_embeddings(self, batch: dict[str, Any]) -> list[torch.Tensor]:
         """Per document, ``[n_spans, span_dim]``, in fp32 (:func:`heads_in_fp32`)."""
-        out = self.encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-        flat = out.last_hidden_state.float().reshape(-1, out.last_hidden_state.shape[-1])
+        if self.split is not None:  # a window's key: its document and its place in it
+            keys = [(f.doc.doc_key, w) for f in batch["features"] for w in range(len(f.windows))]
+            hidden = self.split(keys, batch["input_ids"], batch["attention_mask"])
+        else:
+            hidden = self.encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        flat = hidden.float().reshape(-1, hidden.shape[-1])
         embs = []
         for f, first, last in zip(batch["features"], batch["span_first"], batch["span_last"], strict=True):
             widths = torch.tensor([e - s for s, e, _ in f.spans], dtype=torch.long, device=flat.device)

@@ -79,6 +79,10 @@ class SciercConfig:
     # Only the top ``train_layers`` encoder layers learn (embeddings and the layers below stay as pretrained;
     # None: all, as DyGIE++ and PURE). On a CPU this cuts the backward pass to those layers.
     train_layers: int | None = None
+    # With ``train_layers``: the frozen embeddings and lower layers run once per document window in eval mode
+    # (no dropout) and every step starts from their kept output (medibio.models.split); False runs them at
+    # every step, with dropout.
+    reuse_frozen_layers: bool = True
     max_train_docs: int | None = None  # a seeded random subset of the training documents
     max_dev_docs: int | None = None  # dev subset for model selection (noted in the record)
     max_test_docs: int | None = None  # only the smoke profile caps test: scores then are NOT official

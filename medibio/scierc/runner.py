@@ -172,7 +172,8 @@ class SciercKind:
             SUBSET_SEED, "documents", job.profile.name)
         notes = [n for d in splits["train"] for n in d.notes] + notes
         if cfg.train_layers is not None:
-            notes.append(f"encoder: embeddings and all but the top {cfg.train_layers} layers frozen")
+            notes.append(f"encoder: embeddings and all but the top {cfg.train_layers} layers frozen"
+                         + ("; they run once per document window, without dropout" if cfg.reuse_frozen_layers else ""))
         source = zoo.resolve(job.model, ctx.settings.cache_root)
         tokenizer = heads.load_tokenizer(source, Problem.TOKEN)
         fcfg = cfg.finetune_config()
