@@ -148,7 +148,8 @@ def blurb_workload(task: str, profile_name: str, examples: int, settings: Settin
 
 
 def scierc_workload(profile_name: str, docs: int, settings: Settings) -> tuple[Any, ...]:
-    """SciERC's joint span model as its runner trains it."""
+    """SciERC's joint span model as its runner trains it, in a step after the first epoch (where the frozen
+    layers' output is kept, :mod:`medibio.models.split`, it is computed for every document first)."""
     import torch
 
     from medibio.core.precision import precision_for
@@ -176,6 +177,10 @@ def scierc_workload(profile_name: str, docs: int, settings: Settings) -> tuple[A
     optimizer = make_optimizer(runner._groups(net, cfg), lr=fcfg.learning_rate, opts=stability_options(fcfg))
     loader, _ = task.setup(None, fcfg.batch_size, 1, [])
     use_amp = precision_for(requested=cfg.mixed_precision) == "bf16"
+    if net.split is not None:  # a step after the first epoch: every document's frozen-layer output is kept
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=use_amp):
+            for batch in loader:
+                net.span_embeddings(batch)
 
     def step(batch: dict) -> Any:
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=use_amp):
