@@ -3,8 +3,6 @@ presets and run summaries, with the same keys whatever the build holds."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pandas as pd
 import pytest
 
@@ -37,10 +35,10 @@ def test_table4_gains_come_from_the_printed_means_and_spreads() -> None:
     assert shown["t4_ner_diff"].startswith(("+", "-")) and len(shown["t4_ner_p"].split(".")[1]) == 3
 
 
-def _cfg(**changes: object) -> SimpleNamespace:
+def _cfg(**changes: object) -> presets.SciercConfig:
     base = {"epochs": 3, "max_train_docs": 120, "max_dev_docs": 50, "max_test_docs": None, "train_layers": 2,
             "ner_negatives": 64, "relation_negatives": 32, "max_span_width": 8, "reuse_frozen_layers": True}
-    return SimpleNamespace(**{**base, **changes})
+    return presets.SciercConfig(**{**base, **changes})
 
 
 SIZES = {"train": 350, "dev": 50, "test": 100}
@@ -67,6 +65,8 @@ def test_scierc_budget_without_caps_sampling_or_frozen_layers() -> None:
     assert (found["scierc_test_used"], found["scierc_test_official"]) == ("40", "no")
     assert (found["scierc_layers_trained"], found["scierc_layers_kept"]) == ("12", "0")
     assert found["scierc_frozen_reused"] == "no"  # nothing frozen below the layers that learn
+    nothing_learns = numbers.scierc_budget(_cfg(train_layers=0), SIZES, 12, [1], "tiny", cfg, [1])
+    assert _text(nothing_learns)["scierc_frozen_reused"] == "no"  # no layer above a split to run each step
     assert found["scierc_ner_negatives"] == found["scierc_relation_negatives"] == "all"
 
 

@@ -81,7 +81,7 @@ def scierc_budget(cfg: Any, sizes: Mapping[str, int], layers: int, seeds: Sequen
             "scierc_test_official": (used(cfg.max_test_docs, "test") == sizes["test"], yes_no),
             "scierc_layers": (layers, "{}"), "scierc_layers_trained": (trained, "{}"),
             "scierc_layers_kept": (layers - trained, "{}"),
-            "scierc_frozen_reused": (trained < layers and cfg.reuse_frozen_layers, yes_no),
+            "scierc_frozen_reused": (cfg.reuses_frozen_layers(layers), yes_no),
             "scierc_ner_negatives": (_or_all(cfg.ner_negatives), at_most),
             "scierc_relation_negatives": (_or_all(cfg.relation_negatives), at_most),
             "scierc_max_span_width": (cfg.max_span_width, "{}"),

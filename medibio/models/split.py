@@ -83,7 +83,7 @@ class FrozenBottom:
                 module.training = training
         lengths = attention_mask[rows].sum(dim=1).tolist()
         for i, hidden, n in zip(missing, out, lengths, strict=True):
-            self.cache[keys[i]] = hidden[:n].detach().clone()
+            self.cache[keys[i]] = hidden[:n].clone()  # not a view: the batch's tensor is freed
         self.bottom_rows += len(missing)
 
     def __call__(self, keys: Sequence[Hashable], input_ids: torch.Tensor, attention_mask: torch.Tensor
@@ -93,7 +93,7 @@ class FrozenBottom:
         if len(keys) != input_ids.shape[0]:
             raise ValueError(f"{len(keys)} keys for {input_ids.shape[0]} rows")
         self._fill(keys, input_ids, attention_mask)
+        kept = [self.cache[key] for key in keys]
         length = input_ids.shape[1]
-        hidden = torch.stack([nn.functional.pad(self.cache[key], (0, 0, 0, length - self.cache[key].shape[0]))
-                              for key in keys])
+        hidden = torch.stack([nn.functional.pad(h, (0, 0, 0, length - h.shape[0])) for h in kept])
         return self.top(inputs_embeds=hidden, attention_mask=attention_mask).last_hidden_state

@@ -112,8 +112,8 @@ class SpanModel(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.cfg = cfg
-        frozen_below = cfg.train_layers is not None and 0 < cfg.train_layers < encoder.config.num_hidden_layers
-        self.split = FrozenBottom(encoder, cfg.train_layers) if frozen_below and cfg.reuse_frozen_layers else None
+        reuse = cfg.reuses_frozen_layers(encoder.config.num_hidden_layers)
+        self.split = FrozenBottom(encoder, cfg.train_layers) if reuse else None
         self.heads = tuple(heads)
         self.typed_relations = typed_relations
         hidden = encoder.config.hidden_size

@@ -101,6 +101,11 @@ class SciercConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def reuses_frozen_layers(self, layers: int) -> bool:
+        """Whether an encoder of ``layers`` layers runs its frozen part once per window: some layers learn and
+        some below them do not (``train_layers``), and ``reuse_frozen_layers`` is on."""
+        return self.reuse_frozen_layers and self.train_layers is not None and 0 < self.train_layers < layers
+
     def replace(self, **changes: Any) -> SciercConfig:
         unknown = sorted(set(changes) - set(field_names()))
         if unknown:

@@ -171,9 +171,6 @@ class SciercKind:
             full, {"train": cfg.max_train_docs, "dev": cfg.max_dev_docs, "test": cfg.max_test_docs},
             SUBSET_SEED, "documents", job.profile.name)
         notes = [n for d in splits["train"] for n in d.notes] + notes
-        if cfg.train_layers is not None:
-            notes.append(f"encoder: embeddings and all but the top {cfg.train_layers} layers frozen"
-                         + ("; they run once per document window, without dropout" if cfg.reuse_frozen_layers else ""))
         source = zoo.resolve(job.model, ctx.settings.cache_root)
         tokenizer = heads.load_tokenizer(source, Problem.TOKEN)
         fcfg = cfg.finetune_config()
@@ -205,6 +202,10 @@ class SciercKind:
             dev = {**ent.dev, **{k: v for k, v in rel.dev.items() if k.startswith("rel")}}
             dev["score"] = round((dev["ner_f1"] + dev["rel_f1"] + dev["coref_f1"]) / 3, 4)
         main = parts[-1][1]
+        if cfg.train_layers is not None:
+            notes.append(f"encoder: embeddings and all but the top {cfg.train_layers} layers frozen"
+                         + ("; they run once per document window, without dropout"
+                            if any(net.split is not None for _, _, net in parts) else ""))
         lost = (task if cfg.mode == "joint" else ent_task).lost_words()
         if any(lost.values()):
             notes.append(f"words beyond max_length={cfg.max_length} in a single sentence (no span there): {lost}")
