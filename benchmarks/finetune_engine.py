@@ -16,8 +16,10 @@ For each task (default: one per task type: token BC5-chem, relation ChemProt and
 multi-label HoC, sentence-pair QA PubMedQA) a model (default: the packaged MiniLM) trains one pass over a
 seeded sample of the training set with the profile's max length, batch size and precision (bf16 autocast
 where the CPU has it), after one untimed warm-up batch, then predicts as many dev examples. It prints
-training and inference examples/s, padded tokens per example and peak memory, once per padding mode.
-These rates size the caps of the ``cpu`` profile in :mod:`medibio.training.config`.
+training and inference examples/s, padded tokens per example and peak memory, once per padding mode, and
+the MFU of training (whole and per epoch) and inference against the matmul peak measured around the run,
+beside the share of an epoch's time its matmuls would take alone (:mod:`benchmarks.limits`). These rates size the caps of the
+``cpu`` profile in :mod:`medibio.training.config`.
 
 The folders (data, cache) come from a :class:`~medibio.core.settings.Settings` (``settings=``; the command
 line builds it from ``MEDIBIO_*``), and child processes get it through their environment.
@@ -136,14 +138,21 @@ def prepare(task: str, model_name: str = "minilm", examples: int = 64, profile: 
 
 def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: str = "cpu",
             pad_to_max_length: bool = False, seed: int = 0, max_length: int | None = None, fp32: bool = False,
-            settings: Settings | None = None) -> dict[str, Any]:
-    """Train one pass over ``examples`` training examples and predict as many dev examples; time both.
+            settings: Settings | None = None, epochs: int | None = None) -> dict[str, Any]:
+    """Train ``epochs`` passes (default: the preset's) over ``examples`` training examples and predict as many
+    dev examples; time both, and each epoch. The first epoch is slower than the next on a CPU in bf16: each new
+    batch shape costs oneDNN a kernel build, and a run meets its shapes again from its second epoch on.
 
-    Uses the engine's own tokenisation, collator, bucketing sampler and optimiser, so the rates describe
-    the real training loop. ``quiet_*`` rates divide CPU time by the thread count: an estimate of the rate
-    on an otherwise idle machine.
+    Uses the engine's own tokenisation, collator, bucketing sampler, optimiser, clipping and schedule, so the
+    rates describe the real training step. ``quiet_*`` rates divide CPU time by the thread count: an estimate
+    of the rate on an otherwise idle machine. MFU is against the matmul peak measured right before and after
+    training (:func:`benchmarks.limits.bracketed_peak`), for the whole training and per epoch; ``matmul_share``
+    is the time an epoch's matmuls take alone (:func:`benchmarks.limits.replay_seconds`) over the last epoch's.
     """
+    import math
+
     import torch
+    from transformers import get_linear_schedule_with_warmup
 
     from medibio.core import precision as accel
     from medibio.runs.protocol import device_name
@@ -156,20 +165,41 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
         torch.cuda.reset_peak_memory_stats(device)
     train_loader, n_train, lengths = loader("train", True, cfg.batch_size)
     batches = [to_device(b) for b in train_loader]
-    model.train()
-    for i, batch in enumerate([batches[0], *batches]):  # first: warm-up, not timed
-        if i == 1:
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            t0, c0 = time.perf_counter(), time.process_time()
+    epochs = epochs or cfg.effective_epochs
+    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.warmup_ratio * epochs * len(batches)),
+                                                epochs * len(batches) + 1)
+    precision = "bf16" if use_amp else "fp32"
+
+    def forward_backward(batch: dict) -> None:
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
             loss = model(**batch).loss
         loss.backward()
+
+    def step(batch: dict) -> None:  # the engine's step (medibio.training.loop): clip, AdamW, schedule
+        forward_backward(batch)
+        if cfg.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         optimizer.step()
+        scheduler.step()
         optimizer.zero_grad()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    train_s, train_cpu = time.perf_counter() - t0, time.process_time() - c0
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    model.train()
+    epoch_s: list[float] = []
+    with limits.bracketed_peak(precision, device.type) as peak:
+        step(batches[0])  # warm-up, not timed
+        sync()
+        c0 = time.process_time()
+        for _ in range(epochs):
+            t0 = time.perf_counter()
+            for batch in batches:
+                step(batch)
+            sync()
+            epoch_s.append(time.perf_counter() - t0)
+        train_s, train_cpu = sum(epoch_s), time.process_time() - c0
     padded_tokens = sum(b["input_ids"].numel() for b in batches)
     real_tokens = sum(int(b["attention_mask"].sum()) for b in batches)
     eval_loader, n_eval, _ = loader("dev", False, cfg.eval_batch_size)
@@ -184,27 +214,40 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     if device.type == "cuda":
         torch.cuda.synchronize()
     eval_s, eval_cpu = time.perf_counter() - t0, time.process_time() - c0
+    model.train()  # an epoch's matmuls alone (benchmarks.limits: ceiling)
+    matmuls = limits.record_matmuls(lambda: [forward_backward(b) for b in batches])
+    optimizer.zero_grad()
+    matmul_s = limits.replay_seconds(matmuls)
     threads = torch.get_num_threads()
     encoder = model.base_model
-    train_flops = limits.batch_flops(encoder, batches, training=True)
+    epoch_flops = limits.batch_flops(encoder, batches, training=True)
     eval_flops = limits.batch_flops(encoder, eval_batches, training=False)
     eval_tokens = sum(int(b["attention_mask"].sum()) for b in eval_batches)
+    top = peak["peak_tflops"]
+    trained, evaluated = (limits.utilisation(epoch_flops * epochs, train_s, top),
+                          limits.utilisation(eval_flops, eval_s, top))
+    seen = n_train * epochs
     return {"task": spec.name, "problem": spec.problem.value,
             "padding": "max_length" if pad_to_max_length else "dynamic+buckets", "max_length": cfg.max_length,
             "batch_size": cfg.batch_size, "train_examples": n_train,
             "mean_tokens": round(sum(lengths) / len(lengths), 1),
             "padded_tokens_per_example": round(padded_tokens / n_train, 1),
             "padding_share": round(1 - real_tokens / padded_tokens, 3),
-            "train_examples_per_s": round(n_train / train_s, 2), "eval_examples_per_s": round(n_eval / eval_s, 2),
-            "train_examples_per_cpu_s": round(n_train / train_cpu, 2),
+            "epochs": epochs,
+            "train_examples_per_s": round(seen / train_s, 2), "eval_examples_per_s": round(n_eval / eval_s, 2),
+            "train_examples_per_cpu_s": round(seen / train_cpu, 2),
             "eval_examples_per_cpu_s": round(n_eval / eval_cpu, 2),
-            "quiet_train_examples_per_s": round(threads * n_train / train_cpu, 2),
+            "quiet_train_examples_per_s": round(threads * seen / train_cpu, 2),
             "quiet_eval_examples_per_s": round(threads * n_eval / eval_cpu, 2),
-            "train_tokens_per_s": round(real_tokens / train_s, 1), "eval_tokens_per_s": round(eval_tokens / eval_s, 1),
-            "train_model_tflops": round(train_flops / train_s / 1e12, 4),
-            "eval_model_tflops": round(eval_flops / eval_s / 1e12, 4),
+            "train_tokens_per_s": round(real_tokens * epochs / train_s, 1),
+            "eval_tokens_per_s": round(eval_tokens / eval_s, 1),
+            "train_model_tflops": trained["tflops"], "eval_model_tflops": evaluated["tflops"],
+            "train_mfu": trained["mfu"], "eval_mfu": evaluated["mfu"],
+            "epoch_mfu": [limits.utilisation(epoch_flops, t, top)["mfu"] for t in epoch_s], **peak,
+            "matmul_only_s": round(matmul_s, 3), "matmul_share": round(matmul_s / epoch_s[-1], 3),
+            "matmul_tflops": round(limits.matmul_flops(matmuls) / matmul_s / 1e12, 4),
             "non_embedding_parameters": limits.non_embedding_parameters(encoder),
-            "precision": "bf16" if use_amp else "fp32", "peak_memory_mb": round(_peak_mb(device), 1),
+            "precision": precision, "peak_memory_mb": round(_peak_mb(device), 1),
             "memory_kind": "cuda max_memory_allocated" if device.type == "cuda" else "process max RSS",
             "device": device_name(_FakeAcc(device)), "torch_threads": threads}
 
@@ -225,10 +268,9 @@ def measure_in_child(settings: Settings | None = None, **kwargs: Any) -> dict[st
 def run(tasks: Sequence[str] = DEFAULT_TASKS, model: str = "minilm", examples: int = 64, profile: str = "cpu",
         modes: Sequence[str] = MODES, max_length: int | None = None, fp32: bool = False,
         isolate: bool = True, progress: bool = True, settings: Settings | None = None,
-        peak: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        epochs: int | None = None) -> list[dict[str, Any]]:
     """Measure every task in every padding mode; one child process per measurement unless ``isolate=False``.
-
-    With ``peak`` (:func:`benchmarks.limits.peaks`), each row gets its training and evaluation MFU.
+    Each row carries its MFU against the peak measured around its own training (:func:`measure`).
     """
     unknown = sorted(set(modes) - set(MODES))
     if unknown:
@@ -237,10 +279,8 @@ def run(tasks: Sequence[str] = DEFAULT_TASKS, model: str = "minilm", examples: i
     for task in tasks:
         for mode in modes:
             kwargs = {"task": task, "model_name": model, "examples": examples, "profile": profile,
-                      "pad_to_max_length": mode == "fixed", "max_length": max_length, "fp32": fp32}
+                      "pad_to_max_length": mode == "fixed", "max_length": max_length, "fp32": fp32, "epochs": epochs}
             row = measure_in_child(settings, **kwargs) if isolate else measure(**kwargs, settings=settings)
-            if peak:
-                add_mfu(row, peak)
             rows.append(row)
             if progress:
                 print(f"  {row['task']:<10} {mode:<8} train {row['train_examples_per_s']:7.1f} ex/s  "
@@ -248,18 +288,11 @@ def run(tasks: Sequence[str] = DEFAULT_TASKS, model: str = "minilm", examples: i
     return rows
 
 
-def add_mfu(row: dict[str, Any], peak: dict[str, Any]) -> None:
-    """Training and evaluation MFU of ``row`` against the measured matmul peak of the precision it ran in."""
-    top = peak.get(f"{row['precision']}_tflops")
-    row["peak_tflops"] = top
-    for part in ("train", "eval"):
-        row[f"{part}_mfu"] = round(row[f"{part}_model_tflops"] / top, 4) if top else None
-
-
 def table(rows: Sequence[dict[str, Any]]) -> str:
     """A fixed-width text table with the dynamic/fixed training speed-up per task."""
     head = (f"{'task':<12} {'type':<10} {'padding':<16} {'len':>4} {'tok/ex':>7} {'pad%':>5} {'train/s':>8} "
-            f"{'quiet':>7} {'eval/s':>8} {'tok/s':>7} {'TFLOP/s':>7} {'MFU':>5} {'evalMFU':>7} {'peak MB':>8} "
+            f"{'quiet':>7} {'eval/s':>8} {'tok/s':>7} {'TFLOP/s':>7} {'peak':>5} {'MFU':>5} {'per epoch':>11} {'mm%':>4} "
+            f"{'evalMFU':>7} {'peak MB':>8} "
             f"{'speed-up':>8}")
     lines = [head, "-" * len(head)]
     fixed = {r["task"]: r["train_examples_per_s"] for r in rows if r["padding"] == "max_length"}
@@ -271,7 +304,8 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
                      f"{r['padded_tokens_per_example']:7.1f} {100 * r['padding_share']:4.0f}% "
                      f"{r['train_examples_per_s']:8.1f} {r['quiet_train_examples_per_s']:7.1f} "
                      f"{r['eval_examples_per_s']:8.1f} {r['train_tokens_per_s']:7.0f} "
-                     f"{r['train_model_tflops']:7.3f} {_percent(r.get('train_mfu')):>5} "
+                     f"{r['train_model_tflops']:7.3f} {r['peak_tflops']:5.2f} {_percent(r.get('train_mfu')):>5} "
+                     f"{'/'.join(_percent(m) for m in r['epoch_mfu']):>11} {100 * r['matmul_share']:3.0f}% "
                      f"{_percent(r.get('eval_mfu')):>7} {r['peak_memory_mb']:8.0f} "
                      + (f"{ratio:7.1f}x" if ratio else ""))
     return "\n".join(lines)
@@ -431,7 +465,8 @@ def _engine_child(engine: str, settings: Settings | None = None, **kwargs: Any) 
 
 def compare(tasks: Sequence[str] = COMPARE_TASKS, model: str = "minilm", profile: str = "cpu",
             sizes: tuple[int, int, int, int] = COMPARE_SIZES["default"], seed: int = 1,
-            isolate: bool = True, progress: bool = True, settings: Settings | None = None) -> list[dict[str, Any]]:
+            isolate: bool = True, progress: bool = True, settings: Settings | None = None,
+        epochs: int | None = None) -> list[dict[str, Any]]:
     """Both engines on every task, each in its own child process (its own memory peak), ours first."""
     rows = []
     for task in tasks:
@@ -497,6 +532,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                         f"(default: {','.join(COMPARE_TASKS)} against the Trainer, {','.join(DEFAULT_TASKS)} padding)")
     parser.add_argument("--model", default="minilm", help="model name or folder (default: minilm)")
     parser.add_argument("--examples", type=int, default=None, help="padding table: training (and dev) examples")
+    parser.add_argument("--epochs", type=int, default=None, help="padding table: epochs (default: the preset's)")
     parser.add_argument("--sizes", default=None, help="Trainer comparison: train,dev,test,epochs "
                         f"(default {','.join(map(str, COMPARE_SIZES['default']))})")
     parser.add_argument("--seed", type=int, default=1, help="Trainer comparison: the seed of both engines")
@@ -520,15 +556,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     tasks = [t for t in args.tasks.split(",") if t] if args.tasks else None
     out: dict[str, Any] = {}
-    peak = None
-    if args.only in (None, "padding"):  # measured with this process's threads, as the children will run
-        import torch
-
-        peak = limits.peaks("cuda" if torch.cuda.is_available() else "cpu")
-        out["peak"] = peak
-        if not args.json:
-            print(f"measured matmul peak on {peak['device']} ({peak['torch_threads']} threads): "
-                  f"bf16 {peak['bf16_tflops']:.2f} TFLOP/s, fp32 {peak['fp32_tflops']:.2f} TFLOP/s")
     if args.only in (None, "trainer"):
         sizes = (tuple(int(x) for x in args.sizes.split(",")) if args.sizes
                  else COMPARE_SIZES["quick" if args.quick else "default"])
@@ -547,7 +574,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         examples = args.examples or (32 if args.quick else 64)
         rows = run(tasks or DEFAULT_TASKS, args.model, examples, args.profile,
                    [m for m in args.modes.split(",") if m], args.max_length, args.fp32, isolate=not args.same_process,
-                   settings=settings, peak=peak)
+                   settings=settings, epochs=args.epochs)
         out["padding"] = rows
         if not args.json:
             first = rows[0] if rows else {}

@@ -20,12 +20,24 @@ Embedding lookups are not matmuls and are left out (the word embeddings of MiniL
 a tied language-model head is a matmul and is counted (:func:`non_embedding_parameters`). MFU is achieved
 model FLOP/s over the measured peak of the precision the run computes in; only real tokens count (padding
 is work the model did not need), so padding lowers MFU.
+
+**Drift.** On a shared machine the measured peak moves by up to 2x within minutes (other tenants' load), so a
+peak measured once at the start of a long benchmark is a poor yardstick for a measurement taken later.
+:func:`bracketed_peak` measures it right before and right after the timed block and gives their mean and spread.
+
+**Ceiling.** :func:`record_matmuls` notes every matmul (``mm``, ``addmm``, ``bmm``, ``baddbmm``, with its
+shapes, strides and dtype) that a forward and backward pass dispatches; :func:`replay_seconds` runs the same
+calls again on random tensors of those layouts, each shape warmed up once (oneDNN builds a kernel per new
+shape), and times them. That time is what the step's own matmuls cost at this machine's steady-state speed for
+their shapes: model FLOPs over it is the MFU a step would reach if nothing but its matmuls ran.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 DTYPES = ("bf16", "fp32")
@@ -64,6 +76,97 @@ def peaks(device: str = "cpu", seconds: float = 1.0) -> dict[str, Any]:
 
     return {"device": device, "torch_threads": torch.get_num_threads(),
             **{f"{dtype}_tflops": round(matmul_peak(dtype, seconds=seconds, device=device), 3) for dtype in DTYPES}}
+
+
+@contextmanager
+def bracketed_peak(dtype: str = "bf16", device: str = "cpu", seconds: float = 1.0) -> Iterator[dict[str, float]]:
+    """The ``dtype`` matmul peak measured before and after the block (module docstring: drift): the yielded
+    dict gets ``peak_before_tflops`` at once and ``peak_after_tflops``, ``peak_tflops`` (their mean) and
+    ``peak_spread`` (their difference over the mean) when the block ends."""
+    out = {"peak_before_tflops": round(matmul_peak(dtype, seconds=seconds, device=device), 3)}
+    yield out
+    after = round(matmul_peak(dtype, seconds=seconds, device=device), 3)
+    mean = (out["peak_before_tflops"] + after) / 2
+    out.update(peak_after_tflops=after, peak_tflops=round(mean, 3),
+               peak_spread=round(abs(after - out["peak_before_tflops"]) / mean, 3))
+
+
+Signature = tuple[Any, tuple[Any, ...], tuple[tuple[str, Any], ...]]
+
+
+def _layout(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), tuple(value.stride()), value.dtype, value.device.type)
+    return value
+
+
+def record_matmuls(step: Callable[[], Any]) -> Counter[Signature]:
+    """How often ``step()`` dispatches each matmul call (op, argument layouts and scalars), below autograd:
+    the backward pass's matmuls are included."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = torch.ops.aten
+    kinds = {aten.mm, aten.addmm, aten.bmm, aten.baddbmm}
+    calls: Counter[Signature] = Counter()
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            if func.overloadpacket in kinds:
+                calls[(func, tuple(_layout(a) for a in args),
+                       tuple(sorted((k, _layout(v)) for k, v in kwargs.items())))] += 1
+            return func(*args, **kwargs)
+
+    with Recorder():
+        step()
+    return calls
+
+
+def matmul_flops(calls: Counter[Signature]) -> float:
+    """FLOPs of the recorded calls: 2 per multiply-add (``bias`` and ``beta`` terms not counted)."""
+    total = 0.0
+    for (func, args, _), count in calls.items():
+        name = func.overloadpacket.__name__
+        a, b = (args[1], args[2]) if name in ("addmm", "baddbmm") else (args[0], args[1])
+        shape_a, shape_b = a[1], b[1]
+        batch = shape_a[0] if len(shape_a) == 3 else 1
+        total += count * 2 * batch * shape_a[-2] * shape_a[-1] * shape_b[-1]
+    return total
+
+
+def _materialise(value: Any) -> Any:
+    import torch
+
+    if not (isinstance(value, tuple) and value and value[0] == "tensor"):
+        return value
+    _, shape, stride, dtype, device = value
+    size = 1 + sum((n - 1) * s for n, s in zip(shape, stride, strict=True)) if all(shape) else 0
+    return torch.randn(size, device=device).to(dtype).as_strided(shape, stride)
+
+
+def replay_seconds(calls: Counter[Signature]) -> float:
+    """Seconds the recorded calls take again, as often as recorded, on random tensors of the same layouts;
+    each distinct call runs once untimed first."""
+    import torch
+
+    total = 0.0
+    for (func, args, kwargs), count in calls.items():
+        real_args = [_materialise(a) for a in args]
+        real_kwargs = {k: _materialise(v) for k, v in kwargs}
+        device = next(a.device for a in real_args if isinstance(a, torch.Tensor))
+        func(*real_args, **real_kwargs)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        for _ in range(count):
+            func(*real_args, **real_kwargs)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        total += time.perf_counter() - start
+    return total
 
 
 def non_embedding_parameters(model: Any) -> int:

@@ -38,7 +38,7 @@ def measure(profile: str, model: str | None, docs: int, mode: str, settings: Set
     from medibio.models import zoo
     from medibio.runs.protocol import device_name
     from medibio.scierc import presets, runner
-    from medibio.scierc.model import collate
+    from medibio.scierc.model import collate, heads_in_fp32
     from medibio.scierc.task import SciercTask
     from medibio.tasks import scierc as data
     from medibio.tasks.spec import Problem
@@ -59,27 +59,53 @@ def measure(profile: str, model: str | None, docs: int, mode: str, settings: Set
     task = SciercTask({"train": train, "dev": dev}, tokenizer, cfg, heads)
     net = runner._build(plan.job, source, heads, typed=False)
     accelerator = make_accelerator(cfg.mixed_precision)
-    result = fit(net, task, cfg.finetune_config(), accelerator, 1, run_test=False,
-                 parameter_groups=runner._groups(net, cfg))
+    precision = "bf16" if str(accelerator.mixed_precision) == "bf16" else "fp32"
+    with limits.bracketed_peak(precision, accelerator.device.type) as peak:
+        result = fit(net, task, cfg.finetune_config(), accelerator, 1, run_test=False,
+                     parameter_groups=runner._groups(net, cfg))
     t0 = time.perf_counter()
     task.predict(net, "dev")
     eval_s = time.perf_counter() - t0
     train_s = result.train_time_s
 
+    def batches(split: str) -> list[dict[str, Any]]:
+        return [collate([f], task.pad_id, cfg.pad_to_multiple_of) for f in task.features[split]]
+
     def forward(split: str) -> float:
-        return limits.batch_flops(net.encoder, (collate([f], task.pad_id) for f in task.features[split]), False)
+        return limits.batch_flops(net.encoder, batches(split), False)
+
+    def heads(split: str, training: bool) -> float:
+        """The span heads' matmul FLOPs over the split's documents (one pass), on the encoder's output."""
+        total = 0.0
+        net.train(training)
+        for batch in batches(split):
+            with torch.no_grad():
+                embs = net.span_embeddings(batch)
+            embs = [e.requires_grad_(training) for e in embs]
+
+            def step(batch: dict[str, Any] = batch, embs: list[torch.Tensor] = embs) -> None:
+                with heads_in_fp32(accelerator.device), torch.set_grad_enabled(training):
+                    if training:
+                        net._losses(batch, embs, False)["loss"].backward()
+                    else:
+                        net._predictions(batch, embs, None)
+
+            total += limits.matmul_flops(limits.record_matmuls(step))
+        net.zero_grad()
+        return total
 
     layers, learning = limits.encoder_shape(net.encoder)["layers"], limits.trained_layers(net.encoder)
     top = learning / layers  # the share of a forward pass above the frozen layers
     if net.split is not None:  # frozen layers once per document, then the top layers every epoch
-        train_flops = forward("train") * ((1 - top) + cfg.epochs * 3 * top)
-        eval_flops = forward("dev") * top  # the dev windows' frozen output is kept from the epochs' evaluations
+        encoder_train = forward("train") * ((1 - top) + cfg.epochs * 3 * top)
+        encoder_eval = forward("dev") * top  # the dev windows' frozen output is kept from the epochs' evaluations
     else:
-        train_flops = forward("train") * cfg.epochs * (1 + 2 * top)
-        eval_flops = forward("dev")
-    precision = "bf16" if str(accelerator.mixed_precision) == "bf16" else "fp32"
-    peak = limits.matmul_peak(precision, device=accelerator.device.type)
-    trained, evaluated = limits.utilisation(train_flops, train_s, peak), limits.utilisation(eval_flops, eval_s, peak)
+        encoder_train = forward("train") * cfg.epochs * (1 + 2 * top)
+        encoder_eval = forward("dev")
+    train_flops = encoder_train + cfg.epochs * heads("train", True)
+    eval_flops = encoder_eval + heads("dev", False)
+    at = peak["peak_tflops"]
+    trained, evaluated = limits.utilisation(train_flops, train_s, at), limits.utilisation(eval_flops, eval_s, at)
     full = presets.preset(prof)
     n_train = min(full.max_train_docs or 350, 350)
     n_dev = min(full.max_dev_docs or 50, 50)
@@ -90,7 +116,10 @@ def measure(profile: str, model: str | None, docs: int, mode: str, settings: Set
             "train_docs_per_s": round(result.train_examples_per_s, 3), "eval_docs_per_s": round(len(dev) / eval_s, 3),
             "train_model_tflops": trained["tflops"], "train_mfu": trained["mfu"],
             "eval_model_tflops": evaluated["tflops"], "eval_mfu": evaluated["mfu"],
-            "precision": precision, "peak_tflops": round(peak, 3),
+            "encoder_train_mfu": limits.utilisation(encoder_train, train_s, at)["mfu"],
+            "encoder_eval_mfu": limits.utilisation(encoder_eval, eval_s, at)["mfu"],
+            "heads_share_of_train_flops": round(1 - encoder_train / train_flops, 3),
+            "precision": precision, **peak,
             "device": device_name(accelerator), "peak_memory_mb": round(result.peak_memory_mb, 1),
             "estimated_seconds_per_seed": round(seed_s, 1), "load_average_1m": os.getloadavg()[0]}
 

@@ -92,6 +92,55 @@ def test_the_peak_is_measured_and_utilisation_is_its_fraction() -> None:
     assert limits.utilisation(1e12, 1.0, None)["mfu"] is None
 
 
+def test_recorded_matmuls_count_what_pytorchs_counter_counts_forward_and_backward() -> None:
+    """The ceiling's record of a bf16 training step: the same FLOPs as ``FlopCounterMode`` (which counts
+    matmuls only), transposed weights and the backward pass included."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = _tiny_bert().train()
+    batch = {"input_ids": torch.randint(5, 100, (3, 40)), "attention_mask": torch.ones(3, 40, dtype=torch.long)}
+
+    def step() -> None:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = model(**batch).last_hidden_state
+        out.float().sum().backward()
+
+    calls = limits.record_matmuls(step)
+    with FlopCounterMode(display=False) as counter:
+        step()
+    assert limits.matmul_flops(calls) == counter.get_total_flops() > 0
+    assert any(args[0][3] == torch.bfloat16 for _, args, _ in calls)  # recorded in the precision they ran in
+    assert any(len(args) > 1 and args[-1][2][0] == 1 for _, args, _ in calls)  # a transposed (weight) operand
+
+
+def test_replay_runs_each_recorded_call_as_often_plus_one_warm_up() -> None:
+    import torch
+
+    a, b, bias = torch.randn(8, 16), torch.randn(32, 16), torch.randn(32)
+
+    def step() -> None:
+        for _ in range(3):
+            torch.nn.functional.linear(a, b, bias)  # addmm with a transposed weight
+        torch.bmm(torch.randn(2, 4, 5), torch.randn(2, 5, 6))
+
+    calls = limits.record_matmuls(step)
+    assert sorted(calls.values()) == [1, 3]
+    assert limits.matmul_flops(calls) == 3 * 2 * 8 * 16 * 32 + 2 * 2 * 4 * 5 * 6
+    seconds: list[float] = []
+    replayed = limits.record_matmuls(lambda: seconds.append(limits.replay_seconds(calls)))
+    assert replayed == {sig: n + 1 for sig, n in calls.items()}
+    assert seconds[0] > 0
+
+
+def test_the_peak_is_bracketed_around_the_block() -> None:
+    with limits.bracketed_peak("fp32", seconds=0.02) as peak:
+        assert set(peak) == {"peak_before_tflops"}
+    assert peak["peak_before_tflops"] > 0 and peak["peak_after_tflops"] > 0
+    assert peak["peak_tflops"] == pytest.approx((peak["peak_before_tflops"] + peak["peak_after_tflops"]) / 2, abs=1e-3)
+    assert peak["peak_spread"] >= 0
+
+
 @pytest.mark.parametrize("name", ["finetune_speed", "finetune_engine", "scierc_speed", "pretrain_speed", "profile_step",
                                   "significance_speed", "fields_scale"])
 def test_every_benchmark_command_of_the_readme_starts(name: str) -> None:

@@ -171,3 +171,12 @@ def test_two_processes_under_accelerate_launch_write_one_record(settings, data_r
     assert record is not None and record.ok and record.num_processes == 2 and record.device.endswith("x2")
     assert len(record.predictions_file(tmp_path).read_text().splitlines()) == 3
     assert len(list(tmp_path.rglob("seed1.json"))) == 1
+
+
+def test_the_span_models_version_enters_the_digest(settings, monkeypatch) -> None:
+    """A change of what the span model computes (``SPAN_MODEL``) gives every SciERC run a new identity."""
+    before = runner.plan_run(profile="smoke", overrides=FAST, settings=settings)
+    assert before.payload["span_model"] == runner.SPAN_MODEL
+    monkeypatch.setattr(runner, "SPAN_MODEL", runner.SPAN_MODEL + 1)
+    assert runner.plan_run(profile="smoke", overrides=FAST, settings=settings).key.config_digest != \
+        before.key.config_digest

@@ -27,7 +27,7 @@ from medibio.runs import records as rec
 from medibio.runs.launch import launch_request, request_args
 from medibio.runs.protocol import SUBSET_SEED, Outcome, Plan, RunContext
 from medibio.scierc import presets
-from medibio.scierc.model import SpanModel
+from medibio.scierc.model import SPAN_MODEL, SpanModel
 from medibio.scierc.task import SciercTask
 from medibio.tasks import scierc as data
 from medibio.tasks import scierc_metrics as metrics
@@ -63,7 +63,7 @@ def plan_run(model: str | None = None, seed: int = 1, profile: str | Profile = p
     cfg = presets.preset(prof, overrides)
     files = [data.split_path(s, settings.data_root) for s in data.SPLITS]
     configuration = {"dataset": DATASET, "model": zoo.fingerprint(model, settings.cache_root),
-                     "scierc": cfg.to_dict(), "subset_seed": SUBSET_SEED,
+                     "scierc": cfg.to_dict(), "span_model": SPAN_MODEL, "subset_seed": SUBSET_SEED,
                      "data": files_fingerprint(files, root=settings.data_root)}
     request = {"model": model, "profile": prof.name, "limit": prof.limit, "seed": int(seed),
                "overrides": {k: v for k, v in (overrides or {}).items() if v is not None}}
