@@ -40,8 +40,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-DTYPES = ("bf16", "fp32")
-
 
 def matmul_peak(dtype: str = "bf16", n: int = 2048, seconds: float = 1.0, device: str = "cpu") -> float:
     """TFLOP/s of ``torch.matmul`` of two ``n x n`` matrices in ``dtype`` (measured, after one warm-up)."""
@@ -68,14 +66,6 @@ def matmul_peak(dtype: str = "bf16", n: int = 2048, seconds: float = 1.0, device
             elapsed = time.perf_counter() - start
             if elapsed >= seconds:
                 return 2 * n**3 * reps / elapsed / 1e12
-
-
-def peaks(device: str = "cpu", seconds: float = 1.0) -> dict[str, Any]:
-    """The measured bf16 and fp32 matmul peaks (TFLOP/s) of ``device`` with this process's threads."""
-    import torch
-
-    return {"device": device, "torch_threads": torch.get_num_threads(),
-            **{f"{dtype}_tflops": round(matmul_peak(dtype, seconds=seconds, device=device), 3) for dtype in DTYPES}}
 
 
 @contextmanager

@@ -21,6 +21,7 @@ python share a little. SciERC's span heads are matmuls and element-wise operator
     python -m benchmarks.profile_step                         # BC5-chem, GAD, SciERC on the cpu profile
     python -m benchmarks.profile_step --workloads GAD --steps 16 --json
     python -m benchmarks.profile_step --workloads GAD --top 12     # and the operators that cost the most
+    python -m benchmarks.profile_step --workloads BC5-chem --warmup 17 --steps 16   # steady state: after an epoch
 """
 
 from __future__ import annotations
@@ -196,14 +197,14 @@ def scierc_workload(profile_name: str, docs: int, settings: Settings) -> tuple[A
 
 
 def run(workloads: tuple[str, ...], profile_name: str, steps: int, examples: int,
-        settings: Settings, top: int = 0) -> list[dict[str, Any]]:
+        settings: Settings, top: int = 0, warmup: int = 2) -> list[dict[str, Any]]:
     rows = []
     for name in workloads:
         if name == "SciERC":
             step, batches, opt, info = scierc_workload(profile_name, examples, settings)
         else:
             step, batches, opt, info = blurb_workload(name, profile_name, examples, settings)
-        rows.append({"workload": name, "profile": profile_name, **info, **profile(step, batches, opt, steps, top=top)})
+        rows.append({"workload": name, "profile": profile_name, **info, **profile(step, batches, opt, steps, warmup, top)})
     return rows
 
 
@@ -227,14 +228,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS),
                         help="comma list of BLURB datasets and/or SciERC")
     parser.add_argument("--profile", default="cpu", help="whose batch sizes, lengths and precision")
-    parser.add_argument("--steps", type=int, default=8, help="profiled steps (after 2 warm-up steps)")
+    parser.add_argument("--steps", type=int, default=8, help="profiled steps (after the warm-up steps)")
+    parser.add_argument("--warmup", type=int, default=2,
+                        help="unprofiled steps first; a whole epoch (examples / batch size + 1) profiles steady-state "
+                             "steps, whose batch shapes already have their oneDNN kernels")
     parser.add_argument("--examples", type=int, default=256, help="training examples (SciERC: documents) sampled")
     parser.add_argument("--top", type=int, default=0, help="also list the N operators with the most self time")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
     settings = Settings.from_env()  # this command is a boundary
     rows = run(tuple(w for w in args.workloads.split(",") if w), args.profile, args.steps, args.examples, settings,
-               top=args.top)
+               top=args.top, warmup=args.warmup)
     print(json.dumps(rows, indent=2) if args.json else table(rows))
 
 
