@@ -56,6 +56,7 @@ COMPARE_TASKS = ("BC5-chem", "ChemProt", "HoC", "BIOSSES")  # token, relation, m
 ENGINES = ("medibio", "hf-trainer")
 # examples per split (train, dev, test) and epochs: the default measurement and --quick
 COMPARE_SIZES = {"default": (64, 32, 64, 2), "quick": (32, 16, 32, 1)}
+UNSTEADY = 0.25  # peak_spread above which a row's MFU is flagged (the shared machine's speed moved)
 
 
 def _peak_mb(device: Any) -> float:
@@ -291,7 +292,7 @@ def run(tasks: Sequence[str] = DEFAULT_TASKS, model: str = "minilm", examples: i
 def table(rows: Sequence[dict[str, Any]]) -> str:
     """A fixed-width text table with the dynamic/fixed training speed-up per task."""
     head = (f"{'task':<12} {'type':<10} {'padding':<16} {'len':>4} {'tok/ex':>7} {'pad%':>5} {'train/s':>8} "
-            f"{'quiet':>7} {'eval/s':>8} {'tok/s':>7} {'TFLOP/s':>7} {'peak':>5} {'MFU':>5} {'per epoch':>11} {'mm%':>4} "
+            f"{'quiet':>7} {'eval/s':>8} {'tok/s':>7} {'TFLOP/s':>7} {'peak':>6} {'MFU':>5} {'per epoch':>11} {'mm%':>4} "
             f"{'evalMFU':>7} {'peak MB':>8} "
             f"{'speed-up':>8}")
     lines = [head, "-" * len(head)]
@@ -304,11 +305,19 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
                      f"{r['padded_tokens_per_example']:7.1f} {100 * r['padding_share']:4.0f}% "
                      f"{r['train_examples_per_s']:8.1f} {r['quiet_train_examples_per_s']:7.1f} "
                      f"{r['eval_examples_per_s']:8.1f} {r['train_tokens_per_s']:7.0f} "
-                     f"{r['train_model_tflops']:7.3f} {r['peak_tflops']:5.2f} {_percent(r.get('train_mfu')):>5} "
+                     f"{r['train_model_tflops']:7.3f} {r['peak_tflops']:5.2f}{'!' if _unsteady(r) else ' '} "
+                     f"{_percent(r.get('train_mfu')):>5} "
                      f"{'/'.join(_percent(m) for m in r['epoch_mfu']):>11} {100 * r['matmul_share']:3.0f}% "
                      f"{_percent(r.get('eval_mfu')):>7} {r['peak_memory_mb']:8.0f} "
                      + (f"{ratio:7.1f}x" if ratio else ""))
+    if any(_unsteady(r) for r in rows):
+        lines.append(f"! the peak moved by more than {UNSTEADY:.0%} between before and after training "
+                     "(peak_before_tflops, peak_after_tflops): that row's MFU measures the machine as much as the engine")
     return "\n".join(lines)
+
+
+def _unsteady(row: dict[str, Any]) -> bool:
+    return row.get("peak_spread", 0.0) > UNSTEADY
 
 
 def _percent(value: float | None) -> str:

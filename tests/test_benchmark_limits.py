@@ -141,6 +141,20 @@ def test_the_peak_is_bracketed_around_the_block() -> None:
     assert peak["peak_spread"] >= 0
 
 
+def test_a_row_whose_peak_moved_is_flagged_in_the_table() -> None:
+    from benchmarks import finetune_engine
+
+    row = {"task": "GAD", "padding": "dynamic+buckets", "problem": "sequence_classification", "max_length": 128,
+           "padded_tokens_per_example": 50.0, "padding_share": 0.1, "train_examples_per_s": 50.0,
+           "quiet_train_examples_per_s": 50.0, "eval_examples_per_s": 100.0, "train_tokens_per_s": 2000.0,
+           "train_model_tflops": 0.13, "peak_tflops": 0.6, "peak_spread": 0.05, "train_mfu": 0.2,
+           "epoch_mfu": [0.18, 0.22], "matmul_share": 0.3, "eval_mfu": 0.3, "peak_memory_mb": 1000.0}
+    steady = finetune_engine.table([row])
+    assert "18.0%/22.0%" in steady and "!" not in steady
+    unsteady = finetune_engine.table([{**row, "peak_spread": 0.9}])
+    assert "0.60!" in unsteady and unsteady.splitlines()[-1].startswith("! the peak moved")
+
+
 @pytest.mark.parametrize("name", ["finetune_speed", "finetune_engine", "scierc_speed", "pretrain_speed", "profile_step",
                                   "significance_speed", "fields_scale"])
 def test_every_benchmark_command_of_the_readme_starts(name: str) -> None:
