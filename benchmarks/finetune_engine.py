@@ -184,21 +184,17 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
         scheduler.step()
         optimizer.zero_grad()
 
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-
     model.train()
     epoch_s: list[float] = []
     with limits.bracketed_peak(precision, device.type) as peak:
         step(batches[0])  # warm-up, not timed
-        sync()
+        limits.synchronize(device)
         c0 = time.process_time()
         for _ in range(epochs):
             t0 = time.perf_counter()
             for batch in batches:
                 step(batch)
-            sync()
+            limits.synchronize(device)
             epoch_s.append(time.perf_counter() - t0)
         train_s, train_cpu = sum(epoch_s), time.process_time() - c0
     padded_tokens = sum(b["input_ids"].numel() for b in batches)
@@ -212,8 +208,7 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp and copied is None):
         for batch in eval_batches:
             net(**{k: v for k, v in batch.items() if k != "labels"})
-    if device.type == "cuda":
-        torch.cuda.synchronize()
+    limits.synchronize(device)
     eval_s, eval_cpu = time.perf_counter() - t0, time.process_time() - c0
     model.train()  # an epoch's matmuls alone (benchmarks.limits: ceiling)
     matmuls = limits.record_matmuls(lambda: [forward_backward(b) for b in batches])

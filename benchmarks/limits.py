@@ -41,6 +41,14 @@ from contextlib import contextmanager
 from typing import Any
 
 
+def synchronize(device: Any) -> None:
+    """Wait for the device's queued work (a no-op on the CPU), so that a timer measures what ran."""
+    import torch
+
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize(device)
+
+
 def matmul_peak(dtype: str = "bf16", n: int = 2048, seconds: float = 1.0, device: str = "cpu") -> float:
     """TFLOP/s of ``torch.matmul`` of two ``n x n`` matrices in ``dtype`` (measured, after one warm-up)."""
     import torch
@@ -50,19 +58,15 @@ def matmul_peak(dtype: str = "bf16", n: int = 2048, seconds: float = 1.0, device
     a = torch.randn(n, n, generator=gen).to(device=device, dtype=kind)
     b = torch.randn(n, n, generator=gen).to(device=device, dtype=kind)
 
-    def sync() -> None:
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-
     for _ in range(2):
         torch.matmul(a, b)
-    sync()
+    synchronize(device)
     reps, start = 0, time.perf_counter()
     while True:
         torch.matmul(a, b)
         reps += 1
         if reps % 4 == 0:
-            sync()
+            synchronize(device)
             elapsed = time.perf_counter() - start
             if elapsed >= seconds:
                 return 2 * n**3 * reps / elapsed / 1e12
@@ -148,13 +152,11 @@ def replay_seconds(calls: Counter[Signature]) -> float:
         real_kwargs = {k: _materialise(v) for k, v in kwargs}
         device = next(a.device for a in real_args if isinstance(a, torch.Tensor))
         func(*real_args, **real_kwargs)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        synchronize(device)
         start = time.perf_counter()
         for _ in range(count):
             func(*real_args, **real_kwargs)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        synchronize(device)
         total += time.perf_counter() - start
     return total
 

@@ -50,8 +50,7 @@ def bench(config_name: str, steps: int, warmup: int, device: str, batch: int | N
     model.train()
     timed = 0.0
     for i in range(warmup + steps):
-        if device == "cuda":
-            torch.cuda.synchronize()
+        limits.synchronize(device)
         t0 = time.perf_counter()
         with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=use_bf16):
             loss = model(**batch_t).loss
@@ -59,8 +58,7 @@ def bench(config_name: str, steps: int, warmup: int, device: str, batch: int | N
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         opt.step()
         opt.zero_grad(set_to_none=True)
-        if device == "cuda":
-            torch.cuda.synchronize()
+        limits.synchronize(device)
         if i >= warmup:
             timed += time.perf_counter() - t0
     tokens = steps * per_device * cfg.seq_length
