@@ -186,7 +186,7 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
 
     model.train()
     epoch_s: list[float] = []
-    with limits.bracketed_peak(precision, device.type) as peak:
+    with accel.attention_kernels(), limits.bracketed_peak(precision, device.type) as peak:  # as runs train
         step(batches[0])  # warm-up, not timed
         limits.synchronize(device)
         c0 = time.process_time()
@@ -205,7 +205,8 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     t0, c0 = time.perf_counter(), time.process_time()
     copied = accel.evaluation_copy(model, device.type, "bf16" if use_amp else "no")  # as the engine evaluates
     net = model if copied is None else copied
-    with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp and copied is None):
+    with (torch.no_grad(), accel.attention_kernels(),
+          torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp and copied is None)):
         for batch in eval_batches:
             net(**{k: v for k, v in batch.items() if k != "labels"})
     limits.synchronize(device)

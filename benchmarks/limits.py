@@ -1,7 +1,7 @@
 """This machine's limit and how close a model gets to it: the measured matmul peak, model FLOPs, MFU.
 
-**Peak.** :func:`matmul_peak` times ``torch.matmul`` of two square matrices (2048 x 2048 by default) in
-bf16 and in fp32 on the device and thread count the benchmark itself uses, after a warm-up, for at least
+**Peak.** :func:`matmul_peak` times ``torch.matmul`` of two square matrices (2048 x 2048 on a CPU, 8192 x 8192
+on a GPU, which 2048 leaves partly idle) in bf16 and in fp32 on the device and thread count the benchmark itself uses, after a warm-up, for at least
 ``seconds``: ``2 n^3`` FLOPs per product. This is what the same hardware multiplies in practice (on this
 2-core AMX CPU about 2.5 TFLOP/s in bf16, 0.42 in fp32), not a datasheet number, so MFU means the same on a
 laptop, this CPU and an H100.
@@ -49,10 +49,11 @@ def synchronize(device: Any) -> None:
         torch.cuda.synchronize(device)
 
 
-def matmul_peak(dtype: str = "bf16", n: int = 2048, seconds: float = 1.0, device: str = "cpu") -> float:
+def matmul_peak(dtype: str = "bf16", n: int | None = None, seconds: float = 1.0, device: str = "cpu") -> float:
     """TFLOP/s of ``torch.matmul`` of two ``n x n`` matrices in ``dtype`` (measured, after one warm-up)."""
     import torch
 
+    n = n or (8192 if str(device).startswith("cuda") else 2048)
     kind = {"bf16": torch.bfloat16, "fp32": torch.float32, "fp16": torch.float16}[dtype]
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(n, n, generator=gen).to(device=device, dtype=kind)

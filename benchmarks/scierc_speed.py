@@ -34,6 +34,7 @@ def measure(profile: str, model: str | None, docs: int, mode: str, settings: Set
     import torch
 
     from medibio.core.precision import accelerator as make_accelerator
+    from medibio.core.precision import attention_kernels
     from medibio.models import heads as modeling
     from medibio.models import zoo
     from medibio.runs.protocol import device_name
@@ -60,12 +61,13 @@ def measure(profile: str, model: str | None, docs: int, mode: str, settings: Set
     net = runner._build(plan.job, source, heads, typed=False)
     accelerator = make_accelerator(cfg.mixed_precision)
     precision = "bf16" if str(accelerator.mixed_precision) == "bf16" else "fp32"
-    with limits.bracketed_peak(precision, accelerator.device.type) as peak:
-        result = fit(net, task, cfg.finetune_config(), accelerator, 1, run_test=False,
-                     parameter_groups=runner._groups(net, cfg))
-    t0 = time.perf_counter()
-    task.predict(net, "dev")
-    eval_s = time.perf_counter() - t0
+    with attention_kernels():  # as runs train (medibio.runs.protocol)
+        with limits.bracketed_peak(precision, accelerator.device.type) as peak:
+            result = fit(net, task, cfg.finetune_config(), accelerator, 1, run_test=False,
+                         parameter_groups=runner._groups(net, cfg))
+        t0 = time.perf_counter()
+        task.predict(net, "dev")
+        eval_s = time.perf_counter() - t0
     train_s = result.train_time_s
 
     def batches(split: str) -> list[dict[str, Any]]:
@@ -79,6 +81,7 @@ def measure(profile: str, model: str | None, docs: int, mode: str, settings: Set
         total = 0.0
         net.train(training)
         for batch in batches(split):
+            batch = {k: v.to(accelerator.device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
             with torch.no_grad():
                 embs = net.span_embeddings(batch)
             embs = [e.requires_grad_(training) for e in embs]

@@ -166,3 +166,58 @@ def test_cpu_bf16_evaluation_runs_a_bf16_copy_and_leaves_the_trained_model_alone
     assert "forward" in vars(acc.unwrap_model(prepared))  # ... and accelerate's autocast around forward
     assert torch.allclose(copied.float(), autocast.float(), atol=0.05)
     assert accel.evaluation_model(prepared, accel.accelerator("no")) is prepared  # fp32: the model itself
+
+
+def test_attention_kernels_leave_out_cudnn_on_a_gpu_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU the context disables cuDNN's attention and keeps the other kernels, then restores the flags;
+    on a CPU it changes no flag (reference/gpu/README.md: cuDNN's per-shape plans under dynamic padding)."""
+    import torch
+
+    flags = torch.backends.cuda
+    before = (flags.cudnn_sdp_enabled(), flags.flash_sdp_enabled(), flags.mem_efficient_sdp_enabled(),
+              flags.math_sdp_enabled())
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with accel.attention_kernels():
+        assert (flags.cudnn_sdp_enabled(), flags.flash_sdp_enabled(), flags.mem_efficient_sdp_enabled(),
+                flags.math_sdp_enabled()) == before
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    with accel.attention_kernels():
+        assert not flags.cudnn_sdp_enabled()
+        assert flags.flash_sdp_enabled() and flags.mem_efficient_sdp_enabled() and flags.math_sdp_enabled()
+    assert (flags.cudnn_sdp_enabled(), flags.flash_sdp_enabled(), flags.mem_efficient_sdp_enabled(),
+            flags.math_sdp_enabled()) == before
+
+
+def test_every_run_trains_inside_the_attention_kernels(monkeypatch: pytest.MonkeyPatch, settings) -> None:
+    """The run protocol trains every kind of run inside :func:`medibio.core.precision.attention_kernels`."""
+    import contextlib
+
+    from medibio.runs import protocol
+
+    entered: list[str] = []
+
+    @contextlib.contextmanager
+    def noting():
+        entered.append("in")
+        yield
+        entered.append("out")
+
+    class Noting:
+        name = "finetune"
+
+        def replan(self, request, settings):  # pragma: no cover - never replanned here
+            raise NotImplementedError
+
+        def describe(self, record) -> str:
+            return "noted"
+
+        def train(self, plan, ctx) -> protocol.Outcome:
+            entered.append("train")
+            model = {"name": "m", "path": "/m", "tag": "m", "hash": "sha256:0", "model_type": "bert",
+                     "parameters": 1}
+            return protocol.Outcome(ctx.record(model=model, score_test=1.0))
+
+    monkeypatch.setattr(accel, "attention_kernels", noting)
+    plan = protocol.plan("finetune", "cpu", "m", "base", "BIOSSES", 1, {"kernels": 1}, {}, "noting")
+    protocol.run(Noting(), plan, settings)
+    assert entered == ["in", "train", "out"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from medibio.core import progress, provenance
+from medibio.core import precision, progress, provenance
 from medibio.core.atomic import write_jsonl
 from medibio.core.errors import MedibioError
 from medibio.core.hashing import digest
@@ -248,7 +248,7 @@ def run(kind: Kind, plan_: Plan, settings: Settings, accelerator: Any = None, fo
                 progress.say(f"▶ {plan_.label}: training (config {key.config_digest})")
             count = threads or min(torch.get_num_threads(), settings.run_threads() or torch.get_num_threads())
             workdir = key.work_path(root)
-            with thread_count(count):
+            with thread_count(count), precision.attention_kernels():
                 context = RunContext(plan_, settings, accelerator, workdir, count,
                                      lambda message: progress.say(message) if _main(accelerator) else None)
                 outcome = kind.train(plan_, context)

@@ -2,7 +2,8 @@
 # Issue 22 on a GPU: matmul peaks, fine-tuning / pretraining / SciERC throughput and MFU with --json.
 # Run from the repository root on the device:  bash .gpu/run.sh            (OUT must be set)
 # Locally, a CPU check of the code path:      DEVICE=cpu TINY=1 EXAMPLES=8 OUT=/tmp/gpuout bash .gpu/run.sh
-# Env knobs: EXAMPLES (fine-tuning train+dev examples, default 1024), SCIERC_DOCS (160), STEP_TIMEOUT (120 s),
+# Env knobs: EXAMPLES (fine-tuning train+dev examples, default 1024), SCIERC_DOCS (160), EPOCHS (2: the benchmarks
+# print MFU per epoch, so the first epoch's new shapes and the warm second are told apart), STEP_TIMEOUT (120 s),
 # ONLY (space-separated step names to run; default all), SITE (wheels' --target, default /tmp/site).
 set -u
 set -o pipefail
@@ -16,6 +17,7 @@ WHEELS=${WHEELS:-.whl}
 MODELS=${MODELS:-/tmp/medibio-models}
 EXAMPLES=${EXAMPLES:-1024}
 SCIERC_DOCS=${SCIERC_DOCS:-160}
+EPOCHS=${EPOCHS:-2}
 STEP_TIMEOUT=${STEP_TIMEOUT:-120}
 DEVICE=${DEVICE:-cuda}
 TINY=${TINY:-}
@@ -64,17 +66,17 @@ step peaks peaks.json python3 .gpu/peaks.py "$DEVICE" ${TINY:+--sizes 256 --seco
 
 # Fine-tuning: the engine's real loop (bucketed dynamic padding), gpu profile (batch 32, eval batch 128, bf16,
 # the registry's max lengths), one sequence / token / relation task, each model shape in one process.
-# TASKS lists every task twice: the first pass is cold (every new padded length is a new shape for the GPU
-# libraries), the second, in the same process on the same sample, is warm (the steady state of a multi-epoch run).
-TASKS=${TASKS:-GAD,BC5-chem,ChemProt,GAD,BC5-chem,ChemProt}
+# Each task trains EPOCHS epochs: the first is cold (every new padded length is a new shape for the GPU
+# libraries), the second meets the same shapes again (the steady state of a multi-epoch run).
+TASKS=${TASKS:-GAD,BC5-chem,ChemProt}
 for m in bert-base-shape deberta-v3-base-shape minilm-shape; do
   step "ft-$m" "finetune-$m.json" python3 -m benchmarks.finetune_engine --only padding --modes dynamic \
-    --profile gpu --tasks "$TASKS" --examples "$EXAMPLES" --model "$MODELS/$m" --same-process --json
+    --profile gpu --tasks "$TASKS" --examples "$EXAMPLES" --epochs "$EPOCHS" --model "$MODELS/$m" --same-process --json
 done
 # The same with cuDNN's attention kernels switched off (BERT uses torch's SDPA; DeBERTa has its own attention)
 SDPA_NO_CUDNN=1 step ft-bert-nocudnn finetune-bert-base-shape-nocudnn.json python3 .gpu/with_sdpa.py \
   benchmarks.finetune_engine --only padding --modes dynamic --profile gpu --tasks "$TASKS" --examples "$EXAMPLES" \
-  --model "$MODELS/bert-base-shape" --same-process --json
+  --epochs "$EPOCHS" --model "$MODELS/bert-base-shape" --same-process --json
 
 # Pretraining (masked LM, random token blocks): the gpu profile's config, then the paper's DeBERTa-v2-base shape
 # (scideberta-v2: 128K vocabulary, 512 tokens) at a batch that fits one GPU.
@@ -85,14 +87,15 @@ step pretrain-base pretrain-deberta-base.json python3 -m benchmarks.pretrain_spe
 
 # SciERC span model on the BERT-base shape, gpu profile (joint mode, all layers, bf16)
 step scierc scierc-bert-base.json python3 -m benchmarks.scierc_speed --profile gpu --model "$MODELS/bert-base-shape" \
-  --docs "$SCIERC_DOCS"
+  --docs "$SCIERC_DOCS" --epochs "$EPOCHS"
 
 SDPA_NO_CUDNN=1 step scierc-nocudnn scierc-bert-base-nocudnn.json python3 .gpu/with_sdpa.py benchmarks.scierc_speed \
-  --profile gpu --model "$MODELS/bert-base-shape" --docs "$SCIERC_DOCS"
+  --profile gpu --model "$MODELS/bert-base-shape" --docs "$SCIERC_DOCS" --epochs "$EPOCHS"
 
 # fp32 (no autocast) against the fp32 peak, one task, BERT-base shape
 step ft-fp32 finetune-bert-base-shape-fp32.json python3 -m benchmarks.finetune_engine --only padding --modes dynamic \
-  --profile gpu --tasks GAD,BC5-chem --examples "$EXAMPLES" --model "$MODELS/bert-base-shape" --same-process --fp32 --json
+  --profile gpu --tasks "$TASKS" --examples "$EXAMPLES" --epochs "$EPOCHS" --model "$MODELS/bert-base-shape" \
+  --same-process --fp32 --json
 
 stamp "bundle"
 python3 - "$OUT" <<'EOF' || echo "FAILED bundle"
