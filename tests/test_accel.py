@@ -193,6 +193,7 @@ def test_every_run_trains_inside_the_attention_kernels(monkeypatch: pytest.Monke
     import contextlib
 
     from medibio.runs import protocol
+    from tests.support.runs import NotingKind
 
     entered: list[str] = []
 
@@ -202,22 +203,11 @@ def test_every_run_trains_inside_the_attention_kernels(monkeypatch: pytest.Monke
         yield
         entered.append("out")
 
-    class Noting:
-        name = "finetune"
-
-        def replan(self, request, settings):  # pragma: no cover - never replanned here
-            raise NotImplementedError
-
-        def describe(self, record) -> str:
-            return "noted"
-
-        def train(self, plan, ctx) -> protocol.Outcome:
-            entered.append("train")
-            model = {"name": "m", "path": "/m", "tag": "m", "hash": "sha256:0", "model_type": "bert",
-                     "parameters": 1}
-            return protocol.Outcome(ctx.record(model=model, score_test=1.0))
+    def training() -> dict:
+        entered.append("train")
+        return {}
 
     monkeypatch.setattr(accel, "attention_kernels", noting)
     plan = protocol.plan("finetune", "cpu", "m", "base", "BIOSSES", 1, {"kernels": 1}, {}, "noting")
-    protocol.run(Noting(), plan, settings)
+    protocol.run(NotingKind(training), plan, settings)
     assert entered == ["in", "train", "out"]

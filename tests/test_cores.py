@@ -19,8 +19,8 @@ import torch
 
 from medibio.core.settings import SHARE_ENV, Settings, alive
 from medibio.runs import protocol, records
+from tests.support.runs import NotingKind
 
-MODEL = {"name": "m", "path": "/m", "tag": "m", "hash": "sha256:0", "model_type": "bert", "parameters": 1}
 _SEEDS = itertools.count(1)
 
 
@@ -37,26 +37,10 @@ def settings(settings: Settings) -> Settings:
     return dataclasses.replace(settings, share_cores_with=None)
 
 
-class _Counting:
-    """A kind of run that trains nothing and notes the threads it computed with."""
-
-    name = "finetune"
-
-    def replan(self, request, settings):  # pragma: no cover - never replanned here
-        raise NotImplementedError
-
-    def describe(self, record) -> str:
-        return "counted"
-
-    def train(self, plan, ctx) -> protocol.Outcome:
-        return protocol.Outcome(ctx.record(model=MODEL, score_test=1.0,
-                                           details={"threads_seen": torch.get_num_threads()}))
-
-
 def _run_threads(settings: Settings) -> int:
     """Run one run through the protocol; the CPU threads it ran with (as recorded and as seen in training)."""
     plan = protocol.plan("finetune", "cpu", "m", "base", "BIOSSES", next(_SEEDS), {"x": 1}, {}, "counting")
-    record, reused = protocol.run(_Counting(), plan, settings)
+    record, reused = protocol.run(NotingKind(lambda: {"threads_seen": torch.get_num_threads()}), plan, settings)
     assert not reused and record.cpu_threads == record.details["threads_seen"]
     assert records.read_record(plan.key.path(settings.results_root)).cpu_threads == record.cpu_threads
     return int(record.cpu_threads)

@@ -73,7 +73,9 @@ for m in bert-base-shape deberta-v3-base-shape minilm-shape; do
   step "ft-$m" "finetune-$m.json" python3 -m benchmarks.finetune_engine --only padding --modes dynamic \
     --profile gpu --tasks "$TASKS" --examples "$EXAMPLES" --epochs "$EPOCHS" --model "$MODELS/$m" --same-process --json
 done
-# The same with cuDNN's attention kernels switched off (BERT uses torch's SDPA; DeBERTa has its own attention)
+# The same with cuDNN's attention kernels switched off (BERT uses torch's SDPA; DeBERTa has its own attention).
+# Since commit 0c8fcab the runs and benchmarks leave cuDNN's attention out themselves
+# (medibio.core.precision.attention_kernels), so this step now measures what ft-bert-base-shape does.
 SDPA_NO_CUDNN=1 step ft-bert-nocudnn finetune-bert-base-shape-nocudnn.json python3 .gpu/with_sdpa.py \
   benchmarks.finetune_engine --only padding --modes dynamic --profile gpu --tasks "$TASKS" --examples "$EXAMPLES" \
   --epochs "$EPOCHS" --model "$MODELS/bert-base-shape" --same-process --json
