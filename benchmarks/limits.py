@@ -1,10 +1,10 @@
 """This machine's limit and how close a model gets to it: the measured matmul peak, model FLOPs, MFU.
 
-**Peak.** :func:`matmul_peak` times ``torch.matmul`` of two square matrices (2048 x 2048 on a CPU, 8192 x 8192
-on a GPU, which 2048 leaves partly idle) in bf16 and in fp32 on the device and thread count the benchmark itself uses, after a warm-up, for at least
-``seconds``: ``2 n^3`` FLOPs per product. This is what the same hardware multiplies in practice (on this
-2-core AMX CPU about 2.5 TFLOP/s in bf16, 0.42 in fp32), not a datasheet number, so MFU means the same on a
-laptop, this CPU and an H100.
+**Peak.** :func:`matmul_peak` times ``torch.matmul`` of two square matrices (2048 x 2048 on a CPU; 8192 x 8192
+on a GPU, which 2048 leaves partly idle) in bf16 and in fp32 on the device and thread count the benchmark
+itself uses, after a warm-up, for at least ``seconds``: ``2 n^3`` FLOPs per product. This is what the same
+hardware multiplies in practice (on this 2-core AMX CPU about 2.5 TFLOP/s in bf16, 0.42 in fp32), not a
+datasheet number, so MFU means the same on a laptop, this CPU and an H100.
 
 **Model FLOPs** per token of an encoder with P non-embedding parameters (every weight matrix used once per
 token: 2 FLOPs per multiply-add), L layers, hidden size H, the padded length S of the token's batch and,

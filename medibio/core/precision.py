@@ -152,13 +152,12 @@ def attention_kernels() -> Iterator[None]:
     """On a GPU, torch's scaled-dot-product attention with the flash, memory-efficient and math kernels but
     not cuDNN's; on a CPU nothing changes.
 
-    torch picks cuDNN's attention first for bf16 on Hopper GPUs, and cuDNN builds an execution plan for every
-    new shape. Dynamic padding makes every padded length and batch size a new shape, so a short run pays for a
-    plan at most of its steps and every evaluation pass pays again. On an H200 (BERT-base shape, the ``gpu``
-    profile, 1,024 examples, two epochs; reference/gpu) training ran at 27.0K real tokens/s without cuDNN against
-    5.6K with it on GAD (BC5-chem 26.1K against 17.0K, ChemProt 57.7K against 30.7K) and evaluation 10-18x
-    as fast; once every shape had a plan the two ran at the same rate. The other kernels compute the same
-    attention and need no plans.
+    torch picks cuDNN's attention first for bf16 on Hopper GPUs, and under dynamic padding, where most batches
+    bring a new shape, it was slow until it had seen each shape once (a per-shape execution plan, by all
+    appearances). On an H200 (BERT-base shape, the ``gpu`` profile, 1,024 examples, two epochs;
+    reference/gpu/README.md) two epochs of GAD trained at 27.0K real tokens/s without it against 5.6K with it
+    (BC5-chem 26.1K against 17.0K, ChemProt 57.7K against 30.7K), a first evaluation pass ran 13-18x as fast,
+    and once the shapes had been seen the two ran at the same rate.
     """
     import torch
 
