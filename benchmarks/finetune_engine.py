@@ -150,13 +150,11 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     training (:func:`benchmarks.limits.bracketed_peak`), for the whole training and per epoch; ``matmul_share``
     is the time an epoch's matmuls take alone (:func:`benchmarks.limits.replay_seconds`) over the last epoch's.
     """
-    import math
-
     import torch
-    from transformers import get_linear_schedule_with_warmup
 
     from medibio.core import precision as accel
     from medibio.runs.protocol import device_name
+    from medibio.training import loop as trainer
 
     engine = prepare(task, model_name, examples, profile, pad_to_max_length, seed, max_length, fp32, settings)
     spec, cfg, model, optimizer, device = engine.spec, engine.cfg, engine.model, engine.optimizer, engine.device
@@ -167,8 +165,7 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     train_loader, n_train, lengths = loader("train", True, cfg.batch_size)
     batches = [to_device(b) for b in train_loader]
     epochs = epochs or cfg.effective_epochs
-    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.warmup_ratio * epochs * len(batches)),
-                                                epochs * len(batches) + 1)
+    scheduler = trainer.linear_schedule(optimizer, cfg, epochs * len(batches) + 1)  # + the warm-up step
     precision = "bf16" if use_amp else "fp32"
 
     def forward_backward(batch: dict) -> None:
@@ -470,8 +467,7 @@ def _engine_child(engine: str, settings: Settings | None = None, **kwargs: Any) 
 
 def compare(tasks: Sequence[str] = COMPARE_TASKS, model: str = "minilm", profile: str = "cpu",
             sizes: tuple[int, int, int, int] = COMPARE_SIZES["default"], seed: int = 1,
-            isolate: bool = True, progress: bool = True, settings: Settings | None = None,
-        epochs: int | None = None) -> list[dict[str, Any]]:
+            isolate: bool = True, progress: bool = True, settings: Settings | None = None) -> list[dict[str, Any]]:
     """Both engines on every task, each in its own child process (its own memory peak), ours first."""
     rows = []
     for task in tasks:

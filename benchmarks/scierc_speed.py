@@ -70,18 +70,17 @@ def measure(profile: str, model: str | None, docs: int, mode: str, settings: Set
         eval_s = time.perf_counter() - t0
     train_s = result.train_time_s
 
-    def batches(split: str) -> list[dict[str, Any]]:
-        return [collate([f], task.pad_id, cfg.pad_to_multiple_of) for f in task.features[split]]
+    batches = {split: [collate([f], task.pad_id, cfg.pad_to_multiple_of, accelerator.device)
+                       for f in task.features[split]] for split in ("train", "dev")}
 
     def forward(split: str) -> float:
-        return limits.batch_flops(net.encoder, batches(split), False)
+        return limits.batch_flops(net.encoder, batches[split], False)
 
     def heads(split: str, training: bool) -> float:
         """The span heads' matmul FLOPs over the split's documents (one pass), on the encoder's output."""
         total = 0.0
         net.train(training)
-        for batch in batches(split):
-            batch = {k: v.to(accelerator.device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+        for batch in batches[split]:
             with torch.no_grad():
                 embs = net.span_embeddings(batch)
             embs = [e.requires_grad_(training) for e in embs]

@@ -70,9 +70,7 @@ class SciercTask:
         with progress.bar(f"{self.name} {split}", len(feats), unit="doc", minor=True) as bar:
             for k in range(0, len(feats), size):
                 chunk = feats[k:k + size]
-                batch = collate(chunk, self.pad_id, self.cfg.pad_to_multiple_of)
-                batch["input_ids"] = batch["input_ids"].to(device)
-                batch["attention_mask"] = batch["attention_mask"].to(device)
+                batch = collate(chunk, self.pad_id, self.cfg.pad_to_multiple_of, device)
                 ents = [given[f.doc.doc_key] for f in chunk] if given is not None else None
                 preds.extend(model.predict(batch, ents))
                 bar.update(len(chunk))

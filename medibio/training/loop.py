@@ -156,6 +156,13 @@ def build_optimizer(model: Any, cfg: FinetuneConfig) -> tuple[Any, list[str]]:
     return optimizer, notes
 
 
+def linear_schedule(optimizer: Any, cfg: FinetuneConfig, total_steps: int) -> Any:
+    """Linear warm-up over ``cfg.warmup_ratio`` of ``total_steps`` optimiser steps, then linear decay to 0."""
+    from transformers import get_linear_schedule_with_warmup
+
+    return get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.warmup_ratio * total_steps), total_steps)
+
+
 class Evaluator:
     """Predictions for one split (encoded once, dataloader prepared once, reused every epoch)."""
 
@@ -420,7 +427,6 @@ def fit(model: Any, task: TrainingTask, cfg: FinetuneConfig, accelerator: Any, s
     that learn faster than the encoder)."""
     import torch
     from accelerate.utils import set_seed
-    from transformers import get_linear_schedule_with_warmup
 
     started = time.perf_counter()
     if accelerator.device.type == "cuda":
@@ -437,8 +443,7 @@ def fit(model: Any, task: TrainingTask, cfg: FinetuneConfig, accelerator: Any, s
     use_cheap_dropout(model, accelerator.device)
     model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)
     epochs = cfg.effective_epochs
-    total_steps = math.ceil(len(train_loader) / cfg.grad_accum) * epochs
-    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.warmup_ratio * total_steps), total_steps)
+    scheduler = linear_schedule(optimizer, cfg, math.ceil(len(train_loader) / cfg.grad_accum) * epochs)
 
     def evaluate_dev(net: Any) -> dict[str, float]:
         return task.evaluate(net, "dev")[0]
