@@ -92,8 +92,11 @@ class Engine:
 
 def prepare(task: str, model_name: str = "minilm", examples: int = 64, profile: str = "cpu",
             pad_to_max_length: bool = False, seed: int = 0, max_length: int | None = None, fp32: bool = False,
-            settings: Settings | None = None) -> Engine:
-    """Build :class:`Engine` for ``task`` from the profile's preset (``fp32``: no bf16 autocast)."""
+            settings: Settings | None = None, batch_size: int | None = None,
+            frozen_word_embeddings: bool = False) -> Engine:
+    """Build :class:`Engine` for ``task`` from the profile's preset (``fp32``: no bf16 autocast; ``batch_size``:
+    another training batch; ``frozen_word_embeddings``: the word-embedding matrix does not learn, which bounds
+    what any sparse or lazy update of its rows could save)."""
     import torch
     from torch.utils.data import DataLoader
     from transformers.utils import logging as hf_logging
@@ -118,11 +121,15 @@ def prepare(task: str, model_name: str = "minilm", examples: int = 64, profile: 
         cfg = cfg.replace(max_length=max_length)
     if fp32:
         cfg = cfg.replace(mixed_precision="no")
+    if batch_size:
+        cfg = cfg.replace(batch_size=batch_size)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     data = load_blurb(spec.name, settings.data_root, splits=["train", "dev"])
     tokenizer = modeling.load_tokenizer(model_name, spec.problem)
     model = modeling.build_model(spec, model_name, cfg.dropout, seed=seed).to(device)
     use_cheap_dropout(model, device)  # as fit() does
+    if frozen_word_embeddings:
+        model.get_input_embeddings().weight.requires_grad_(False)
     optimizer, _ = trainer.build_optimizer(model, cfg)
     collate = features.Collator(tokenizer, spec.problem, cfg.max_length if pad_to_max_length else None)
     use_amp = accel.precision_for(requested=cfg.mixed_precision) == "bf16"
@@ -139,7 +146,8 @@ def prepare(task: str, model_name: str = "minilm", examples: int = 64, profile: 
 
 def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: str = "cpu",
             pad_to_max_length: bool = False, seed: int = 0, max_length: int | None = None, fp32: bool = False,
-            settings: Settings | None = None, epochs: int | None = None) -> dict[str, Any]:
+            settings: Settings | None = None, epochs: int | None = None, batch_size: int | None = None,
+            frozen_word_embeddings: bool = False) -> dict[str, Any]:
     """Train ``epochs`` passes (default: the preset's) over ``examples`` training examples and predict as many
     dev examples; time both, and each epoch. The first epoch is slower than the next on a CPU in bf16: each new
     batch shape costs oneDNN a kernel build, and a run meets its shapes again from its second epoch on.
@@ -156,7 +164,8 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     from medibio.runs.protocol import device_name
     from medibio.training import loop as trainer
 
-    engine = prepare(task, model_name, examples, profile, pad_to_max_length, seed, max_length, fp32, settings)
+    engine = prepare(task, model_name, examples, profile, pad_to_max_length, seed, max_length, fp32, settings,
+                     batch_size, frozen_word_embeddings)
     spec, cfg, model, optimizer, device = engine.spec, engine.cfg, engine.model, engine.optimizer, engine.device
     loader, to_device, use_amp = engine.loader, engine.to_device, engine.use_amp
 
@@ -224,6 +233,7 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     return {"task": spec.name, "problem": spec.problem.value,
             "padding": "max_length" if pad_to_max_length else "dynamic+buckets", "max_length": cfg.max_length,
             "batch_size": cfg.batch_size, "train_examples": n_train,
+            "word_embeddings": "frozen" if frozen_word_embeddings else "trained",
             "mean_tokens": round(sum(lengths) / len(lengths), 1),
             "padded_tokens_per_example": round(padded_tokens / n_train, 1),
             "padding_share": round(1 - real_tokens / padded_tokens, 3),
@@ -262,7 +272,8 @@ def measure_in_child(settings: Settings | None = None, **kwargs: Any) -> dict[st
 def run(tasks: Sequence[str] = DEFAULT_TASKS, model: str = "minilm", examples: int = 64, profile: str = "cpu",
         modes: Sequence[str] = MODES, max_length: int | None = None, fp32: bool = False,
         isolate: bool = True, progress: bool = True, settings: Settings | None = None,
-        epochs: int | None = None) -> list[dict[str, Any]]:
+        epochs: int | None = None, batch_size: int | None = None,
+        frozen_word_embeddings: bool = False) -> list[dict[str, Any]]:
     """Measure every task in every padding mode; one child process per measurement unless ``isolate=False``.
     Each row carries its MFU against the peak measured around its own training (:func:`measure`).
     """
@@ -273,7 +284,8 @@ def run(tasks: Sequence[str] = DEFAULT_TASKS, model: str = "minilm", examples: i
     for task in tasks:
         for mode in modes:
             kwargs = {"task": task, "model_name": model, "examples": examples, "profile": profile,
-                      "pad_to_max_length": mode == "fixed", "max_length": max_length, "fp32": fp32, "epochs": epochs}
+                      "pad_to_max_length": mode == "fixed", "max_length": max_length, "fp32": fp32, "epochs": epochs,
+                      "batch_size": batch_size, "frozen_word_embeddings": frozen_word_embeddings}
             row = measure_in_child(settings, **kwargs) if isolate else measure(**kwargs, settings=settings)
             rows.append(row)
             if progress:
@@ -541,6 +553,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--modes", default=",".join(MODES), help="padding modes: dynamic,fixed")
     parser.add_argument("--max-length", type=int, default=None, help="override the profile's max lengths")
     parser.add_argument("--fp32", action="store_true", help="no bf16 autocast (default: the profile's setting)")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="padding table: training batch size (default: the preset's)")
+    parser.add_argument("--frozen-word-embeddings", action="store_true",
+                        help="padding table: the word embeddings do not learn (what a sparse row update could save)")
     parser.add_argument("--same-process", action="store_true",
                         help="measure in this process (faster; CPU memory peaks then accumulate)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of tables")
@@ -575,12 +591,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         examples = args.examples or (32 if args.quick else 64)
         rows = run(tasks or DEFAULT_TASKS, args.model, examples, args.profile,
                    [m for m in args.modes.split(",") if m], args.max_length, args.fp32, isolate=not args.same_process,
-                   settings=settings, epochs=args.epochs)
+                   settings=settings, epochs=args.epochs, batch_size=args.batch_size,
+                   frozen_word_embeddings=args.frozen_word_embeddings)
         out["padding"] = rows
         if not args.json:
             first = rows[0] if rows else {}
             print(f"\npadding modes: model={args.model} profile={args.profile} device={first.get('device')} "
-                  f"precision={first.get('precision')} examples={examples} memory={first.get('memory_kind')}")
+                  f"precision={first.get('precision')} examples={examples} memory={first.get('memory_kind')} "
+                  f"batch={first.get('batch_size')} word embeddings {first.get('word_embeddings')}")
             print(table(rows))
     if args.json:
         print(json.dumps(out, indent=2))

@@ -53,3 +53,18 @@ def test_trainer_comparison_runs_both_engines_on_the_same_data(session_settings,
     text = benchmark.compare_table(rows)
     ratio = ours["train_examples_per_s"] / hf["train_examples_per_s"]
     assert f"{ratio:7.2f}x" in text and "geometric mean" in text
+
+
+def test_another_batch_and_frozen_word_embeddings_are_measured_as_asked(session_settings, data_root):
+    """``--batch-size`` and ``--frozen-word-embeddings`` (README, *Measured, not kept*) change what they name."""
+    engine = benchmark.prepare("ChemProt", "tiny-deberta", examples=8, profile="smoke", settings=session_settings,
+                               batch_size=4, frozen_word_embeddings=True)
+    words = engine.model.get_input_embeddings().weight
+    optimised = {id(p) for group in engine.optimizer.param_groups for p in group["params"]}
+    assert engine.cfg.batch_size == 4 and not words.requires_grad and id(words) not in optimised
+    assert len(optimised) == sum(1 for p in engine.model.parameters() if p.requires_grad)
+    row = benchmark.measure("ChemProt", "tiny-deberta", examples=8, profile="smoke", settings=session_settings,
+                            batch_size=4, frozen_word_embeddings=True)
+    assert (row["batch_size"], row["word_embeddings"]) == (4, "frozen") and row["train_examples_per_s"] > 0
+    assert benchmark.measure("ChemProt", "tiny-deberta", examples=8, profile="smoke",
+                             settings=session_settings)["word_embeddings"] == "trained"
