@@ -8,6 +8,8 @@ has its own memory peak); this script is its command line:
     python -m benchmarks.finetune_speed --only trainer --sizes 512,128,256,3   # train,dev,test,epochs
     python -m benchmarks.finetune_speed --only padding --examples 128 --tasks BC5-chem,ChemProt
     python -m benchmarks.finetune_speed --profile gpu --model minilm             # on a GPU machine
+    python -m benchmarks.finetune_speed --only padding --tasks GAD --batch-size 32   # another batch
+    python -m benchmarks.finetune_speed --only padding --tasks GAD --frozen-word-embeddings  # bound of a sparse update
 """
 
 from __future__ import annotations
