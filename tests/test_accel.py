@@ -174,18 +174,19 @@ def test_attention_kernels_leave_out_cudnn_on_a_gpu_only(monkeypatch: pytest.Mon
     import torch
 
     flags = torch.backends.cuda
-    before = (flags.cudnn_sdp_enabled(), flags.flash_sdp_enabled(), flags.mem_efficient_sdp_enabled(),
-              flags.math_sdp_enabled())
+
+    def enabled() -> tuple[bool, bool, bool, bool]:  # cuDNN, flash, memory-efficient, math
+        return (flags.cudnn_sdp_enabled(), flags.flash_sdp_enabled(), flags.mem_efficient_sdp_enabled(),
+                flags.math_sdp_enabled())
+
+    before = enabled()
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with accel.attention_kernels():
-        assert (flags.cudnn_sdp_enabled(), flags.flash_sdp_enabled(), flags.mem_efficient_sdp_enabled(),
-                flags.math_sdp_enabled()) == before
+        assert enabled() == before
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     with accel.attention_kernels():
-        assert not flags.cudnn_sdp_enabled()
-        assert flags.flash_sdp_enabled() and flags.mem_efficient_sdp_enabled() and flags.math_sdp_enabled()
-    assert (flags.cudnn_sdp_enabled(), flags.flash_sdp_enabled(), flags.mem_efficient_sdp_enabled(),
-            flags.math_sdp_enabled()) == before
+        assert enabled() == (False, True, True, True)
+    assert enabled() == before
 
 
 def test_every_run_trains_inside_the_attention_kernels(monkeypatch: pytest.MonkeyPatch, settings) -> None:

@@ -78,9 +78,9 @@ def featurize(docs: Sequence[data.Document], tokenizer: Any, cfg: SciercConfig) 
 
 def collate(batch: Sequence[DocFeatures], pad_id: int, multiple: int = 1, device: Any = None) -> dict[str, Any]:
     """Stack every window of the batch's documents, padded to the longest rounded up to ``multiple``, the token
-    tensors on ``device`` (default: the CPU); span positions re-based. Under bf16 on a CPU each new input shape costs oneDNN a kernel build (~6 ms, more than
-    the matmul it serves), so SciERC's windows of every length from ~20 to 256 sub-tokens pay one per step
-    unless their lengths are rounded (``SciercConfig.pad_to_multiple_of``)."""
+    tensors on ``device`` (default: the CPU); span positions re-based. Under bf16 on a CPU each new input shape
+    costs oneDNN a kernel build (~6 ms, more than the matmul it serves), so SciERC's windows of every length from
+    ~20 to 256 sub-tokens pay one per step unless their lengths are rounded (``SciercConfig.pad_to_multiple_of``)."""
     length = -(-max(len(w) for f in batch for w in f.windows) // multiple) * multiple
     ids, mask, firsts, lasts = [], [], [], []
     offset = 0
@@ -94,7 +94,8 @@ def collate(batch: Sequence[DocFeatures], pad_id: int, multiple: int = 1, device
                                    for p in f.span_last], dtype=torch.long))
         offset += len(f.windows)
     return {"input_ids": torch.tensor(ids, dtype=torch.long, device=device),
-            "attention_mask": torch.tensor(mask, dtype=torch.long, device=device), "span_first": firsts, "span_last": lasts, "features": list(batch)}
+            "attention_mask": torch.tensor(mask, dtype=torch.long, device=device),
+            "span_first": firsts, "span_last": lasts, "features": list(batch)}
 
 
 def heads_in_fp32(device: torch.device) -> Any:

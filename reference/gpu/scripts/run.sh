@@ -73,12 +73,9 @@ for m in bert-base-shape deberta-v3-base-shape minilm-shape; do
   step "ft-$m" "finetune-$m.json" python3 -m benchmarks.finetune_engine --only padding --modes dynamic \
     --profile gpu --tasks "$TASKS" --examples "$EXAMPLES" --epochs "$EPOCHS" --model "$MODELS/$m" --same-process --json
 done
-# The same with cuDNN's attention kernels switched off (BERT uses torch's SDPA; DeBERTa has its own attention).
-# Since commit 0c8fcab the runs and benchmarks leave cuDNN's attention out themselves
-# (medibio.core.precision.attention_kernels), so this step now measures what ft-bert-base-shape does.
-SDPA_NO_CUDNN=1 step ft-bert-nocudnn finetune-bert-base-shape-nocudnn.json python3 .gpu/with_sdpa.py \
-  benchmarks.finetune_engine --only padding --modes dynamic --profile gpu --tasks "$TASKS" --examples "$EXAMPLES" \
-  --epochs "$EPOCHS" --model "$MODELS/bert-base-shape" --same-process --json
+# The runs and benchmarks leave cuDNN's attention out themselves since commit 0c8fcab
+# (medibio.core.precision.attention_kernels), so the ft-bert-nocudnn and scierc-nocudnn steps of the H200 runs,
+# which switched it off from outside (with_sdpa.py), would only repeat ft-bert-base-shape and scierc: removed.
 
 # Pretraining (masked LM, random token blocks): the gpu profile's config, then the paper's DeBERTa-v2-base shape
 # (scideberta-v2: 128K vocabulary, 512 tokens) at a batch that fits one GPU.
@@ -90,9 +87,6 @@ step pretrain-base pretrain-deberta-base.json python3 -m benchmarks.pretrain_spe
 # SciERC span model on the BERT-base shape, gpu profile (joint mode, all layers, bf16)
 step scierc scierc-bert-base.json python3 -m benchmarks.scierc_speed --profile gpu --model "$MODELS/bert-base-shape" \
   --docs "$SCIERC_DOCS" --epochs "$EPOCHS"
-
-SDPA_NO_CUDNN=1 step scierc-nocudnn scierc-bert-base-nocudnn.json python3 .gpu/with_sdpa.py benchmarks.scierc_speed \
-  --profile gpu --model "$MODELS/bert-base-shape" --docs "$SCIERC_DOCS" --epochs "$EPOCHS"
 
 # fp32 (no autocast) against the fp32 peak, one task, BERT-base shape
 step ft-fp32 finetune-bert-base-shape-fp32.json python3 -m benchmarks.finetune_engine --only padding --modes dynamic \

@@ -3,6 +3,9 @@
     SDPA_NO_CUDNN=1 python .gpu/with_sdpa.py benchmarks.finetune_engine --same-process ...
 
 Prints the enabled backends to stderr first. Only meaningful when the module computes in this process.
+It made the H200 run 1's cuDNN-off rows (reference/gpu/README.md). From commit 0c8fcab on, runs and benchmarks
+choose their attention kernels inside (medibio.core.precision.attention_kernels), which overrides these flags,
+so run.sh no longer calls it.
 """
 
 import os
