@@ -79,6 +79,7 @@ class Engine:
     device: Any
     use_amp: bool
     loader: Callable[[str, bool, int], tuple[Any, int, list[int]]]
+    forward: Any  # what a training step calls: ``model``, or ``torch.compile(model)`` under ``compiled``
 
     def to_device(self, batch: dict) -> dict:
         batch.pop("index")
@@ -93,10 +94,12 @@ class Engine:
 def prepare(task: str, model_name: str = "minilm", examples: int = 64, profile: str = "cpu",
             pad_to_max_length: bool = False, seed: int = 0, max_length: int | None = None, fp32: bool = False,
             settings: Settings | None = None, batch_size: int | None = None,
-            frozen_word_embeddings: bool = False) -> Engine:
+            frozen_word_embeddings: bool = False, compiled: bool = False) -> Engine:
     """Build :class:`Engine` for ``task`` from the profile's preset (``fp32``: no bf16 autocast; ``batch_size``:
     another training batch; ``frozen_word_embeddings``: the word-embedding matrix does not learn, which bounds
-    what any sparse or lazy update of its rows could save)."""
+    what any sparse or lazy update of its rows could save; ``compiled``: training steps go through
+    ``torch.compile(model, dynamic=True)``, with PyTorch's dropout, which inductor fuses, instead of
+    :mod:`medibio.models.dropout`, whose ``random_`` breaks the graph at every dropout)."""
     import torch
     from torch.utils.data import DataLoader
     from transformers.utils import logging as hf_logging
@@ -127,7 +130,8 @@ def prepare(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     data = load_blurb(spec.name, settings.data_root, splits=["train", "dev"])
     tokenizer = modeling.load_tokenizer(model_name, spec.problem)
     model = modeling.build_model(spec, model_name, cfg.dropout, seed=seed).to(device)
-    use_cheap_dropout(model, device)  # as fit() does
+    if not compiled:
+        use_cheap_dropout(model, device)  # as fit() does
     if frozen_word_embeddings:
         model.get_input_embeddings().weight.requires_grad_(False)
     optimizer, _ = trainer.build_optimizer(model, cfg)
@@ -141,13 +145,14 @@ def prepare(task: str, model_name: str = "minilm", examples: int = 64, profile: 
                                                bucketing=not pad_to_max_length)
         return DataLoader(enc, batch_sampler=sampler, collate_fn=collate), len(enc), enc["length"]
 
-    return Engine(spec, cfg, model, optimizer, device, use_amp, loader)
+    forward = torch.compile(model, dynamic=True) if compiled else model
+    return Engine(spec, cfg, model, optimizer, device, use_amp, loader, forward)
 
 
 def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: str = "cpu",
             pad_to_max_length: bool = False, seed: int = 0, max_length: int | None = None, fp32: bool = False,
             settings: Settings | None = None, epochs: int | None = None, batch_size: int | None = None,
-            frozen_word_embeddings: bool = False) -> dict[str, Any]:
+            frozen_word_embeddings: bool = False, compiled: bool = False) -> dict[str, Any]:
     """Train ``epochs`` passes (default: the preset's) over ``examples`` training examples and predict as many
     dev examples; time both, and each epoch. The first epoch is slower than the next on a CPU in bf16: each new
     batch shape costs oneDNN a kernel build, and a run meets its shapes again from its second epoch on.
@@ -165,7 +170,7 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     from medibio.training import loop as trainer
 
     engine = prepare(task, model_name, examples, profile, pad_to_max_length, seed, max_length, fp32, settings,
-                     batch_size, frozen_word_embeddings)
+                     batch_size, frozen_word_embeddings, compiled)
     spec, cfg, model, optimizer, device = engine.spec, engine.cfg, engine.model, engine.optimizer, engine.device
     loader, to_device, use_amp = engine.loader, engine.to_device, engine.use_amp
 
@@ -177,13 +182,13 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     scheduler = trainer.linear_schedule(optimizer, cfg, epochs * len(batches) + 1)  # + the warm-up step
     precision = "bf16" if use_amp else "fp32"
 
-    def forward_backward(batch: dict) -> None:
+    def forward_backward(batch: dict, forward: Any = model) -> None:
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
-            loss = model(**batch).loss
+            loss = forward(**batch).loss
         loss.backward()
 
     def step(batch: dict) -> None:  # the engine's step (medibio.training.loop): clip, AdamW, schedule
-        forward_backward(batch)
+        forward_backward(batch, engine.forward)
         if cfg.max_grad_norm:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         optimizer.step()
@@ -193,7 +198,7 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     model.train()
     epoch_s: list[float] = []
     with accel.attention_kernels(), limits.bracketed_peak(precision, device.type) as peak:  # as runs train
-        step(batches[0])  # warm-up, not timed
+        step(batches[0])  # warm-up, not timed (under ``compiled``: the compilation)
         limits.synchronize(device)
         c0 = time.process_time()
         for _ in range(epochs):
@@ -233,7 +238,7 @@ def measure(task: str, model_name: str = "minilm", examples: int = 64, profile: 
     return {"task": spec.name, "problem": spec.problem.value,
             "padding": "max_length" if pad_to_max_length else "dynamic+buckets", "max_length": cfg.max_length,
             "batch_size": cfg.batch_size, "train_examples": n_train,
-            "word_embeddings": "frozen" if frozen_word_embeddings else "trained",
+            "word_embeddings": "frozen" if frozen_word_embeddings else "trained", "compiled": compiled,
             "mean_tokens": round(sum(lengths) / len(lengths), 1),
             "padded_tokens_per_example": round(padded_tokens / n_train, 1),
             "padding_share": round(1 - real_tokens / padded_tokens, 3),
@@ -273,7 +278,7 @@ def run(tasks: Sequence[str] = DEFAULT_TASKS, model: str = "minilm", examples: i
         modes: Sequence[str] = MODES, max_length: int | None = None, fp32: bool = False,
         isolate: bool = True, progress: bool = True, settings: Settings | None = None,
         epochs: int | None = None, batch_size: int | None = None,
-        frozen_word_embeddings: bool = False) -> list[dict[str, Any]]:
+        frozen_word_embeddings: bool = False, compiled: bool = False) -> list[dict[str, Any]]:
     """Measure every task in every padding mode; one child process per measurement unless ``isolate=False``.
     Each row carries its MFU against the peak measured around its own training (:func:`measure`).
     """
@@ -285,7 +290,8 @@ def run(tasks: Sequence[str] = DEFAULT_TASKS, model: str = "minilm", examples: i
         for mode in modes:
             kwargs = {"task": task, "model_name": model, "examples": examples, "profile": profile,
                       "pad_to_max_length": mode == "fixed", "max_length": max_length, "fp32": fp32, "epochs": epochs,
-                      "batch_size": batch_size, "frozen_word_embeddings": frozen_word_embeddings}
+                      "batch_size": batch_size, "frozen_word_embeddings": frozen_word_embeddings,
+                      "compiled": compiled}
             row = measure_in_child(settings, **kwargs) if isolate else measure(**kwargs, settings=settings)
             rows.append(row)
             if progress:
@@ -557,6 +563,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="padding table: training batch size (default: the preset's)")
     parser.add_argument("--frozen-word-embeddings", action="store_true",
                         help="padding table: the word embeddings do not learn (what a sparse row update could save)")
+    parser.add_argument("--compile", action="store_true",
+                        help="padding table: train through torch.compile(model, dynamic=True), PyTorch's dropout")
     parser.add_argument("--same-process", action="store_true",
                         help="measure in this process (faster; CPU memory peaks then accumulate)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of tables")
@@ -592,13 +600,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         rows = run(tasks or DEFAULT_TASKS, args.model, examples, args.profile,
                    [m for m in args.modes.split(",") if m], args.max_length, args.fp32, isolate=not args.same_process,
                    settings=settings, epochs=args.epochs, batch_size=args.batch_size,
-                   frozen_word_embeddings=args.frozen_word_embeddings)
+                   frozen_word_embeddings=args.frozen_word_embeddings, compiled=args.compile)
         out["padding"] = rows
         if not args.json:
             first = rows[0] if rows else {}
             print(f"\npadding modes: model={args.model} profile={args.profile} device={first.get('device')} "
                   f"precision={first.get('precision')} examples={examples} memory={first.get('memory_kind')} "
-                  f"batch={first.get('batch_size')} word embeddings {first.get('word_embeddings')}")
+                  f"batch={first.get('batch_size')} word embeddings {first.get('word_embeddings')}"
+                  f"{' torch.compile' if first.get('compiled') else ''}")
             print(table(rows))
     if args.json:
         print(json.dumps(out, indent=2))

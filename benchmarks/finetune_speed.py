@@ -10,6 +10,7 @@ has its own memory peak); this script is its command line:
     python -m benchmarks.finetune_speed --profile gpu --model minilm             # on a GPU machine
     python -m benchmarks.finetune_speed --only padding --tasks GAD --batch-size 32   # another batch
     python -m benchmarks.finetune_speed --only padding --tasks GAD --frozen-word-embeddings  # bound of a sparse update
+    python -m benchmarks.finetune_speed --only padding --tasks GAD --compile      # torch.compile'd training
 """
 
 from __future__ import annotations

@@ -68,3 +68,19 @@ def test_another_batch_and_frozen_word_embeddings_are_measured_as_asked(session_
     assert (row["batch_size"], row["word_embeddings"]) == (4, "frozen") and row["train_examples_per_s"] > 0
     assert benchmark.measure("ChemProt", "tiny-deberta", examples=8, profile="smoke",
                              settings=session_settings)["word_embeddings"] == "trained"
+
+
+def test_compiled_training_keeps_pytorchs_dropout_and_says_so(session_settings, data_root):
+    """``--compile`` (README, *Measured, not kept*) trains through ``torch.compile`` with PyTorch's dropout, which
+    inductor fuses; medibio's cheaper masks would break the graph at every dropout."""
+    import torch
+
+    from medibio.models.dropout import Dropout
+
+    engine = benchmark.prepare("ChemProt", "tiny-deberta", examples=8, profile="smoke", settings=session_settings,
+                               compiled=True)
+    assert isinstance(engine.forward, torch._dynamo.eval_frame.OptimizedModule)
+    assert engine.forward._orig_mod is engine.model
+    assert not any(isinstance(m, Dropout) for m in engine.model.modules())
+    plain = benchmark.prepare("ChemProt", "tiny-deberta", examples=8, profile="smoke", settings=session_settings)
+    assert plain.forward is plain.model and any(isinstance(m, Dropout) for m in plain.model.modules())
