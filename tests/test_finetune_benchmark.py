@@ -84,3 +84,6 @@ def test_compiled_training_keeps_pytorchs_dropout_and_says_so(session_settings, 
     assert not any(isinstance(m, Dropout) for m in engine.model.modules())
     plain = benchmark.prepare("ChemProt", "tiny-deberta", examples=8, profile="smoke", settings=session_settings)
     assert plain.forward is plain.model and any(isinstance(m, Dropout) for m in plain.model.modules())
+    row = benchmark.measure("ChemProt", "tiny-deberta", examples=4, profile="smoke", settings=session_settings,
+                            epochs=1, compiled=True)
+    assert row["compiled"] is True and row["train_examples_per_s"] > 0 and row["matmul_only_s"] > 0
