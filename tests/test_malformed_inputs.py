@@ -665,3 +665,54 @@ def test_empty_dev_split_stops_fine_tuning_before_training(tmp_path: Path, setti
         runner.run_finetune("NCBI-disease", "tiny-deberta", seeds=1, profile="smoke",
                             settings=settings.replace(results_root=tmp_path / "results", data_root=tmp_path / "data"))
     assert not list((tmp_path / "results").rglob("*.json"))
+
+
+# --------------------------------------------------------------------------- file text is never formatting
+
+
+def test_text_from_files_and_paths_prints_as_it_is_never_as_markup_or_emoji(tmp_path: Path, capsys,
+                                                                          monkeypatch) -> None:
+    """Issue 39 §2: a line number ``:100:`` was printed as an emoji, ``[red]`` vanished, a label ``1[/i]``
+    crashed ``data check`` with a MarkupError. The console reads no markup or emoji codes at all."""
+    from medibio.core import console
+    from tests.support.cli import run_main
+
+    monkeypatch.setattr(console, "PIPE_WIDTH", 1000)  # no folded cells: each note on one line
+    root = tmp_path / "data [red] :smile:"
+    folder = root / "blurb" / "BC5CDR-disease"
+    folder.mkdir(parents=True)
+    lines = "".join(f"Drug{i}\tB\n\n" for i in range(49)) + "Word\t1[/i]\n"  # line 99: the bad label
+    for split in ("train", "dev", "test"):
+        (folder / f"{split}.tsv").write_text(lines.replace("Drug", split), encoding="utf-8")
+    (folder / "train.tsv").write_text("\n" + lines, encoding="utf-8")  # its bad label on line 100
+    code, out, err = run_main(["data", "check", "--data-root", str(root), "--only", "BC5-disease"], capsys)
+    assert code == 1 and "Traceback" not in out + err
+    assert f"{folder / 'train.tsv'}:100: expected" in out and "'1[/i]'" in out
+    assert "😄" not in out and "💯" not in out
+
+
+def test_styled_cells_still_colour_a_terminal_and_nothing_else() -> None:
+    from rich.console import Console
+
+    from medibio.core import console as con
+
+    cell = con.styled("[red]x:100:", "bold red")
+    terminal = Console(force_terminal=True, color_system="standard", markup=False, emoji=False)
+    with terminal.capture() as shown:
+        terminal.print(cell)
+    assert "\x1b[" in shown.get() and "[red]x:100:" in con.plain(shown.get())
+    assert con.style("hello", io.StringIO(), bold=True) == "hello"  # not a terminal: no ANSI codes
+    assert con.plain("\x1b[1m▶ [1/10] intro\x1b[0m") == "▶ [1/10] intro"
+
+
+def test_progress_lines_written_to_a_log_file_carry_no_ansi_codes(tmp_path: Path, monkeypatch) -> None:
+    """Issue 38/39: ``make book``'s log written to a file was full of ``\\x1b[1m▶ [1/10] …``."""
+    import typer
+
+    from medibio.core import progress
+
+    log = io.StringIO()
+    monkeypatch.setattr(progress, "terminal", lambda: log)
+    monkeypatch.setattr(progress, "enabled", lambda: True)
+    progress.say(typer.style("▶ [1/10] Introduction", bold=True) + "  (intro)")
+    assert log.getvalue().strip() == "▶ [1/10] Introduction  (intro)"

@@ -168,7 +168,9 @@ def test_committed_fixture_records_still_read(fixtures_dir: Path):
     recs = R.load_records(fixtures_dir / "runs", profile="cpu")
     assert [(r.dataset, r.seed, r.status) for r in recs] == [
         ("EBM-PICO", 1, "skipped"), ("BIOSSES", 1, "ok"), ("BIOSSES", 2, "ok")]
-    assert recs[1].predictions_file(fixtures_dir / "runs").name == "seed1.test.jsonl"
+    # the fixture keeps the record, not the predictions it names: reading them is refused, naming both
+    with pytest.raises(R.EvidenceError, match=r"BIOSSES/seed1.test.jsonl: missing, but run record .*BIOSSES/seed1"):
+        recs[1].predictions_file(fixtures_dir / "runs")
     df = results_table(fixtures_dir / "runs")
     bio = df[df["row"] == "BIOSSES"].iloc[0]
     # seeds 78 and 81: mean 79.5, std sqrt((1.5^2 + 1.5^2) / 1) = 2.1213

@@ -33,21 +33,19 @@ def claims(
         session.echo_json({"profile": profile, "results_root": str(settings.results_root), "rule": verdicts.RULE,
                            "claims": [r.to_dict() for r in found]})
         return
-    from rich.markup import escape
     from rich.table import Table
 
     glance = verdicts.overview(found)
     table = Table(title=f"The paper's claims, judged on the {profile!r} runs under {settings.results_root}")
     for col in ("id", *glance.columns):
-        table.add_column(escape(str(col)))
+        table.add_column(str(col))
     for cid, row in glance.iterrows():
-        table.add_row(escape(str(cid)), *(escape(str(v)) for v in row))
+        table.add_row(str(cid), *(str(v) for v in row))
     console().print(table)
     for row in found:
         runs = row.ours.runs or f"would be tested by: {row.ours.needs}"
-        console().print(f"{escape(row.id)}: paper: {escape(row.paper.test or row.paper.verdict)}; ours: {escape(runs)}",
-                        highlight=False)
-    console().print(escape(verdicts.RULE), highlight=False)
+        console().print(f"{row.id}: paper: {row.paper.test or row.paper.verdict}; ours: {runs}")
+    console().print(verdicts.RULE)
 
 
 def register(app: typer.Typer) -> None:

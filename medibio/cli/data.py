@@ -28,7 +28,8 @@ def _sources(selection: str) -> object:
     return fetching.resolve_sources(selection)
 
 
-_STATUS_STYLE = {"match": "[green]match[/]", "absent": "[yellow]absent[/]", "error": "[bold red]ERROR[/]"}
+_STATUS_STYLE = {"match": ("match", "green"), "absent": ("absent", "yellow"), "error": ("ERROR", "bold red"),
+                 "known": ("≠ known", "yellow"), "mismatch": ("≠ MISMATCH", "bold red")}
 
 
 @data_app.command("check")
@@ -63,17 +64,15 @@ def check(
 
 
 def _print_table(rows: list) -> None:
-    from medibio.core.console import console
+    from medibio.core.console import console, styled
 
     table = Table(title="BLURB data vs the BLURB paper (NER: mentions, PICO: PICO words, else instances)")
     for col, justify in (("dataset", "left"), ("group", "left"), ("split", "left"), ("ours", "right"),
                          ("paper", "right"), ("diff", "right"), ("status", "left"), ("note", "left")):
         table.add_column(col, justify=justify, overflow="fold")
     for r in rows:
-        if r.status == "mismatch":
-            status = "[yellow]≠ known[/]" if r.known else "[bold red]≠ MISMATCH[/]"
-        else:
-            status = _STATUS_STYLE.get(r.status, r.status)
+        kind = ("known" if r.known else "mismatch") if r.status == "mismatch" else r.status
+        status = styled(*_STATUS_STYLE.get(kind, (r.status, "")))
         diff = "" if r.ours is None or r.ours == r.paper else f"{r.ours - r.paper:+d}"
         ours = "—" if r.ours is None else str(r.ours)
         table.add_row(r.dataset, r.group, r.split, ours, str(r.paper), diff, status, r.note)
@@ -131,13 +130,13 @@ def _list_sources(sources: list, as_json: bool) -> None:
         session.echo_json(rows)
         return
 
-    from medibio.core.console import console
+    from medibio.core.console import console, styled
 
     table = Table(title="medibio data fetch sources")
     for col in ("name", "url", "sha256", "unpacks to", "what"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["name"], "\n".join(r["urls"]), r["sha256"] or "[yellow]unknown (unverified)[/]",
+        table.add_row(r["name"], "\n".join(r["urls"]), r["sha256"] or styled("unknown (unverified)", "yellow"),
                       "\n".join(r["unpacks_to"]), r["description"])
     console().print(table)
 

@@ -7,7 +7,6 @@ import math
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from medibio.cli import session
@@ -51,7 +50,7 @@ def audit(
         _sources(as_json, only_inconsistent)
         return
 
-    from medibio.core.console import console
+    from medibio.core.console import console, styled
     from medibio.paper.audit import run_audit, summary
 
     frame = run_audit()
@@ -69,9 +68,8 @@ def audit(
     table.add_column("ok")
     table.add_column("explanation", overflow="fold")
     for row in frame.itertuples():
-        mark = "[green]ok[/green]" if row.consistent else "[red]✗[/red]"
-        table.add_row(escape(row.where), escape(_cell(row.reported)), escape(_cell(row.recomputed)), mark,
-                      escape(row.explanation))
+        mark = styled("ok", "green") if row.consistent else styled("✗", "red")
+        table.add_row(row.where, _cell(row.reported), _cell(row.recomputed), mark, row.explanation)
     console.print(table)
     console.print(line)
 
@@ -81,9 +79,9 @@ def _print_frame(title: str, frame, columns: dict[str, str]) -> None:
 
     table = Table(title=title)
     for header in columns.values():
-        table.add_column(escape(header), overflow="fold")
+        table.add_column(header, overflow="fold")
     for row in frame[list(columns)].itertuples(index=False):
-        table.add_row(*(escape(_cell(v)) for v in row))
+        table.add_row(*(_cell(v) for v in row))
     console().print(table)
 
 
@@ -134,9 +132,9 @@ def paper_table(
         return
     table = Table(title=f"Table {number}: {tables.CAPTIONS[number]}")
     for col in frame.columns:
-        table.add_column(escape(str(col)))
+        table.add_column(str(col))
     for row in frame.itertuples(index=False):
-        table.add_row(*(escape(_cell(v)) for v in row))
+        table.add_row(*(_cell(v) for v in row))
     console().print(table)
 
 

@@ -1,5 +1,5 @@
 """CLI commands of medibio.runs (registered on the main app by medibio.cli.main): ``medibio results
-table|list|record|compare``.
+table|list|record|verify|compare|drift``.
 
 Every name a filter takes (profile, dataset, system, task) is checked against its registry before any record
 is read: a typo is one line listing what exists, never an empty table with exit code 0.
@@ -104,10 +104,18 @@ def register(app: typer.Typer) -> None:
 
         if bootstrap and split is not Split.test:
             raise SelectionError("--bootstrap resamples the test predictions: use it with --split test")
+        from medibio.core.errors import MedibioError
+        from medibio.runs.records import require_root
+
         settings = session.settings(data_root, results_root)
-        root = settings.results_root
+        root = require_root(settings.results_root)
         df = results_table(root, profile=profile, model=model, variant=variant, dataset=dataset,
                            split=split.value)
+        if df.empty:
+            chosen = ", ".join(f"{k} {v}" for k, v in (("profile", profile), ("model", model), ("variant", variant),
+                                                       ("dataset", dataset)) if v)
+            raise MedibioError(f"no fine-tuning run records under {root / 'finetune'}"
+                               + (f" for {chosen}" if chosen else "") + " (`medibio results list` shows what is there)")
         if bootstrap and not df.empty:
             df = add_bootstrap_interval(df, root, resamples=resamples, seed=seed, data_root=settings.data_root)
         chosen = Format.json if as_json else fmt
@@ -118,9 +126,6 @@ def register(app: typer.Typer) -> None:
             out["seeds"] = [" ".join(map(str, s)) for s in out["seeds"]]
             typer.echo(out.to_csv(index=False), nl=False)
         else:
-            if df.empty:
-                typer.echo(f"no run records under {root / 'finetune'}")
-                return
             if "units" in df.columns:
                 df["units"] = ["" if pd.isna(u) else str(u) for u in df["units"]]
             typer.echo(format_text(df))
@@ -183,6 +188,23 @@ def register(app: typer.Typer) -> None:
         written = reference.record(reference.recordable(root, profile, dataset), root, target)
         typer.echo(f"{len(written)} record(s) of profile {profile} copied to {target}")
 
+    @results.command("verify")
+    def verify_cmd(
+        root: Path = typer.Argument(None, metavar="[ROOT]", help="The results root to verify (default: "
+                                    "$MEDIBIO_RESULTS or results/), e.g. reference."),
+        add_digests: bool = typer.Option(False, "--add-digests", help="First write into each record that lacks "
+                                         "them the digests of the files it names (records made before digests; "
+                                         "only for files known to be the run's own)."),
+    ) -> None:
+        """Check a results root as a whole: every record parses and lies in its own folder, each predictions
+        file matches the digest in its record, and no file lies there without a record. Exits 1 on a problem."""
+        from medibio.results.verify import verify
+
+        found = verify(root or session.settings().results_root, add_missing=add_digests)
+        typer.echo(found.describe())
+        if not found.ok:
+            raise typer.Exit(1)
+
     @results.command("compare")
     def compare(
         system_a: str = typer.Argument(..., metavar="A", help="System A as PROFILE/MODEL/VARIANT, e.g. "
@@ -212,9 +234,14 @@ def register(app: typer.Typer) -> None:
 
         settings = session.settings(data_root, results_root)
         datasets = [t for item in task for t in item.split(",")] if task else None
+        from medibio.core.errors import MedibioError
+
         found, left_out = compare_systems(settings.results_root, system_a, system_b, datasets=datasets,
                                           resamples=resamples, seed=seed, method=method.value,
                                           data_root=settings.data_root)
+        if not found:
+            raise MedibioError(f"{system_a} and {system_b} have no dataset in common with test predictions under "
+                               f"{settings.results_root}" + "".join(f"\n  {line}" for line in left_out))
         if as_json:
             session.echo_json({"comparisons": [c.to_dict() for c in found], "left_out": left_out})
         else:
@@ -235,20 +262,27 @@ def register(app: typer.Typer) -> None:
         """Each run of this results folder against the same run in RECORDED: identical test predictions, or
         the score difference, the CPU threads each computed with and whether the difference lies inside the
         recorded seed spread. Runs are matched by kind, profile, model, variant, dataset and seed."""
+        from medibio.core.errors import MedibioError
         from medibio.results.drift import drift, paired, summary
+        from medibio.runs.records import require_root
 
         settings = session.settings(results_root=results_root, data_root=data_root)
-        root = settings.results_root
+        root = require_root(settings.results_root)
+        recorded = require_root(recorded, "recorded results root")
         if paired_test:
             found = paired(root, recorded, profile=profile, data_root=settings.data_root)
-            if not session.echo_frame_or_nothing(found, as_json, f"no configuration with test predictions in both "
-                                                 f"{root} and {recorded}"):
+            if found.empty:
+                raise MedibioError(f"no configuration with test predictions in both {root} and {recorded}")
+            if not session.echo_frame_or_nothing(found, as_json, ""):
                 typer.echo(found.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
                 holds = int(found["interval holds 0"].sum())
                 typer.echo(f"\n{len(found)} configurations: the 95% interval of the difference holds 0 for {holds}")
             return
         frame = drift(root, recorded, profile=profile)
-        if session.echo_frame_or_nothing(frame, as_json, f"no run records under {root} or {recorded}"):
+        if frame.empty:
+            raise MedibioError(f"no run records under {root} or {recorded}" + (f" of profile {profile}" if profile
+                                                                              else ""))
+        if session.echo_frame_or_nothing(frame, as_json, ""):
             return
         shown = frame.drop(columns=["digest", "recorded digest"])
         typer.echo(shown.to_string(index=False, float_format=lambda x: f"{x:.2f}"))

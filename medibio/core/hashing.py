@@ -48,11 +48,14 @@ def digest(payload: Any, length: int = DIGEST_LENGTH) -> str:
 _FILE_HASHES: dict[tuple[str, int, int], str] = {}
 
 
-def file_sha256(path: str | Path) -> str:
-    """Full SHA-256 hex of a file, streamed; memoised per process on (path, size, mtime)."""
+def file_sha256(path: str | Path, memo: bool = True) -> str:
+    """Full SHA-256 hex of a file, streamed; memoised per process on (path, size, mtime) unless ``memo`` is
+    false (evidence checks read the file as it is now: an edit within the clock's resolution keeps the mtime)."""
     path = Path(path)
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if not memo:
+        _FILE_HASHES.pop(key, None)
     if key not in _FILE_HASHES:
         h = hashlib.sha256()
         with open(path, "rb") as fh:

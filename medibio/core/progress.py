@@ -26,6 +26,8 @@ from typing import IO, Any
 
 from tqdm import tqdm
 
+from medibio.core import console
+
 Sink = Callable[[str, dict[str, Any]], None]  # sink(kind, info); kinds: "bar", "line", "run"
 _SINKS: list[Sink] = []
 _TERMINAL: IO[str] | None = None
@@ -133,7 +135,8 @@ def _columns(stream: IO[str]) -> int:
 def say(line: str, kind: str = "line", **info: Any) -> None:
     """A line that stays (a finished run with its score, a chapter starting): terminal and cell sinks."""
     if enabled():
-        tqdm.write(line, file=terminal())
+        stream = terminal()  # bold and colour on a terminal only: a log file gets plain text
+        tqdm.write(line if console.colours(stream) else console.plain(line), file=stream)
     _emit(kind, {"text": line, **info})
 
 

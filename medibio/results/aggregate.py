@@ -72,12 +72,16 @@ def _dataset_rows(key: tuple[str, str, str], recs: list[RunRecord], split: str) 
         incomplete = [r.seed for r in items if r.ok and _score(r, split) is None]
         if incomplete:
             notes.append(f"no {split} score for seeds {incomplete}")
+        limited = items[0].limited  # one configuration per row (newest_configurations)
+        if limited is not None:
+            notes.insert(0, f"LIMITED run (--limit {limited} examples per split), not the profile's")
         rows.append({
             "profile": key[0], "model": key[1], "variant": key[2], "row": dataset, "level": "dataset",
             "group": spec.group.value if spec else "", "metric": spec.metric if spec else "",
             "n": n, "mean": mean, "std": std, "ci95": half, "seeds": sorted(r.seed for r in ok),
             "covers": f"{n} seed{'s' if n != 1 else ''}",
             "note": ("skipped: " if n == 0 else "") + "; ".join(notes), **provenance(items),
+            "limited": limited,  # not a column: keeps limited rows out of a full system's aggregates
         })
     return rows
 
@@ -88,8 +92,11 @@ def _spec(name: str) -> TaskSpec | None:
 
 
 def _aggregate_rows(key: tuple[str, str, str], dataset_rows: list[dict]) -> list[dict]:
+    """Group averages and both BLURB aggregates of one system; a limited dataset row enters them only when
+    every row is limited alike (a limited system, marked as such), never beside the profile's runs."""
+    limits = {r["limited"] for r in dataset_rows}
     means = {r["row"]: r["mean"] for r in dataset_rows
-             if _spec(r["row"]) is not None and r["n"] > 0}
+             if _spec(r["row"]) is not None and r["n"] > 0 and (r["limited"] is None or len(limits) == 1)}
     base = {"profile": key[0], "model": key[1], "variant": key[2], "metric": "", "n": math.nan,
             "std": math.nan, "ci95": math.nan, "seeds": [], "note": "", "digest": "", "commit": ""}
     rows = []
@@ -109,8 +116,10 @@ def _aggregate_rows(key: tuple[str, str, str], dataset_rows: list[dict]) -> list
 
 
 def newest_configurations(records: Iterable[RunRecord]) -> tuple[list[RunRecord], dict[tuple, int]]:
-    """Keep, per (profile, model, variant, dataset), the records of the most recently created configuration;
-    return them and the number of other configurations per key."""
+    """Keep, per (profile, model, variant, dataset), the records of the most recently created configuration
+    — of the profile's own runs when there are any: a run made under ``--limit`` never takes their place,
+    however new (:attr:`~medibio.runs.records.RunRecord.limited`) — and return them and the number of other
+    configurations per key."""
     by_key: dict[tuple, dict[str, list[RunRecord]]] = {}
     for rec in records:
         key = (rec.profile, rec.model_tag, rec.variant, rec.dataset)
@@ -118,7 +127,7 @@ def newest_configurations(records: Iterable[RunRecord]) -> tuple[list[RunRecord]
     kept: list[RunRecord] = []
     left_out: dict[tuple, int] = {}
     for key, configs in by_key.items():
-        newest = max(configs.values(), key=lambda recs: max(r.created for r in recs))
+        newest = max(configs.values(), key=lambda recs: (recs[0].limited is None, max(r.created for r in recs)))
         kept.extend(newest)
         if len(configs) > 1:
             left_out[key] = len(configs) - 1

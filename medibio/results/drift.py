@@ -36,7 +36,10 @@ Identity = tuple[str, str, str, str, str, int]
 
 
 def _identity(record: RunRecord) -> Identity:
-    return (record.kind, record.profile, record.model_tag, record.variant, record.dataset, record.seed)
+    """What a run is; a run made under ``--limit`` is another run than the profile's (its profile cell says
+    so), never paired with it nor pooled with its seeds."""
+    profile = record.profile if record.limited is None else f"{record.profile} (--limit {record.limited})"
+    return (record.kind, profile, record.model_tag, record.variant, record.dataset, record.seed)
 
 
 def _by_identity(records: Iterable[RunRecord]) -> dict[Identity, RunRecord]:

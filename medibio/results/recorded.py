@@ -26,7 +26,7 @@ from medibio.core.errors import MedibioError
 from medibio.core.hashing import file_sha256
 from medibio.core.paths import REPO_ROOT
 from medibio.results.aggregate import newest_configurations, seed_stats
-from medibio.runs.records import KINDS, RunRecord, load_records
+from medibio.runs.records import KINDS, RunRecord, add_digests, load_records
 
 REFERENCE_ROOT = REPO_ROOT / "reference"
 
@@ -58,11 +58,12 @@ def record(records: Iterable[RunRecord], results_root: str | Path, root: str | P
     for rec in records:
         if rec.legacy:
             continue
-        source = rec.predictions_file(results_root)
+        source = rec.predictions_file(results_root)  # checked against its digest (EvidenceError)
         target = rec.path(root)
-        if source is not None and source.is_file():
+        if source is not None:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target.parent / source.name)
+            add_digests(rec, source.parent)  # a record written before digests gets them here
         written.append(write_json(target, rec.to_dict()))
     return written
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 from medibio.core import precision, progress, provenance
 from medibio.core.atomic import write_jsonl
 from medibio.core.errors import MedibioError
-from medibio.core.hashing import digest
+from medibio.core.hashing import digest, file_sha256
 from medibio.core.settings import Settings
 from medibio.runs import records as rec
 from medibio.runs.identity import RunKey
@@ -184,7 +184,8 @@ def _name_outputs(outcome: Outcome, key: RunKey, root: Path) -> None:
 
 
 def _publish(outcome: Outcome, key: RunKey, root: Path, workdir: Path) -> None:
-    """Predictions, then artifacts (the work folder renamed to ``seed<N>/``), then the record (main process).
+    """Predictions (their digest into the record), then artifacts (the work folder renamed to ``seed<N>/``),
+    then the record (main process).
 
     If any step fails (a full disk, a folder made read-only meanwhile), what this attempt published is
     taken back: no predictions file without its record, the artifacts back in the work folder, and no older
@@ -196,6 +197,8 @@ def _publish(outcome: Outcome, key: RunKey, root: Path, workdir: Path) -> None:
         if outcome.predictions is not None:
             write_jsonl(predictions, outcome.predictions)
             wrote_predictions = True
+            # the record is the evidence for its predictions: every reader checks the file against this
+            outcome.record.digests[predictions.name] = file_sha256(predictions, memo=False)
         if outcome.artifacts:
             if final.exists():  # left by an attempt killed between this rename and its record
                 shutil.rmtree(final)

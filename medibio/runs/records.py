@@ -15,6 +15,12 @@ scores), what it cost (examples, wall time, throughput, peak memory), one ``envi
 processes, CPU threads, library versions with the lock file's digest, git commit) and ``details``: the
 fields only one kind has, in one place. Records of earlier schemas stay readable; they are listed as
 legacy and never reused.
+
+A record is the evidence for its files: ``digests`` holds the SHA-256 of each file it publishes beside it
+(its test predictions), and :meth:`RunRecord.predictions_file` — the one way to reach them — refuses a file
+that is missing or differs (:class:`EvidenceError`), so that no table, chapter or interval is ever computed
+from predictions other than the ones the record's scores came from. :func:`verify_root` checks a whole
+results root (``medibio results verify``).
 """
 
 from __future__ import annotations
@@ -28,8 +34,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from medibio.core import profiles
 from medibio.core.atomic import LockHeldError, describe_holder, exclusive_lock, write_json
-from medibio.core.errors import InputFormatError
+from medibio.core.errors import InputFormatError, MedibioError, UnknownNameError
+from medibio.core.hashing import file_sha256
 from medibio.models.zoo import model_tag
 from medibio.runs.identity import RunKey
 from medibio.tasks import registry
@@ -77,6 +85,7 @@ class RunRecord:
     score_test: float | None = None
     predictions: str | None = None  # file name, in the record's folder
     artifacts: dict[str, str] = field(default_factory=dict)  # name -> folder relative to the record's folder
+    digests: dict[str, str] = field(default_factory=dict)  # file name (in the record's folder) -> SHA-256
     train_examples: int | None = None
     eval_examples: int | None = None
     wall_time_s: float | None = None
@@ -152,6 +161,19 @@ class RunRecord:
         return dict(self.environment.get("versions", {}))
 
     @property
+    def limited(self) -> int | None:
+        """The ``--limit`` (examples per split) this run was made under beyond its profile's own, else None.
+
+        A limited run is another experiment than the profile's: tables and comparisons keep it apart
+        (:func:`medibio.results.aggregate.newest_configurations`, the drift's identity) and mark it."""
+        limit = self.request.get("limit")
+        try:
+            own = profiles.get(self.profile).limit
+        except UnknownNameError:  # pretraining runs are filed under their configuration's name
+            own = None
+        return int(limit) if limit is not None and limit != own else None
+
+    @property
     def intermediate(self) -> list[str]:
         """A fine-tuning run's intermediate-task chain (empty without one)."""
         return list(self.details.get("intermediate", []))
@@ -194,10 +216,14 @@ class RunRecord:
         return self.key.path(results_root)
 
     def predictions_file(self, results_root: str | Path) -> Path | None:
-        """Absolute location of the test predictions, if the run wrote any."""
+        """The run's test predictions (None: it wrote none), checked against the record: a missing file or
+        one whose SHA-256 differs from ``digests`` raises :class:`EvidenceError`. Every reader of
+        predictions goes through here, so altered evidence is refused wherever it is read."""
         if not self.predictions:
             return None
-        return self.path(results_root).parent / self.predictions
+        path = self.path(results_root).parent / self.predictions
+        check_evidence(self, path)
+        return path
 
     def artifact(self, name: str, results_root: str | Path) -> Path:
         """Absolute location of one of the run's published artifacts (``KeyError`` when it has none)."""
@@ -206,7 +232,7 @@ class RunRecord:
 
 _ORDER = ("schema_version", "schema", "kind", "run_id", "status", "reason", "dataset", "group", "problem",
           "model", "profile", "seed", "variant", "hyperparameters", "dev_curve", "best_epoch", "dev", "test",
-          "score_dev", "score_test", "predictions", "artifacts", "train_examples", "eval_examples",
+          "score_dev", "score_test", "predictions", "artifacts", "digests", "train_examples", "eval_examples",
           "wall_time_s", "train_examples_per_s", "peak_memory_mb", "environment", "created", "notes", "details",
           "config_digest", "config", "request")
 assert set(_ORDER) == {f.name for f in dataclasses.fields(RunRecord)}
@@ -223,6 +249,41 @@ def _from_legacy(data: dict[str, Any]) -> dict[str, Any]:
         out["details"] = {"intermediate": data["intermediate"]}
     out.setdefault("kind", "finetune")
     return out
+
+
+class EvidenceError(MedibioError):
+    """A file a run record publishes is missing or is not the file the record was written with."""
+
+
+def check_evidence(record: RunRecord, path: Path) -> None:
+    """Raise :class:`EvidenceError` unless ``path`` (a file the record names) exists and matches its digest
+    (a record written before digests is checked for presence only; ``medibio results verify`` flags it)."""
+    where = f"run record {record.run_id} (its folder {path.parent})"
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "missing"
+        raise EvidenceError(f"{path}: {what}, but {where} names it as its {path.name} — the record's scores came "
+                            "from that file; restore it (e.g. from reference/ or git) or delete the record and "
+                            "run again")
+    expected = record.digests.get(path.name)
+    if expected is not None:
+        found = file_sha256(path, memo=False)
+        if found != expected:
+            raise EvidenceError(f"{path} is not the file {where} was written with: SHA-256 expected {expected}, "
+                                f"found {found}. It was edited, truncated or replaced after the run; restore "
+                                "it or delete the record and run again")
+
+
+def add_digests(record: RunRecord, folder: Path) -> list[str]:
+    """Put the digest of each published file the record lacks one for into it (never changes a digest it
+    has); return the names added."""
+    added = []
+    if record.predictions and record.predictions not in record.digests:
+        path = folder / record.predictions
+        if not path.is_file():
+            raise EvidenceError(f"{path}: missing, but run record {record.run_id} names it as its predictions")
+        record.digests[record.predictions] = file_sha256(path, memo=False)
+        added.append(record.predictions)
+    return added
 
 
 # --- locations, locks ---------------------------------------------------------------------------------
@@ -286,9 +347,47 @@ def read_record(path: str | Path) -> RunRecord:
     except json.JSONDecodeError as exc:
         raise InputFormatError(path, exc.lineno, "a JSON run record", exc.msg) from exc
     try:
-        return RunRecord.from_dict(data)
+        record = RunRecord.from_dict(data)
     except (TypeError, ValueError) as exc:
         raise InputFormatError(path, None, f"a run record (schema version {SCHEMA_VERSION})", str(exc)) from exc
+    _check_filed(record, path)
+    return record
+
+
+def _check_filed(record: RunRecord, path: Path) -> None:
+    """A record must lie where its own fields put it: a record moved or edited into another profile's (or
+    model's, dataset's ...) folder would be read as that one's run and look for its files elsewhere."""
+    if record.legacy:
+        return
+    parts = dict(zip(("kind", "profile", "model tag", "variant", "dataset", "config digest", "file"),
+                     record.key.path("").parts, strict=True))
+    found = dict(zip(parts, path.parts[-len(parts):], strict=False))
+    wrong = [f"its {name} is {value!r} but it is filed under {found.get(name)!r}"
+             for name, value in parts.items() if found.get(name) != value]
+    if wrong:
+        raise InputFormatError(path, None, f"a run record filed where its own fields put it ({'; '.join(wrong)}): "
+                               "move it back or restore its fields")
+
+
+def require_root(results_root: str | Path, what: str = "results root") -> Path:
+    """``results_root`` if it is a results root (a folder with at least one kind's folder of records), else a
+    :class:`MedibioError` saying what it is instead: nothing there is not an empty answer."""
+    root = Path(results_root)
+    expected = f"a {what}: a folder holding {'/, '.join(KINDS)}/ folders of run records"
+    if not root.exists():
+        raise MedibioError(f"{root}: no such folder; expected {expected}")
+    if not root.is_dir():
+        raise MedibioError(f"{root}: a file; expected {expected}")
+    if not any((root / kind).is_dir() for kind in KINDS):
+        hint = ""
+        if root.name in KINDS:
+            hint = f" ({root} is one kind's folder: give its parent, {root.parent})"
+        elif (root / "blurb").is_dir():
+            hint = " (it looks like a data root, with blurb/)"
+        elif not any(root.iterdir()):
+            hint = " (it is empty)"
+        raise MedibioError(f"{root} is not a results root{hint}; expected {expected}")
+    return root
 
 
 def load_records(results_root: str | Path, profile: str | None = None, model: str | None = None,
