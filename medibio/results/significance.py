@@ -376,6 +376,12 @@ def compare_systems(results_root: str | Path, a: str | System, b: str | System,
     out: list[Comparison] = []
     left_out: list[str] = []
     for name in _datasets(datasets):
+        # which datasets both have, before any test split is read for one side alone
+        have = [any(r.ok and r.predictions for r in s.records(results_root, name)) for s in (sa, sb)]
+        if not all(have):
+            if any(have):
+                left_out.append(f"{name}: no scored runs with predictions for {sb if have[0] else sa}")
+            continue
         ra = system_runs(results_root, sa, name, data_root)
         rb = system_runs(results_root, sb, name, data_root)
         if ra is None or rb is None:
@@ -385,12 +391,6 @@ def compare_systems(results_root: str | Path, a: str | System, b: str | System,
         _check_same_ids((ra.files[0], ra.ids), (rb.files[0], rb.ids), f"{sb} vs {sa} on {name}")
         out.append(paired_test(ra, rb, resamples, seed, method, confidence))
     return out, left_out
-        # which datasets both have, before any test split is read for one side alone
-        have = [any(r.ok and r.predictions for r in s.records(results_root, name)) for s in (sa, sb)]
-        if not all(have):
-            if any(have):
-                left_out.append(f"{name}: no scored runs with predictions for {sb if have[0] else sa}")
-            continue
 
 
 def compare_records(a: Iterable[RunRecord], b: Iterable[RunRecord], results_root: str | Path, dataset: str,
