@@ -1,16 +1,22 @@
 """Masked-LM pretraining throughput: tokens/s, peak memory and model FLOPs utilisation (MFU).
 
 Runs the trainer's model and optimizer (``medibio.pretrain.mlm.new_model``, AdamW, the precision the
-trainer chooses: bf16 autocast on a GPU, fp32 on a CPU) on random token blocks with 15% of positions
-labelled, so that the figure is the model's speed and not the corpus reader's. The first ``--warmup`` steps are not timed.
+trainer chooses for the config's request: ``medibio.core.precision.precision_for``) on random token blocks
+with 15% of positions labelled, so that the figure is the model's speed and not the corpus reader's. The
+first ``--warmup`` steps are not timed. ``--logits all`` times transformers' own forward, which projects
+every position onto the vocabulary (the trainer before issue 40); the default ``masked`` is the trainer's
+:class:`medibio.pretrain.mlm.MaskedPositionsLM`. ``--precision`` overrides the config's request and
+``--assume-native-bf16`` lets a CPU without native bf16 run bf16 autocast anyway (emulated; to measure it).
 
 FLOPs per token and the measured matmul peak come from :mod:`benchmarks.limits` (training = 3 x forward;
 forward = 2 x non-embedding parameters, the tied LM head included, + attention + DeBERTa's relative-position
-terms). MFU = achieved model FLOP/s over the bf16 (or fp32) ``torch.matmul`` peak measured in the same run on
-the same device and threads (``--peak-tflops`` overrides it).
+terms), the head's share counted at the labelled positions only where only those are computed. MFU =
+achieved model FLOP/s over the bf16 (or fp32) ``torch.matmul`` peak measured in the same run on the same
+device and threads (``--peak-tflops`` overrides it).
 
     python -m benchmarks.pretrain_speed                      # mini on CPU
     python -m benchmarks.pretrain_speed --configs mini,gpu-mini --steps 50 --json
+    python -m benchmarks.pretrain_speed --device cpu --configs study --logits all   # before issue 40
 """
 
 from __future__ import annotations
@@ -24,12 +30,13 @@ from benchmarks import limits
 
 
 def bench(config_name: str, steps: int, warmup: int, device: str, batch: int | None,
-          peak_override: float | None) -> dict:
+          peak_override: float | None, logits: str = "masked", requested: str | None = None,
+          assume_native_bf16: bool = False) -> dict:
     import torch
 
     from medibio.core import precision
     from medibio.pretrain.configs import get_config
-    from medibio.pretrain.mlm import new_model
+    from medibio.pretrain.mlm import MaskedPositionsLM, new_model
 
     cfg = get_config(config_name)
     shape = cfg.model
@@ -38,8 +45,11 @@ def bench(config_name: str, steps: int, warmup: int, device: str, batch: int | N
     model = new_model(shape, fake_tokenizer).to(device)
     params = limits.non_embedding_parameters(model)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-    here = precision.Device("cpu", precision.cpu_has_bf16()) if device == "cpu" else precision.current_device()
-    use_bf16 = precision.precision_for(here, cfg.mixed_precision) == "bf16"  # as the trainer decides
+    here = precision.Device("cpu", assume_native_bf16 or precision.cpu_has_bf16()) if device == "cpu" \
+        else precision.current_device()
+    use_bf16 = precision.precision_for(here, requested or cfg.mixed_precision) == "bf16"  # as the trainer decides
+    net = model if logits == "all" else MaskedPositionsLM(model)
+    loss_of = (lambda b: net(**b).loss) if logits == "all" else (lambda b: net(**b))
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(5, shape.vocab_size, (per_device, cfg.seq_length), generator=gen)
     labels = torch.where(torch.rand(ids.shape, generator=gen) < cfg.mlm_probability, ids, torch.full_like(ids, -100))
@@ -53,7 +63,7 @@ def bench(config_name: str, steps: int, warmup: int, device: str, batch: int | N
         limits.synchronize(device)
         t0 = time.perf_counter()
         with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=use_bf16):
-            loss = model(**batch_t).loss
+            loss = loss_of(batch_t)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         opt.step()
@@ -63,10 +73,14 @@ def bench(config_name: str, steps: int, warmup: int, device: str, batch: int | N
             timed += time.perf_counter() - t0
     tokens = steps * per_device * cfg.seq_length
     tps = tokens / timed
-    fpt = limits.flops_per_token(params, shape.layers, shape.hidden, cfg.seq_length, shape.position_buckets)
+    # the head (transform and vocabulary projection) runs at the labelled positions only under --logits masked
+    head = sum(p.numel() for p in model.cls.parameters())
+    executed = params if logits == "all" else params - head * (1 - float((labels != -100).float().mean()))
+    fpt = limits.flops_per_token(round(executed), shape.layers, shape.hidden, cfg.seq_length, shape.position_buckets)
     dtype = "bf16" if use_bf16 else "fp32"
     peak = peak_override or limits.matmul_peak(dtype, device=device)
-    out = {"config": cfg.name, "device": device, "per_device_batch": per_device, "seq_length": cfg.seq_length,
+    out = {"config": cfg.name, "device": device, "logits": logits, "per_device_batch": per_device,
+           "seq_length": cfg.seq_length,
            "non_embedding_parameters": params, "steps_timed": steps, "tokens_per_s": round(tps, 1),
            "step_s": round(timed / steps, 4), "flops_per_token": fpt,
            "precision": dtype, "torch_threads": torch.get_num_threads(),
@@ -90,6 +104,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--peak-tflops", type=float, default=None,
                         help="the peak for MFU (default: measured with torch.matmul in this run)")
+    parser.add_argument("--logits", default="masked", choices=["masked", "all"],
+                        help="vocabulary logits at the masked positions only (the trainer) or at all positions")
+    parser.add_argument("--precision", default=None, help="precision request (default: the config's)")
+    parser.add_argument("--assume-native-bf16", action="store_true",
+                        help="treat this CPU as computing bf16 natively (measures emulated bf16 elsewhere)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args()
     import torch
@@ -103,12 +122,14 @@ def main() -> None:
         for name in args.configs.split(","):
             if device == "cpu" and name != "mini" and args.device == "auto":
                 continue  # only the CPU profile is timed on the CPU by default
-            results.append(bench(name, args.steps, args.warmup, device, args.batch, args.peak_tflops))
+            results.append(bench(name, args.steps, args.warmup, device, args.batch, args.peak_tflops, args.logits,
+                                 args.precision, args.assume_native_bf16))
     if args.json:
         print(json.dumps(results, indent=2))
         return
     for r in results:
-        print(f"{r['config']:>9} {r['device']:>4} {r['precision']}: {r['tokens_per_s']:>12,.0f} tokens/s  "
+        print(f"{r['config']:>9} {r['device']:>4} {r['precision']} logits {r['logits']}: "
+              f"{r['tokens_per_s']:>12,.0f} tokens/s  "
               f"{r['step_s']:.3f} s/step  peak {r['peak_memory_mb']:,.0f} MB  "
               f"non-embedding params {r['non_embedding_parameters']:,}  {r['tflops']:.3f} TFLOP/s  "
               f"MFU {100 * r['mfu']:.1f}% of {r['peak_tflops']:.2f} ({r['peak_kind']})")

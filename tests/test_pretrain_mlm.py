@@ -1,4 +1,5 @@
-"""Masked-LM pieces: 15% / 80-10-10 masking, whole-word masking, determinism, one step lowers the loss."""
+"""Masked-LM pieces: 15% / 80-10-10 masking, whole-word masking, determinism, the masked-positions loss,
+one step lowers the loss."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from medibio.pretrain.configs import ModelShape, get_config
-from medibio.pretrain.mlm import MLMCollator, continuation_table, new_model
+from medibio.pretrain.mlm import MaskedPositionsLM, MLMCollator, continuation_table, new_model
 from medibio.pretrain.vocab import train_tokenizer
 
 FIX = Path(__file__).parent / "fixtures" / "pretrain"
@@ -111,3 +112,60 @@ def test_a_few_steps_on_a_fixed_batch_lower_the_loss(tok):
         opt.zero_grad()
     assert losses[0] == pytest.approx(np.log(len(tok)), rel=0.15)  # random init: uniform over the vocabulary
     assert losses[1] < losses[0] and losses[-1] < losses[0] - 0.3
+
+
+def _tiny_shape(vocab: int) -> ModelShape:
+    return ModelShape(layers=1, hidden=32, heads=2, intermediate=64, vocab_size=vocab, max_position=64,
+                      position_buckets=16, dropout=0.0)
+
+
+def _full_and_masked(model, batch):
+    """(loss, gradients) of transformers' all-positions forward and of :class:`MaskedPositionsLM`."""
+    out = []
+    for forward in (lambda: model(**batch).loss, lambda: MaskedPositionsLM(model)(**batch)):
+        model.zero_grad(set_to_none=True)
+        loss = forward()
+        loss.backward()
+        out.append((loss.item(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+    return out
+
+
+@pytest.mark.parametrize("legacy", [True, False], ids=["deberta-legacy-head", "deberta-v3-head"])
+def test_masked_positions_loss_equals_the_full_logits_loss(tok, legacy):
+    import torch
+
+    model = new_model(_tiny_shape(len(tok)), tok, seed=0)
+    if not legacy:  # the head DeBERTa-v3 checkpoints load into (lm_predictions, tied to the embeddings)
+        model.config.legacy = False
+        model = type(model)(model.config)
+    assert hasattr(model, "cls" if legacy else "lm_predictions")
+    batch = MLMCollator(tok, get_config("smoke"))(_blocks(tok, n=8), mask_seed=2)
+    (full, full_grads), (masked, masked_grads) = _full_and_masked(model, batch)
+    assert masked == pytest.approx(full, rel=1e-6)
+    assert full_grads.keys() == masked_grads.keys() and len(full_grads) > 10
+    for name, grad in full_grads.items():
+        assert torch.allclose(masked_grads[name], grad, rtol=1e-4, atol=1e-6), name
+
+
+def test_masked_positions_loss_on_minilm_with_its_fresh_head():
+    import torch
+
+    from medibio.pretrain.mlm import load_checkpoint
+
+    model, bert = load_checkpoint("minilm")
+    model.eval()  # dropout off: both forwards see the same network
+    torch.manual_seed(0)
+    ids = torch.randint(1000, len(bert), (2, 24))
+    labels = torch.where(torch.rand(ids.shape) < 0.2, ids, torch.full_like(ids, -100))
+    batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+    (full, _), (masked, _) = _full_and_masked(model, batch)
+    assert masked == pytest.approx(full, rel=1e-5)
+
+
+def test_a_model_without_a_known_head_is_refused():
+    import torch
+
+    from medibio.core.errors import MedibioError
+
+    with pytest.raises(MedibioError, match="Linear keeps its masked-LM head under none of"):
+        MaskedPositionsLM(torch.nn.Linear(2, 2))

@@ -117,6 +117,37 @@ def test_resume_after_kill_gives_the_same_next_loss(full_run, corpus, tokenizer_
     assert resumed.details["tokens_seen"] == full_run.details["tokens_seen"]
 
 
+def _weights(folder: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+def test_resume_under_bf16_autocast_gives_the_same_bits(corpus, tokenizer_dir, tmp_path, cache, monkeypatch):
+    """A config asking for ``auto`` precision trains under bf16 autocast on a CPU with native bf16 (forced
+    here: this test's CPU may emulate it); a run killed after step 4 and resumed from its step-3 checkpoint
+    ends with the losses and weights, bit for bit, of an uninterrupted run."""
+    import torch
+
+    from medibio.core import precision
+
+    monkeypatch.setattr(precision, "cpu_has_bf16", lambda: True)
+    cfg = CFG.with_overrides(mixed_precision="auto")
+    run = {"corpus": str(corpus), "tokenizer_dir": tokenizer_dir, "progress": False}
+    whole_settings, killed_settings = _settings(tmp_path / "whole", cache), _settings(tmp_path / "killed", cache)
+    whole = run_pretraining(cfg, settings=whole_settings, **run)
+    assert whole.details["mixed_precision"] == "bf16" and whole.config["precision"] == "bf16"
+    with pytest.raises(Stopped):
+        run_pretraining(cfg, stop_after=4, settings=killed_settings, **run)
+    resumed = run_pretraining(cfg, settings=killed_settings, **run)
+    assert resumed.details["resumed_from"] == [3]
+    assert [c["loss"] for c in resumed.details["curve"]] == [c["loss"] for c in whole.details["curve"]]
+    a, b = _weights(model_folder(whole, whole_settings)), _weights(model_folder(resumed, killed_settings))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    fp32 = plan_pretraining(CFG, str(corpus), tokenizer_dir=tokenizer_dir, settings=whole_settings)
+    assert fp32.key.config_digest != whole.config_digest  # another precision is another run
+
+
 HEADS = {
     "token": ("AutoModelForTokenClassification", {"num_labels": 5}),
     "single-label": ("AutoModelForSequenceClassification", {"num_labels": 3}),

@@ -115,6 +115,16 @@ CONFIGS: dict[str, PretrainConfig] = {
         max_steps=3_000, warmup_steps=300, effective_batch=256, per_device_batch=128, learning_rate=5e-4,
         seq_length=128, save_every=500, log_every=25, corpus_max_mb=None, vocab_sample_mb=50.0,
     ),
+    "study": PretrainConfig(
+        name="study",
+        description="CPU Table 5 study (issue 40): 4-layer DeBERTa-v2 (hidden 256), 30K vocabulary, 8,192 "
+        "tokens a step, 1,221 steps = 10M tokens; bf16 autocast where the CPU computes bf16 natively",
+        model=ModelShape(layers=4, hidden=256, heads=4, intermediate=1024, vocab_size=30_000, max_position=512,
+                         position_buckets=128),
+        max_steps=1_221, warmup_steps=122, effective_batch=64, per_device_batch=64, learning_rate=5e-4,
+        seq_length=128, save_every=50, log_every=10, corpus_max_mb=None, vocab_sample_mb=50.0,
+        mixed_precision="auto",
+    ),
     "smoke": PretrainConfig(
         name="smoke",
         description="Test profile: a 1-layer toy model and a few steps (seconds)",

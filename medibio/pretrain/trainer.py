@@ -196,6 +196,7 @@ class PretrainKind:
             raise ValueError(f"sequence length {cfg.seq_length} exceeds the model's {max_pos} positions")
         n_params = sum(p.numel() for p in model.parameters())
         use_cheap_dropout(model, accelerator.device)
+        model = mlm.MaskedPositionsLM(model)  # forward returns the loss, logits at masked positions only
 
         optimizer = _optimizer(model, cfg)
         scheduler = get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, cfg.max_steps)
@@ -246,7 +247,7 @@ class PretrainKind:
                 batch = {k: v.to(accelerator.device) for k, v in batch.items()}
                 sync = micro == layout.accumulation - 1
                 with contextlib.nullcontext() if sync else accelerator.no_sync(model), accelerator.autocast():
-                    loss = model(**batch).loss
+                    loss = model(**batch)
                 accelerator.backward(loss / layout.accumulation)
                 micro_losses.append(loss.detach().float())
             accelerator.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
@@ -285,14 +286,14 @@ class PretrainKind:
             building = out / "model.building"
             if building.exists():
                 shutil.rmtree(building)
-            accelerator.unwrap_model(model).save_pretrained(str(building))
+            accelerator.unwrap_model(model).lm.save_pretrained(str(building))
             tokenizer.save_pretrained(str(building))
             if (out / "model").exists():
                 shutil.rmtree(out / "model")
             building.rename(out / "model")
         accelerator.wait_for_everyone()
 
-        architecture = {"model_type": accelerator.unwrap_model(model).config.model_type, "parameters": n_params}
+        architecture = {"model_type": accelerator.unwrap_model(model).lm.config.model_type, "parameters": n_params}
         model_block = ({"name": SCRATCH, "path": "", "tag": SCRATCH, "hash": None, **architecture} if init is None
                        else {**zoo.model_info(job.init, cache_root=ctx.settings.cache_root), "parameters": n_params})
         details = {
