@@ -1,5 +1,5 @@
 """The benchmarks' yardstick: the model-FLOP formula agrees with PyTorch's FLOP counter, the peak is measured,
-and every benchmark command of the README starts."""
+and every benchmark command of docs/benchmarks.md starts."""
 
 from __future__ import annotations
 
@@ -157,11 +157,11 @@ def test_a_row_whose_peak_moved_is_flagged_in_the_table() -> None:
 
 @pytest.mark.parametrize("name", ["finetune_speed", "finetune_engine", "scierc_speed", "pretrain_speed", "profile_step",
                                   "significance_speed", "fields_scale"])
-def test_every_benchmark_command_of_the_readme_starts(name: str) -> None:
-    """The README runs benchmarks as ``python -m benchmarks.<name>`` from the repository root."""
+def test_every_benchmark_command_of_the_benchmarks_page_starts(name: str) -> None:
+    """docs/benchmarks.md runs benchmarks as ``python -m benchmarks.<name>`` from the repository root."""
     done = subprocess.run([sys.executable, "-m", f"benchmarks.{name}", "--help"], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage:" in done.stdout
-    assert f"python -m benchmarks.{name}" in (REPO_ROOT / "README.md").read_text(encoding="utf-8") or \
+    assert f"python -m benchmarks.{name}" in (REPO_ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8") or \
         name == "finetune_engine"

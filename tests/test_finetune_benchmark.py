@@ -56,7 +56,7 @@ def test_trainer_comparison_runs_both_engines_on_the_same_data(session_settings,
 
 
 def test_another_batch_and_frozen_word_embeddings_are_measured_as_asked(session_settings, data_root):
-    """``--batch-size`` and ``--frozen-word-embeddings`` (README, *Measured, not kept*) change what they name."""
+    """``--batch-size`` and ``--frozen-word-embeddings`` (docs/benchmarks.md, *Measured, not kept*) change what they name."""
     engine = benchmark.prepare("ChemProt", "tiny-deberta", examples=8, profile="smoke", settings=session_settings,
                                batch_size=4, frozen_word_embeddings=True)
     words = engine.model.get_input_embeddings().weight
@@ -71,7 +71,7 @@ def test_another_batch_and_frozen_word_embeddings_are_measured_as_asked(session_
 
 
 def test_compiled_training_keeps_pytorchs_dropout_and_says_so(session_settings, data_root):
-    """``--compile`` (README, *Measured, not kept*) trains through ``torch.compile`` with PyTorch's dropout, which
+    """``--compile`` (docs/benchmarks.md, *Measured, not kept*) trains through ``torch.compile`` with PyTorch's dropout, which
     inductor fuses; medibio's cheaper masks would break the graph at every dropout."""
     import torch
 

@@ -192,7 +192,7 @@ class Encoder:
             for batch in loader:
                 inputs = {k: batch[k] for k in features.MODEL_INPUTS if k in batch}
                 # autocast over fp32 weights, not a bf16 copy: bf16 weights lowered two probes significantly
-                # (GAD -3.8, BC5-chem -1.9 points, paired bootstrap; README, Benchmarks)
+                # (GAD -3.8, BC5-chem -1.9 points, paired bootstrap; docs/benchmarks.md)
                 with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"):
                     hidden = self.net(**inputs).last_hidden_state.float()
                 bar.update(1)

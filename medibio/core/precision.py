@@ -22,7 +22,7 @@ A fine-tuned model's evaluation under bf16 on the CPU (:func:`evaluation_model`)
 weights without autocast: autocast's casts around every layer norm and GELU were 40% of a MiniLM evaluation
 batch there (505 against 296 ms for 64 sequences of 64 tokens on one thread). Training keeps autocast over fp32
 weights (the optimiser needs them), GPUs keep autocast for both, and so do the frozen baselines, whose probes
-lost up to 3.8 points on bf16 weights (README, Benchmarks).
+lost up to 3.8 points on bf16 weights (docs/benchmarks.md).
 
 On a CPU with native bf16 ``auto`` roughly halves the cost of fine-tuning and inference. ``gpu`` keeps
 a CPU run in fp32: the pretraining configurations that predate the Table 5 study ask for it, and keep their

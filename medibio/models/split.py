@@ -5,7 +5,7 @@ When only the top layers of an encoder learn (SciERC's cpu preset trains MiniLM'
 embeddings and lower layers compute the same function of an input at every epoch, except for their dropout
 noise. :class:`FrozenBottom` runs them once per input in eval mode (no dropout, no autograd graph), keeps
 their output by a key the caller names, and at every step runs only the top layers on it. The top layers'
-dropout is unchanged. On the 2-core CPU this made a SciERC training step 1.4x faster (README, Benchmarks).
+dropout is unchanged. On the 2-core CPU this made a SciERC training step 1.4x faster (docs/benchmarks.md).
 
 Both parts are views of the one encoder (they share its modules and parameters, so the optimiser, the state
 dict and ``.to()`` see the encoder as before): the bottom view has the encoder's layers below the split, the

@@ -28,7 +28,7 @@ from medibio.core.errors import InputFormatError
 SPLITS: tuple[str, ...] = ("train", "dev", "test")
 
 # (dataset, split, later split) -> (shared contents, digest of them) in BLURB's official files, as measured
-# with :func:`content_overlaps` on the data root of ../shared/data (see README, Data). An overlap that
+# with :func:`content_overlaps` on the data root of ../shared/data (see docs/data.md). An overlap that
 # matches both is BLURB's own; any other is refused (or, allowed, noted in the run record).
 # What they are: NER sentences such as "1 .", "methods .", "a case report ." or "( abstract truncated at 250
 # words )", and in JNLPBA also the sentences of its 10 documented shared abstracts; GAD's, DDI's and ChemProt's
