@@ -28,6 +28,7 @@ two layers that may not import each other.
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -42,24 +43,31 @@ from medibio.models.zoo import model_tag
 from medibio.paper import audit, sources
 from medibio.paper import claims as printed_claims
 from medibio.results.aggregate import newest_configurations
-from medibio.results.significance import compare_records, monte_carlo_p, runs_of
+from medibio.results.recorded import REFERENCE_ROOT
+from medibio.results.significance import VERDICT_RESAMPLES, MultiComparison, multi_bootstrap, runs_of
 from medibio.runs.records import RunRecord, load_records
 from medibio.tasks import registry
-from medibio.tasks.bootstrap import CONFIDENCE, DEFAULT_RESAMPLES, bootstrap_distribution, percentile_interval
+from medibio.tasks.bootstrap import CONFIDENCE, bootstrap_p, order_interval
 
-SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE = ("supported", "contradicted", "inconclusive",
-                                                       "not testable here")
-VERDICTS = (SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE)
+SUPPORTED, CONTRADICTED, EQUIVALENT, INCONCLUSIVE, NOT_TESTABLE = (
+    "supported", "contradicted", "no difference larger than δ", "inconclusive", "not testable here")
+VERDICTS = (SUPPORTED, CONTRADICTED, EQUIVALENT, INCONCLUSIVE, NOT_TESTABLE)
 SIGNIFICANT, NOT_SIGNIFICANT, NO_SPREAD, NO_NUMBERS, INCONSISTENT, DISAGREE = (
     "significant", "not significant", "no spread printed", "no numbers printed", "numbers inconsistent",
     "printed numbers disagree")
 PAPER_VERDICTS = (SIGNIFICANT, NOT_SIGNIFICANT, NO_SPREAD, NO_NUMBERS, INCONSISTENT, DISAGREE)
 ALPHA = 1.0 - CONFIDENCE
 
-RULE = (f"Our verdict: the difference A − B between the claim's two systems, with its {CONFIDENCE:.0%} "
-        "paired bootstrap interval over the same test examples. *supported* when the interval lies entirely on "
+RULE = (f"Our verdict: the difference A − B between the claim's two systems in the statistic declared for it "
+        f"before any run, with its {CONFIDENCE:.0%} interval from a multi-bootstrap (Sellam et al. 2022): "
+        f"{VERDICT_RESAMPLES} draws, each resampling the test units (the same units for A and B) and each "
+        "system's fine-tuning seeds (and pretraining seeds where a system has several pretrained models). The "
+        "interval is the percentile interval of those draws by order statistics, and p is read from the same "
+        "draws (the smallest level at which that interval would exclude zero), so the interval excludes zero "
+        f"exactly when p < {1 - CONFIDENCE:g}. *supported* when the interval lies entirely on "
         "the claimed side of zero (above it for 'A beats B', below it for 'A does not beat B'), *contradicted* "
-        "when it lies entirely on the other side, *inconclusive* when it contains zero, *not testable here* when "
+        "when it lies entirely on the other side, *no difference larger than δ* when it contains zero and lies "
+        "inside ±δ (δ declared per claim), *inconclusive* otherwise, *not testable here* when "
         "this build has no runs for both systems. The paper's verdict: *no numbers printed* when the claim rests "
         "on no printed number; *numbers inconsistent* when a check of Appendix A on the numbers it rests on "
         "fails, or when the publications of the numbers it quotes turn the comparison around (the cross-source "
@@ -258,15 +266,23 @@ def get(claim_id: str) -> Claim:
 # --------------------------------------------------------------------------- the two rules
 
 
-def verdict(low: float, high: float, side: int = 1) -> str:
-    """Our verdict from the interval [low, high] of A − B and the claimed side (+1: A > B, −1: A ≤ B)."""
+def verdict(low: float, high: float, side: int = 1, delta: float = math.nan) -> str:
+    """Our verdict from the interval [low, high] of A − B, the claimed side (+1: A > B, −1: A ≤ B) and the
+    claim's equivalence margin ``delta`` (NaN: none declared)."""
     if math.isnan(low) or math.isnan(high):
         return NOT_TESTABLE
     if side * low > 0 and side * high > 0:
         return SUPPORTED
     if side * low < 0 and side * high < 0:
         return CONTRADICTED
+    if -delta < low and high < delta:
+        return EQUIVALENT
     return INCONCLUSIVE
+
+
+def verdict_text(verdict_name: str, delta: float) -> str:
+    """A verdict as printed: the equivalence outcome with its δ."""
+    return f"no difference larger than {delta:g}" if verdict_name == EQUIVALENT else verdict_name
 
 
 def paper_verdict(diff: float | None, side: int, problems: Sequence[str], p: float | None) -> str:
@@ -340,8 +356,22 @@ def paper_evidence(claim: Claim, checks: pd.DataFrame | None = None,
 
 
 @dataclass(frozen=True)
+class Beside:
+    """A statistic shown beside the verdict's, read from other draws or other runs (never the verdict)."""
+
+    label: str
+    diff: float
+    low: float
+    high: float
+    p: float
+    runs: str
+
+
+@dataclass(frozen=True)
 class Evidence:
-    """Our difference A − B with its interval and p-value, or why there is none."""
+    """Our difference A − B in the declared statistic, its interval and p-value from one multi-bootstrap
+    (:func:`medibio.results.significance.multi_bootstrap`), what was resampled and at which scale; or why
+    there is none."""
 
     diff: float = math.nan
     low: float = math.nan
@@ -349,10 +379,29 @@ class Evidence:
     p: float = math.nan
     runs: str = ""  # what was compared
     needs: str = ""  # what would test it, when nothing did
+    resampled: str = ""  # what the draws resample
+    resamples: int = 0
+    scale: str = ""  # model and parameters, pretraining tokens, fine-tuning budget of our runs
+    beside: tuple[Beside, ...] = ()
 
     @property
     def tested(self) -> bool:
         return not math.isnan(self.low)
+
+
+def claim_seed(claim_id: str) -> int:
+    """The random seed of a claim's draws: fixed by its id, never by its data, so that a rebuild whose
+    predictions moved draws the same resamples (common random numbers)."""
+    return zlib.crc32(claim_id.encode())
+
+
+def _from(found: MultiComparison, runs: str, scale: str, beside: tuple[Beside, ...] = ()) -> Evidence:
+    return Evidence(found.diff, found.low, found.high, found.p_value, runs, "", found.resampled, found.resamples,
+                    scale, beside)
+
+
+def _beside(label: str, found: MultiComparison, runs: str) -> Beside:
+    return Beside(label, found.diff, found.low, found.high, found.p_value, runs)
 
 
 def _newest(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
@@ -378,21 +427,56 @@ def _describe(variant: str, records: Sequence[RunRecord]) -> str:
     return f"{variant} ({len(records)} seed{'s' if len(records) != 1 else ''})"
 
 
-def _paired(by_variant: dict[str, list[RunRecord]], a: str, b: str, dataset: str, settings: Settings,
-            profile: str, model: str, resamples: int) -> Evidence:
-    test = compare_records(by_variant[a], by_variant[b], settings.results_root, dataset, a, b, resamples,
-                           data_root=settings.data_root)
-    if test is None:
-        return Evidence(needs=f"test predictions of {a} and {b} on {dataset}")
-    runs = (f"{profile}/{model}: {_describe(a, by_variant[a])} vs {_describe(b, by_variant[b])} on {dataset}, "
-            f"{test.n_units} {test.unit}s")
-    return Evidence(test.diff, test.low, test.high, test.p_value, runs)
+def _millions(n: float) -> str:
+    return f"{n / 1e6:.1f}M"
 
 
-def _ift_evidence(claim: Claim, settings: Settings, profile: str, resamples: int,
-                  model: str | None = None) -> Evidence:
+def scale_of(records: Sequence[RunRecord], root: Path) -> str:
+    """The scale of a set of runs from their records: the model with its parameters, its pretraining tokens
+    (when a pretraining record of ours made it) and the fine-tuning budget, with the intermediate stage's."""
+    if not records:
+        return ""
+    first = records[0]
+    hp = first.hyperparameters or {}
+    model = first.model or {}
+    tokens = (first.details or {}).get("pretraining_tokens")
+    pretrained = f"pretrained on {_millions(tokens)} tokens here" if tokens else "pretrained elsewhere (off the shelf)"
+    budget = (f"fine-tuned on {first.train_examples or '?'} training examples × {hp.get('effective_epochs', '?')} "
+              f"epochs ({hp.get('optimizer_steps', '?')} steps), {len(records)} seeds")
+    chain = (first.details or {}).get("intermediate") or []
+    if chain:
+        stages = load_records(root, kind="ift-stage", profile=first.profile, variant="+".join(chain),
+                              dataset=chain[-1])
+        sizes = sorted({s.train_examples for s in stages if s.train_examples})
+        size = "/".join(f"{n:,}" for n in sizes) or "?"
+        budget += (f"; intermediate {'+'.join(chain)}: {size} examples × {hp.get('intermediate_epochs') or '?'} "
+                   f"epoch, {'one stage per seed' if hp.get('intermediate_seed') is None else 'one stage for all'}")
+    return f"{model.get('tag', '?')} ({_millions(model.get('parameters') or 0)} parameters), {pretrained}; {budget}"
+
+
+def _records_root(settings: Settings, profile: str, recorded: Path | None) -> Path | None:
+    """Where a profile's runs are: this build's results root when it holds any, else the ``recorded`` root
+    (``reference/``: a profile of its own, such as ``cpu-ift``, is recorded once rather than rerun by every
+    build; a build from ``reference/`` has copied them into its results root)."""
+    if load_records(settings.results_root, profile=profile):
+        return settings.results_root
+    return recorded
+
+
+def _compare(claim: Claim, by_variant: dict[str, list[RunRecord]], a: str, b: str, root: Path,
+             settings: Settings, resamples: int) -> tuple[MultiComparison, str] | None:
     dataset = claim.test.dataset
-    model = model_tag(model or profiles.get(profile).model)
+    ra, rb = (runs_of(by_variant[v], root, v, dataset, settings.data_root) for v in (a, b))
+    if ra is None or rb is None:
+        return None
+    found = multi_bootstrap([(ra, rb)], {"primary": [ra.dataset]}, resamples, claim_seed(claim.id))["primary"]
+    runs = f"{_describe(a, by_variant[a])} vs {_describe(b, by_variant[b])} on {dataset}, {found.units[0]} test units"
+    return found, runs
+
+
+def _dev_selected(claim: Claim, settings: Settings, profile: str, model: str, resamples: int) -> tuple[Beside, ...]:
+    """The judged profile's intermediate picked by dev score (a labelled row beside the declared one)."""
+    dataset = claim.test.dataset
     by_variant = _newest(load_records(settings.results_root, profile=profile, model=model, dataset=dataset))
     intermediates = [v[len(IFT_PREFIX):] for v in by_variant if v.startswith(IFT_PREFIX)]
     general = [t for t in intermediates if t in GENERAL_DOMAIN]
@@ -400,30 +484,29 @@ def _ift_evidence(claim: Claim, settings: Settings, profile: str, resamples: int
         a, b = _best(by_variant, intermediates), "base" if "base" in by_variant else None
     else:
         a, b = _best(by_variant, general), _best(by_variant, [t for t in intermediates if t not in general])
-    if a is None or b is None:
-        return Evidence(needs=claim.test.needs)
-    return _paired(by_variant, a, b, dataset, settings, profile, model, resamples)
+    found = _compare(claim, by_variant, a, b, settings.results_root, settings, resamples) if a and b else None
+    if found is None:
+        return ()
+    label = f"dev-selected intermediate ({profile} profile: the best mean dev score, not declared)"
+    return (_beside(label, found[0], f"{profile}/{model}: {found[1]}"),)
 
 
-def average_difference(a: Sequence[Any], b: Sequence[Any], resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-                       confidence: float = CONFIDENCE) -> tuple[float, float, float, float]:
-    """(difference, low, high, p) of the plain mean over datasets of A − B, from paired
-    :class:`medibio.results.significance.Runs` of each dataset (``a[i]`` and ``b[i]`` on the same units).
-
-    Each test set is resampled on its own (they are independent samples) and the per-dataset differences of
-    the same resample index are averaged: a percentile interval and a shift-method p-value, as
-    :func:`medibio.results.significance.paired_test` gives for one dataset.
-    """
-    observed, dists = [], []
-    for k, (ra, rb) in enumerate(zip(a, b, strict=True)):
-        boot = bootstrap_distribution([*ra.stats, *rb.stats], resamples, seed + k)
-        m = len(ra.stats)
-        dists.append(boot[:, :m].mean(axis=1) - boot[:, m:].mean(axis=1))
-        observed.append(ra.mean - rb.mean)
-    diffs = np.mean(dists, axis=0)
-    diff = float(np.mean(observed))
-    low, high = percentile_interval(diffs, confidence)
-    return diff, low, high, monte_carlo_p(diffs - diff, diff)
+def _ift_evidence(claim: Claim, settings: Settings, profile: str, resamples: int, model: str | None,
+                  recorded: Path | None) -> Evidence:
+    test = claim.test
+    judged_model = model_tag(model or profiles.get(profile).model)
+    beside = _dev_selected(claim, settings, profile, judged_model, resamples)
+    runs_profile = test.profile or profile
+    tag = model_tag(profiles.get(runs_profile).model) if test.profile else judged_model
+    root = _records_root(settings, runs_profile, recorded) if test.profile else settings.results_root
+    by_variant = _newest(load_records(root, profile=runs_profile, model=tag, dataset=test.dataset)) if root else {}
+    found = _compare(claim, by_variant, test.a, test.b, root, settings, resamples) \
+        if test.a in by_variant and test.b in by_variant else None
+    if found is None:
+        return Evidence(needs=test.needs, beside=beside)
+    where = "" if root == settings.results_root else " (recorded in reference/)"
+    return _from(found[0], f"{runs_profile}/{tag}{where}: {found[1]}",
+                 scale_of(by_variant[test.a], root), beside)
 
 
 def _table5_evidence(claim: Claim, settings: Settings, profile: str, resamples: int) -> Evidence:
@@ -432,25 +515,35 @@ def _table5_evidence(claim: Claim, settings: Settings, profile: str, resamples: 
              for v in (va, vb)]
     pairs = []
     for dataset in registry.names():
-        ra, rb = (runs_of(recs, settings.results_root, v, dataset, settings.data_root)
+        ra, rb = (runs_of(recs, settings.results_root, v, dataset, settings.data_root,
+                          pretraining=lambda r: str((r.model or {}).get("hash", "")))
                   for recs, v in zip(sides, (va, vb), strict=True))
         if ra is not None and rb is not None:
             pairs.append((ra, rb))
     if not pairs:
         return Evidence(needs=claim.test.needs)
-    diff, low, high, p = average_difference([x for x, _ in pairs], [y for _, y in pairs], resamples)
-    runs = (f"{profile}: {va} vs {vb}, plain mean over {len(pairs)} BLURB datasets "
-            f"({', '.join(x.dataset for x, _ in pairs)})")
-    return Evidence(diff, low, high, p, runs)
+    names = [x.dataset for x, _ in pairs]
+    found = multi_bootstrap(pairs, {"primary": [d for d in names if d in LARGE_SETS], "plain": names}, resamples,
+                            claim_seed(claim.id))
+    plain = found["plain"]
+    beside = (_beside(f"plain mean over {len(names)} BLURB datasets", plain, ", ".join(names)),)
+    if "primary" not in found:
+        return Evidence(needs=f"runs of both configurations on the large BLURB sets ({', '.join(LARGE_SETS)}): "
+                              f"the declared statistic; {claim.test.needs}", beside=beside)
+    primary = found["primary"]
+    runs = (f"{profile}: {va} vs {vb}, mean over {len(primary.datasets)} large BLURB sets "
+            f"({', '.join(primary.datasets)})")
+    return _from(primary, runs, scale_of(sides[0], settings.results_root), beside)
 
 
 def field_margin(masks: dict[int, int], fields: Sequence[str], field: str, claimed: Sequence[str],
-                 resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                 resamples: int = VERDICT_RESAMPLES, seed: int = 0,
                  confidence: float = CONFIDENCE) -> tuple[float, float, float, float, str]:
     """How far the claimed neighbours of ``field`` lead the rest: min C(field, claimed) − max C(field, other),
-    in points of C × 100, with a bootstrap over papers. ``masks`` maps a bit mask of fields (bit i:
-    ``fields[i]``) to its number of papers, as :class:`medibio.fields.cooccurrence.FieldCounts` holds it.
-    Returns (margin, low, high, p, the strongest other field)."""
+    in points of C × 100, with a bootstrap over papers (interval and p from the same draws, as for every
+    claim). ``masks`` maps a bit mask of fields (bit i: ``fields[i]``) to its number of papers, as
+    :class:`medibio.fields.cooccurrence.FieldCounts` holds it. Returns (margin, low, high, p, the strongest
+    other field)."""
     keys = np.array(sorted(masks), dtype=np.int64)
     weights = np.array([masks[k] for k in keys], dtype=float)
     bits = (keys[:, None] >> np.arange(len(fields))) & 1
@@ -469,10 +562,10 @@ def field_margin(masks: dict[int, int], fields: Sequence[str], field: str, claim
     observed = float(margins(weights[None, :])[0])
     draws = rng.multinomial(total, weights / total, size=resamples).astype(float)
     dist = margins(draws)
-    low, high = percentile_interval(dist, confidence)
+    low, high = order_interval(dist, confidence)
     c_obs = (weights * bits[:, i]) @ bits
     rival = fields[max(outside, key=lambda j: c_obs[j])]
-    return observed, low, high, monte_carlo_p(dist - observed, observed), rival
+    return observed, low, high, bootstrap_p(dist), rival
 
 
 def _fields_evidence(claim: Claim, settings: Settings, resamples: int) -> Evidence:
@@ -484,16 +577,17 @@ def _fields_evidence(claim: Claim, settings: Settings, resamples: int) -> Eviden
 
     counts = count_fields(path)
     margin, low, high, p, rival = field_margin(counts.masks, list(FIELDS), claim.test.dataset,
-                                               MEDICINE_NEIGHBOURS, resamples)
+                                               MEDICINE_NEIGHBOURS, resamples, claim_seed(claim.id))
     runs = (f"{FIELD_METADATA.name}: {counts.papers:,} papers; 100 × C(Medicine, j), weakest of "
             f"{', '.join(MEDICINE_NEIGHBOURS)} minus the strongest other field ({rival}); bootstrap over papers")
-    return Evidence(margin, low, high, p, runs)
+    return Evidence(margin, low, high, p, runs, "", "papers", resamples, f"a sample of {counts.papers:,} papers")
 
 
-def our_evidence(claim: Claim, settings: Settings, profile: str, resamples: int = DEFAULT_RESAMPLES,
-                 model: str | None = None) -> Evidence:
+def our_evidence(claim: Claim, settings: Settings, profile: str, resamples: int = VERDICT_RESAMPLES,
+                 model: str | None = None, recorded: Path | None = REFERENCE_ROOT) -> Evidence:
     """Our evidence for ``claim`` on the runs of ``model`` (None: the profile's) on ``profile`` under
-    ``settings.results_root``."""
+    ``settings.results_root``; a claim declared on a profile of its own reads that profile's runs there, or
+    under ``recorded`` when the results root has none."""
     kind = claim.test.kind
     if kind == "none":
         return Evidence(needs=claim.test.needs)
@@ -503,7 +597,7 @@ def our_evidence(claim: Claim, settings: Settings, profile: str, resamples: int 
         return Evidence(needs=f"a data root (the gold test labels), then: {claim.test.needs}")
     if kind == "table5":
         return _table5_evidence(claim, settings, profile, resamples)
-    return _ift_evidence(claim, settings, profile, resamples, model)
+    return _ift_evidence(claim, settings, profile, resamples, model, recorded)
 
 
 # --------------------------------------------------------------------------- the table
@@ -511,7 +605,7 @@ def our_evidence(claim: Claim, settings: Settings, profile: str, resamples: int 
 
 @dataclass
 class Row:
-    """One claim with both kinds of evidence and both verdicts."""
+    """One claim with both kinds of evidence and both verdicts, its declared statistic, δ and scales."""
 
     id: str
     claim: str
@@ -524,6 +618,14 @@ class Row:
     verdict: str
     link: str
     note: str = ""
+    primary: str = ""
+    delta: float = math.nan
+    proxy: str = ""
+    paper_scale: str = ""
+
+    @property
+    def verdict_text(self) -> str:
+        return verdict_text(self.verdict, self.delta)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -531,26 +633,37 @@ class Row:
             out[key] = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out[key].items()}
         out["paper"]["problems"] = list(out["paper"]["problems"])
         out["paper"]["details"] = list(out["paper"]["details"])
+        out["ours"]["beside"] = [dict(b) for b in out["ours"]["beside"]]
+        out["delta"] = None if math.isnan(self.delta) else self.delta
+        out["verdict_text"] = self.verdict_text
+        out["interval"] = "percentile (order statistics) of the multi-bootstrap draws; p from the same draws"
         return out
 
 
+def judge(claim: Claim, ours: Evidence, paper: PaperEvidence) -> Row:
+    """A claim's row from its two kinds of evidence."""
+    return Row(claim.id, claim.statement, claim.where, claim.a, claim.b, claim.side, paper, ours,
+               verdict(ours.low, ours.high, claim.side, claim.test.delta), claim.link, claim.note,
+               claim.test.primary, claim.test.delta, claim.test.proxy, claim.paper_scale)
+
+
 def rows(settings: Settings, profile: str, claims: Sequence[Claim] = CLAIMS,
-         resamples: int = DEFAULT_RESAMPLES, model: str | None = None) -> list[Row]:
+         resamples: int = VERDICT_RESAMPLES, model: str | None = None,
+         recorded: Path | None = REFERENCE_ROOT) -> list[Row]:
     """Every claim judged on the runs of ``model`` (None: the profile's) on ``profile`` under
-    ``settings.results_root``."""
+    ``settings.results_root`` (see :func:`our_evidence` for ``recorded``)."""
     checks = audit.run_audit().set_index("id")
     rechecked = sources.recheck_claims().set_index("id")
-    out = []
-    for claim in claims:
-        ours = our_evidence(claim, settings, profile, resamples, model)
-        out.append(Row(claim.id, claim.statement, claim.where, claim.a, claim.b, claim.side,
-                       paper_evidence(claim, checks, rechecked), ours, verdict(ours.low, ours.high, claim.side),
-                       claim.link, claim.note))
-    return out
+    return [judge(claim, our_evidence(claim, settings, profile, resamples, model, recorded),
+                  paper_evidence(claim, checks, rechecked)) for claim in claims]
 
 
 def _num(x: float | None, fmt: str = "{:+.2f}") -> str:
     return "" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt.format(x)
+
+
+def _interval(low: float, high: float) -> str:
+    return "" if math.isnan(low) else f"[{low:+.2f}, {high:+.2f}]"
 
 
 def frame(found: Sequence[Row], links: bool = False) -> pd.DataFrame:
@@ -564,10 +677,15 @@ def frame(found: Sequence[Row], links: bool = False) -> pd.DataFrame:
             "paper A − B": _num(r.paper.diff), "paper test": r.paper.test,
             "paper checks": "; ".join(r.paper.problems) or ("all pass" if r.paper.diff is not None else ""),
             "paper verdict": r.paper.verdict,
+            "declared statistic": r.primary, "δ": _num(r.delta, "{:g}"), "proxy": r.proxy,
             "our runs": ours.runs or f"would be tested by: {ours.needs}",
+            "our scale": ours.scale, "paper's scale": r.paper_scale,
+            "resampled": ours.resampled,
             "ours A − B": _num(ours.diff),
-            f"{CONFIDENCE:.0%} interval": "" if not ours.tested else f"[{ours.low:+.2f}, {ours.high:+.2f}]",
-            "p": _num(ours.p, "{:.3f}"), "verdict": r.verdict,
+            f"{CONFIDENCE:.0%} interval": _interval(ours.low, ours.high),
+            "p": _num(ours.p, "{:.4f}"), "verdict": r.verdict_text,
+            "beside (not the verdict's)": "; ".join(
+                f"{b.label}: {b.diff:+.2f} {_interval(b.low, b.high)}, p {b.p:.4f} ({b.runs})" for b in ours.beside),
             "evidence": f'<a href="{r.link}">{r.where}</a>' if links else r.link,
         })
     return pd.DataFrame(records, index=pd.Index([r.id for r in found], name="id"))
@@ -580,8 +698,9 @@ def overview(found: Sequence[Row], links: bool = False) -> pd.DataFrame:
     interval = full[f"{CONFIDENCE:.0%} interval"]
     ours = [f"{d} {i}".strip() for d, i in zip(full["ours A − B"], interval, strict=True)]
     return pd.DataFrame({"claim": full["claim"], "paper verdict": full["paper verdict"],
-                         "our verdict": full["verdict"], f"ours A − B [{CONFIDENCE:.0%}]": ours,
-                         "evidence": full["evidence"]}, index=full.index)
+                         "our verdict": full["verdict"], f"ours A − B [{CONFIDENCE:.0%}]": ours, "p": full["p"],
+                         "δ": full["δ"], "our scale": full["our scale"], "evidence": full["evidence"]},
+                        index=full.index)
 
 
 def counts(found: Sequence[Row]) -> dict[str, int]:

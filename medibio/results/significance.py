@@ -59,8 +59,12 @@ from medibio.tasks.bootstrap import (
     Interval,
     bootstrap_distribution,
     bootstrap_interval,
+    bootstrap_p,
+    bootstrap_weights,
     chunks,
+    order_interval,
     percentile_interval,
+    seed_weights,
     stack,
 )
 from medibio.tasks.units import UnitStats, score_from_sums, unit_stats
@@ -118,6 +122,8 @@ class Runs:
     files: tuple[Path, ...]
     ids: frozenset[str]
     stats: tuple[UnitStats, ...]
+    # each run's pretrained model (e.g. its fingerprint); empty: every run fine-tunes the same one
+    pretraining: tuple[str, ...] = ()
 
     @property
     def scores(self) -> list[float]:
@@ -186,9 +192,11 @@ def system_runs(results_root: str | Path, system: str | System, dataset: str,
 
 
 def runs_of(records: Iterable[RunRecord], results_root: str | Path, label: str, dataset: str,
-            data_root: str | Path | None = None) -> Runs | None:
+            data_root: str | Path | None = None,
+            pretraining: Callable[[RunRecord], str] | None = None) -> Runs | None:
     """The scored seeds among ``records`` (e.g. what a run function returned) on ``dataset``, as
-    :class:`Runs` named ``label``; None when none has test predictions."""
+    :class:`Runs` named ``label``; None when none has test predictions. ``pretraining`` names each run's
+    pretrained model (runs of one system fine-tuned from several pretraining seeds), for :func:`multi_bootstrap`."""
     name = registry.get(dataset).name
     recs = [r for r in records if r.dataset == name and r.ok and r.predictions]
     if not recs:
@@ -214,7 +222,8 @@ def runs_of(records: Iterable[RunRecord], results_root: str | Path, label: str, 
         seeds.append(rec.seed)
         files.append(path)
         stats.append(st)
-    return Runs(str(system), name, tuple(seeds), tuple(files), first[1], tuple(stats))
+    labels = tuple(pretraining(r) for r in recs) if pretraining else ()
+    return Runs(str(system), name, tuple(seeds), tuple(files), first[1], tuple(stats), labels)
 
 
 def _as_list(stats: UnitStats | Sequence[UnitStats] | Runs) -> list[UnitStats]:
@@ -338,6 +347,124 @@ def paired_test(a: UnitStats | Sequence[UnitStats] | Runs, b: UnitStats | Sequen
     return Comparison(stats[0].dataset, mean_a, mean_b, observed, low, high, p, stats[0].n_units,
                       stats[0].unit, seeds[0], seeds[1], method, resamples, confidence, names[0], names[1],
                       files[0], files[1])
+
+
+# --------------------------------------------------------------------------- the multi-bootstrap of a claim
+
+VERDICT_RESAMPLES = 4999  # p in steps of 1/5000; the 95% interval is [d_(125), d_(4875)]
+
+
+@dataclass(frozen=True)
+class MultiComparison:
+    """A − B for one statistic (a mean over datasets of per-dataset differences) under the multi-bootstrap:
+    the observed difference, the interval and p-value read from the same draws (:func:`order_interval`,
+    :func:`bootstrap_p`: the interval excludes 0 if and only if p < 1 − confidence), and what was resampled."""
+
+    label: str
+    datasets: tuple[str, ...]
+    diff: float
+    low: float
+    high: float
+    p_value: float
+    resamples: int
+    confidence: float
+    units: tuple[int, ...]  # test units per dataset
+    runs_a: tuple[int, ...]  # fine-tuning runs per dataset
+    runs_b: tuple[int, ...]
+    pretraining_a: int  # pretrained models of each system (1: fine-tuning seeds only)
+    pretraining_b: int
+    draws: np.ndarray = field(repr=False, compare=False)
+
+    @property
+    def resampled(self) -> str:
+        """What the draws resample, in words."""
+        levels = ["test units"]
+        if max(self.runs_a + self.runs_b) > 1:
+            levels.append("fine-tuning seeds")
+        if max(self.pretraining_a, self.pretraining_b) > 1:
+            levels.append("pretraining seeds")
+        return ", ".join(levels)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "datasets": list(self.datasets), "diff": self.diff, "low": self.low,
+                "high": self.high, "p": self.p_value, "resamples": self.resamples, "confidence": self.confidence,
+                "units": list(self.units), "runs_a": list(self.runs_a), "runs_b": list(self.runs_b),
+                "pretraining_a": self.pretraining_a, "pretraining_b": self.pretraining_b,
+                "resampled": self.resampled, "interval": "percentile (order statistics), "
+                f"{self.resamples} multi-bootstrap draws"}
+
+
+def _groups(runs: Runs, labels: list[str]) -> list[int]:
+    return [labels.index(x) for x in runs.pretraining] if runs.pretraining else [0] * len(runs.stats)
+
+
+def _system_labels(side: Sequence[Runs]) -> list[str]:
+    return sorted({x for r in side for x in r.pretraining}) or [""]
+
+
+def _observed(runs: Runs, groups: list[int]) -> float:
+    scores = np.array(runs.scores)
+    return float(np.mean([scores[np.array(groups) == g].mean() for g in sorted(set(groups))]))
+
+
+def multi_bootstrap(pairs: Sequence[tuple[Runs, Runs]], statistics: Mapping[str, Sequence[str]] | None = None,
+                    resamples: int = VERDICT_RESAMPLES, seed: int = 0,
+                    confidence: float = CONFIDENCE) -> dict[str, MultiComparison]:
+    """A − B under the multi-bootstrap (Sellam et al. 2022), for systems given as (A's runs, B's runs) per dataset.
+
+    Each draw resamples, for every dataset on its own, the test units (shared by A and B: a paired design) and
+    each system's runs hierarchically (:func:`medibio.tasks.bootstrap.seed_weights`: its pretraining seeds,
+    drawn once per draw for all datasets since every dataset is fine-tuned from the same pretrained models,
+    then the fine-tuning seeds of each), so the spread holds every source of variation between two builds.
+    A and B's seeds are drawn independently: seed k of A and seed k of B are different training runs.
+    ``statistics`` maps a label to the datasets whose mean difference it is (default: ``mean`` of all);
+    every statistic reads the same draws. The random draws depend only on ``seed``, the datasets' order and
+    the numbers of units and runs, never on scores, so a rebuild whose predictions moved a little moves every
+    draw a little (common random numbers) and a verdict flips only where an interval end crosses a boundary.
+    """
+    if not pairs:
+        raise ValueError("no dataset with runs of both systems")
+    names = [a.dataset for a, _ in pairs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"each dataset once: {', '.join(names)}")
+    statistics = statistics or {"mean": names}
+    labels = [_system_labels([p[i] for p in pairs]) for i in (0, 1)]
+    pre_rng = np.random.default_rng([seed, 2])
+    pre = [bootstrap_weights(len(x), resamples, pre_rng) for x in labels]
+    diffs, observed, units, runs = {}, {}, [], ([], [])
+    for k, (ra, rb) in enumerate(pairs):
+        if ra.dataset != rb.dataset:
+            raise ValueError(f"pair {k}: A is on {ra.dataset}, B on {rb.dataset}")
+        _check_same_ids((Path(ra.files[0] if ra.files else ra.system), ra.ids),
+                        (Path(rb.files[0] if rb.files else rb.system), rb.ids),
+                        f"{rb.system} vs {ra.system} on {ra.dataset}")
+        scores = bootstrap_distribution([*ra.stats, *rb.stats], resamples, seed * 1000 + k)
+        rng = np.random.default_rng([seed, k, 1])
+        m, out = len(ra.stats), []
+        for side, part, i in ((ra, scores[:, :m], 0), (rb, scores[:, m:], 1)):
+            groups = _groups(side, labels[i])
+            if len(set(groups)) != len(labels[i]):
+                raise ValueError(f"{side.system} on {side.dataset}: runs of {len(set(groups))} of its "
+                                 f"{len(labels[i])} pretrained models; each dataset needs runs of every one")
+            weights = seed_weights(groups, resamples, rng, pre[i])
+            out.append(((part * weights).sum(axis=1), _observed(side, groups)))
+            runs[i].append(len(side.stats))
+        diffs[ra.dataset] = out[0][0] - out[1][0]
+        observed[ra.dataset] = out[0][1] - out[1][1]
+        units.append(ra.stats[0].n_units)
+    result = {}
+    for label, chosen in statistics.items():
+        used = [d for d in names if d in set(chosen)]
+        if not used:
+            continue
+        draws = np.mean([diffs[d] for d in used], axis=0)
+        low, high = order_interval(draws, confidence)
+        idx = [names.index(d) for d in used]
+        result[label] = MultiComparison(
+            label, tuple(used), float(np.mean([observed[d] for d in used])), low, high, bootstrap_p(draws),
+            resamples, confidence, tuple(units[i] for i in idx), tuple(runs[0][i] for i in idx),
+            tuple(runs[1][i] for i in idx), len(labels[0]), len(labels[1]), draws)
+    return result
 
 
 # --------------------------------------------------------------------------- systems on a results root

@@ -9,6 +9,7 @@ resamples here too.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -100,3 +101,69 @@ def bootstrap_interval(stats: UnitStats | Sequence[UnitStats], resamples: int = 
     low, high = percentile_interval(dist, confidence)
     score = float(np.mean([s.score() for s in runs]))
     return Interval(score, low, high, runs[0].n_units, len(runs), resamples, confidence)
+
+
+# --------------------------------------------------------------------------- the multi-bootstrap of a claim
+#
+# A verdict needs one distribution that resamples everything that varies between two builds of a system: the
+# test units, the fine-tuning seeds and, where a system has several pretrained models, the pretraining seeds
+# (the multi-bootstrap of MultiBERTs, Sellam et al. 2022). Its interval and its p-value are read from the same
+# draws by the two functions below, defined so that they cannot disagree (see ``tail_rank``).
+
+
+def tail_rank(resamples: int, confidence: float = CONFIDENCE) -> int:
+    """k, the rank of the interval's ends among ``resamples`` sorted draws: the smallest m for which the
+    p-value of :func:`bootstrap_p`, (1 + 2m) / (B + 1), is not below alpha = 1 − confidence.
+
+    With B draws d_(1) ≤ ... ≤ d_(B), the interval is [d_(k), d_(B+1−k)]. It excludes 0 exactly when fewer
+    than k draws lie on one side of 0 (counting draws at 0 on both sides), i.e. when the smaller tail count m
+    has (1 + 2m) / (B + 1) < alpha, which is p < alpha: the interval excludes 0 if and only if p < alpha. The
+    comparison is made in the same floating-point arithmetic as the p-value, so no rounding can separate
+    them. For B = 1999 at 95%, k = 50 = (B + 1) × 0.025, Davison & Hinkley's (1997) percentile ends.
+    """
+    alpha = 1.0 - confidence
+    if (1 + 2 * 0) / (resamples + 1) >= alpha:
+        raise ValueError(f"{resamples} resamples cannot give a {confidence:.0%} interval that excludes 0 "
+                         f"(need (1 + 0) / (B + 1) < {alpha:g}, i.e. B ≥ {math.ceil(1 / alpha)})")
+    m = 0
+    while (1 + 2 * m) / (resamples + 1) < alpha:
+        m += 1
+    return m
+
+
+def order_interval(draws: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The percentile interval [d_(k), d_(B+1−k)] of the draws, k = :func:`tail_rank` (order statistics, no
+    interpolation: interpolating between draws could put an end on the other side of 0 from both draws)."""
+    ordered = np.sort(np.asarray(draws, dtype=float))
+    k = tail_rank(len(ordered), confidence)
+    return float(ordered[k - 1]), float(ordered[len(ordered) - k])
+
+
+def bootstrap_p(draws: np.ndarray) -> float:
+    """Two-sided bootstrap p-value of "the statistic is 0": (1 + 2 min(#{d ≤ 0}, #{d ≥ 0})) / (B + 1),
+    capped at 1; the smallest alpha at which :func:`order_interval` would exclude 0."""
+    d = np.asarray(draws, dtype=float)
+    tail = min(int(np.count_nonzero(d <= 0)), int(np.count_nonzero(d >= 0)))
+    return min(1.0, (1 + 2 * tail) / (len(d) + 1))
+
+
+def seed_weights(groups: Sequence[int], resamples: int, rng: np.random.Generator,
+                 pretraining: np.ndarray | None = None) -> np.ndarray:
+    """(resamples, n_runs) weights, each row summing to 1, that resample a system's runs hierarchically:
+    pretraining seeds with replacement (``pretraining``: (resamples, n_groups) multiplicities, shared by every
+    dataset the same pretrained models were fine-tuned on; None draws them here), then within each drawn
+    pretraining seed its fine-tuning seeds with replacement. ``groups[j]`` is run j's pretraining seed index
+    (0 .. n_groups − 1); one group is the plain bootstrap over fine-tuning seeds. The weighted sum of run scores
+    is then the mean over drawn pretraining seeds of the mean over their drawn fine-tuning seeds."""
+    groups = np.asarray(groups, dtype=int)
+    n_groups = int(groups.max()) + 1
+    if pretraining is None:
+        pretraining = bootstrap_weights(n_groups, resamples, rng)
+    out = np.zeros((resamples, len(groups)))
+    for g in range(n_groups):
+        members = np.flatnonzero(groups == g)
+        if not len(members):
+            raise ValueError(f"pretraining seed {g} has no fine-tuning run")
+        inner = bootstrap_weights(len(members), resamples, rng) / len(members)
+        out[:, members] = inner * pretraining[:, [g]]
+    return out / pretraining.sum(axis=1, keepdims=True)
