@@ -28,7 +28,8 @@ def _digest(corpus: Path, vocab: Path | None = None, config=CFG, **kwargs) -> st
 
 @pytest.mark.parametrize("change", [{"learning_rate": 5e-4}, {"seed": 7}, {"max_steps": 9},
                                     {"effective_batch": 16}, {"seq_length": 64}, {"mlm_probability": 0.2},
-                                    {"whole_word_mask": True}, {"corpus_max_mb": 0.1}])
+                                    {"whole_word_mask": True}, {"corpus_max_mb": 0.1},
+                                    {"text_form": "sumpubmed"}, {"head_warmup_steps": 2}])
 def test_a_setting_changes_the_digest(inputs, change) -> None:
     corpus, vocab = inputs
     assert _digest(corpus, vocab, CFG.with_overrides(**change)) != _digest(corpus, vocab)
@@ -71,3 +72,13 @@ def test_the_record_is_named_by_config_start_tag_corpus_and_digest(inputs, tmp_p
     moved.parent.mkdir()
     moved.write_bytes(corpus.read_bytes())
     assert plan_pretraining(CFG, str(moved), tag="book").key == plan.key  # same bytes, same name
+
+
+def test_fields_added_later_leave_earlier_digests_alone(inputs) -> None:
+    """At their default, text_form and head_warmup_steps are not part of the identity: the plan's
+    configuration is the one runs had before the fields existed (so recorded runs stay current)."""
+    corpus, vocab = inputs
+    plan = plan_pretraining(CFG, str(corpus), tokenizer_dir=vocab)
+    assert not {"text_form", "head_warmup_steps"} & set(plan.payload["config"])
+    changed = plan_pretraining(CFG.with_overrides(text_form="sumpubmed"), str(corpus), tokenizer_dir=vocab)
+    assert changed.payload["config"]["text_form"] == "sumpubmed"

@@ -200,6 +200,38 @@ def test_continual_from_minilm_bert(corpus, tmp_path, cache):
 
 
 @pytest.mark.slow
+def test_minilm_continued_in_sumpubmed_form_warms_its_new_head_up_first(corpus, tmp_path, cache):
+    """MiniLM has no MLM head: the run gives it a seeded new one (decoder tied to the word embeddings) and one
+    more embedding row for <dig>; in the head's warm-up steps the encoder, embeddings included, stays as it
+    was, and the saved tokenizer normalises BLURB text to SumPubMed's form."""
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from medibio.models import zoo
+    from medibio.pretrain.vocab import is_sumpubmed_form
+
+    cfg = CFG.with_overrides(max_steps=2, effective_batch=2, per_device_batch=2, text_form="sumpubmed",
+                             head_warmup_steps=2)
+    settings = _settings(tmp_path / "minilm-form", cache)
+    rec = run_pretraining(cfg, corpus=str(corpus), init="minilm", progress=False, settings=settings)
+    assert rec.details["tokenizer"]["vocab_size"] == 30523
+    folder = model_folder(rec, settings)
+    trained = AutoModelForMaskedLM.from_pretrained(folder)
+    minilm = AutoModelForMaskedLM.from_pretrained(zoo.resolve("minilm"))
+    before = dict(minilm.bert.named_parameters())
+    for name, p in trained.bert.named_parameters():
+        if name == "embeddings.word_embeddings.weight":
+            assert torch.equal(p[:-1], before[name]) and p.shape[0] == 30523
+        else:
+            assert torch.equal(p, before[name]), name
+    torch.manual_seed(cfg.seed)  # the head the run started from: seeded, so it can be rebuilt here
+    start = AutoModelForMaskedLM.from_pretrained(zoo.resolve("minilm"))
+    assert not torch.equal(trained.cls.predictions.transform.dense.weight,
+                           start.cls.predictions.transform.dense.weight)  # the head learned
+    assert is_sumpubmed_form(AutoTokenizer.from_pretrained(folder))
+
+
+@pytest.mark.slow
 def test_two_processes_train_like_one_process_with_accumulation(corpus, tokenizer_dir, tmp_path, cache):
     """4 per device x 2 processes x 1 step and 4 x 1 x 2 see the same examples, masks and dropout."""
     import json

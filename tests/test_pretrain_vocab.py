@@ -1,4 +1,5 @@
-"""SentencePiece vocabularies: training, offline reload with DebertaV2TokenizerFast, round trip, CLI."""
+"""SentencePiece vocabularies: training, offline reload with DebertaV2TokenizerFast, round trip, CLI; the
+SumPubMed text form."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from medibio.pretrain.corpus import iter_documents, iter_sentences
-from medibio.pretrain.vocab import train_corpus_vocabulary, train_tokenizer
+from medibio.pretrain.vocab import (
+    in_sumpubmed_form,
+    is_sumpubmed_form,
+    train_corpus_vocabulary,
+    train_tokenizer,
+)
 
 FIX = Path(__file__).parent / "fixtures" / "pretrain"
 TEXT = ("the patient received aspirin daily. the kidney filters blood. insulin lowers glucose in the blood. "
@@ -69,3 +75,47 @@ def test_vocabulary_on_real_abstracts(data_root, tmp_path):
     text = "the expression of the gene was measured in tumour cells."
     assert tok.decode(tok(text)["input_ids"], skip_special_tokens=True) == text
     assert len(tok(text)["input_ids"]) < len(text.split()) * 3  # a real vocabulary, not characters
+
+
+# BLURB's form and SumPubMed's of one text: cased with numbers, lower-cased with <dig>
+CASED = "CDK-2 binds Ca2+ in DC3000 cells at 0.5 mg/kg"
+SUMPUBMED = "cdk- <dig> binds ca <dig> + in dc <dig> cells at <dig> mg/kg"
+
+
+def _same_ids(tokenizer) -> None:
+    cased, lowered = tokenizer(CASED)["input_ids"], tokenizer(SUMPUBMED)["input_ids"]
+    assert cased == lowered and tokenizer.convert_tokens_to_ids("[MASK]") == tokenizer.mask_token_id
+    assert tokenizer.decode(cased).count("dig") == 4
+
+
+def test_minilm_in_sumpubmed_form_reads_both_corpora_alike(tmp_path):
+    from transformers import AutoTokenizer
+
+    from medibio.models.zoo import load_tokenizer
+
+    bert = load_tokenizer("minilm")
+    assert not is_sumpubmed_form(bert) and bert(CASED)["input_ids"] != bert(SUMPUBMED)["input_ids"]
+    form = in_sumpubmed_form(bert)
+    assert len(form) == len(bert) + 1  # <dig>, which WordPiece would split into <, dig, >
+    _same_ids(form)
+    words = form(CASED.split(), is_split_into_words=True)  # how the NER tasks call it
+    assert max(w for w in words.word_ids() if w is not None) == len(CASED.split()) - 1
+    form.save_pretrained(tmp_path)
+    again = AutoTokenizer.from_pretrained(tmp_path)  # the form travels with the saved tokenizer
+    assert is_sumpubmed_form(again) and in_sumpubmed_form(again) is again
+    _same_ids(again)
+
+
+def test_a_vocabulary_trained_in_sumpubmed_form(tmp_path):
+    from transformers import AutoTokenizer
+
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("\n\n".join([SUMPUBMED + ". " + TEXT] * 40), encoding="utf-8")
+    out = tmp_path / "tok"
+    tok = train_corpus_vocabulary(str(corpus), out, vocab_size=90, variant="fulltext", text_form="sumpubmed")
+    _same_ids(tok)
+    again = AutoTokenizer.from_pretrained(out)
+    _same_ids(again)
+    assert again.tokenize("7") == tok.tokenize("<dig>") and "<dig>" in "".join(again.tokenize("7"))
+    with pytest.raises(ValueError, match="text form"):
+        train_corpus_vocabulary(str(corpus), tmp_path / "x", vocab_size=90, text_form="upper")

@@ -63,6 +63,11 @@ class PretrainConfig:
     log_every: int = 10
     seed: int = 42
     mixed_precision: str = "gpu"  # mixed precision on a GPU, fp32 on a CPU (medibio.core.precision)
+    # "sumpubmed": the tokenizer lower-cases and writes numbers as <dig>, as SumPubMed does (pretrain.vocab)
+    text_form: str = "as-is"
+    # first steps in which only the MLM head learns (the encoder's gradients are dropped): a head that a
+    # continued checkpoint lacks (MiniLM's) is warmed up before it sends its random gradients down
+    head_warmup_steps: int = 0
     corpus_max_mb: float | None = None  # cap on raw text read per corpus (None: everything)
     vocab_sample_mb: float = 50.0  # raw text used to train a new SentencePiece vocabulary
     paper: bool = False  # True for the paper's own settings (not runnable on this machine)
@@ -123,7 +128,7 @@ CONFIGS: dict[str, PretrainConfig] = {
                          position_buckets=128),
         max_steps=1_221, warmup_steps=122, effective_batch=64, per_device_batch=64, learning_rate=5e-4,
         seq_length=128, save_every=50, log_every=10, corpus_max_mb=None, vocab_sample_mb=50.0,
-        mixed_precision="auto",
+        mixed_precision="auto", text_form="sumpubmed",
     ),
     "smoke": PretrainConfig(
         name="smoke",

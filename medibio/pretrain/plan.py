@@ -11,6 +11,8 @@ run; a changed one trains into a new record and leaves the old one alone.
 Left out, because they do not change the model: how many checkpoints are kept and how often, how often the
 curve is logged, the description, and the per-device batch (the data, masks and dropout of a step depend on
 an example's slot in the effective batch only, so 2 x 4 per device and 1 x 8 train on the same examples).
+Fields added to the configuration later (``LATER_FIELDS``) count only where they differ from the value that
+runs before them implied.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from medibio.runs.protocol import Plan
 
 KIND = "pretrain"
 NOT_IDENTITY = ("description", "save_every", "keep_checkpoints", "log_every", "per_device_batch")
+# fields added after runs were recorded: at these values they are left out of the identity, so that those
+# runs keep their digests (and recorded results stay current)
+LATER_FIELDS = {"text_form": "as-is", "head_warmup_steps": 0}
 SCRATCH = "scratch"  # the model tag of a run from scratch
 
 
@@ -101,7 +106,8 @@ def plan_pretraining(config: PretrainConfig, corpus: str = "biomed-abstracts", v
     line's, kept in the request); nothing is trained."""
     settings = settings or Settings()
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
-    settings_part = {k: v for k, v in config.to_dict().items() if k not in NOT_IDENTITY}
+    settings_part = {k: v for k, v in config.to_dict().items()
+                     if k not in NOT_IDENTITY and not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
     init_text = None if init is None else str(init)
     vocabulary = None
     if init_text is None and tokenizer_dir is not None:

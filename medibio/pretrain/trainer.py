@@ -39,7 +39,7 @@ from medibio.pretrain import mlm
 from medibio.pretrain.batching import BatchLayout, plan_batch
 from medibio.pretrain.configs import PretrainConfig
 from medibio.pretrain.plan import KIND, SCRATCH, Job, effective_config, plan_pretraining, rebuild_config
-from medibio.pretrain.vocab import train_corpus_vocabulary
+from medibio.pretrain.vocab import in_sumpubmed_form, is_sumpubmed_form, train_corpus_vocabulary
 from medibio.runs import protocol
 from medibio.runs import records as rec
 from medibio.runs.protocol import Outcome, Plan, RunContext
@@ -128,19 +128,27 @@ def _resumable_state(ckpt: Path, digest: str, effective_batch: int, seed: int) -
 def prepare_tokenizer(config: PretrainConfig, corpus: str, variant: str, out_dir: Path, init: str | None,
                       data_root: str | Path | None, tokenizer_dir: str | Path | None = None):
     """Continual: the checkpoint's own tokenizer. From scratch: ``tokenizer_dir`` or a new SentencePiece
-    vocabulary trained on the corpus into ``out_dir/tokenizer`` (reused when already there)."""
+    vocabulary trained on the corpus into ``out_dir/tokenizer`` (reused when already there). Under
+    ``config.text_form="sumpubmed"`` the tokenizer normalises to SumPubMed's form (:mod:`medibio.pretrain.vocab`);
+    a given vocabulary must already do so."""
     from transformers import AutoTokenizer
 
     if init is not None:
-        return zoo.load_tokenizer(init)
+        tokenizer = zoo.load_tokenizer(init)
+        return tokenizer if config.text_form == "as-is" else in_sumpubmed_form(tokenizer)
     folder = Path(tokenizer_dir) if tokenizer_dir else out_dir / "tokenizer"
     if (folder / "tokenizer.json").exists():
-        return AutoTokenizer.from_pretrained(str(folder))
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        if config.text_form != "as-is" and not is_sumpubmed_form(tokenizer):
+            raise MedibioError(f"{folder}: the configuration asks for text in the {config.text_form} form, and "
+                               "this tokenizer does not normalise to it (train it with text_form="
+                               f"{config.text_form!r})")
+        return tokenizer
     building = folder.with_name(folder.name + ".building")
     if building.exists():
         shutil.rmtree(building)
     train_corpus_vocabulary(corpus, building, config.model.vocab_size, variant=variant,
-                            max_mb=config.vocab_sample_mb, root=data_root)
+                            max_mb=config.vocab_sample_mb, root=data_root, text_form=config.text_form)
     if folder.exists():
         shutil.rmtree(folder)
     building.rename(folder)
@@ -190,13 +198,20 @@ class PretrainKind:
             tokenizer = prepare_tokenizer(cfg, job.corpus, job.variant, out, init, data_root, job.tokenizer_dir)
             blocks = corpora.cached_blocks(job.corpus, tokenizer, cfg.seq_length, variant=job.variant,
                                            root=data_root, max_mb=cfg.corpus_max_mb, cache=ctx.settings.cache_root)
-        model = mlm.new_model(cfg.model, tokenizer, seed=cfg.seed) if init is None else mlm.load_checkpoint(init)[0]
+        if init is None:
+            model = mlm.new_model(cfg.model, tokenizer, seed=cfg.seed)
+        else:
+            torch.manual_seed(cfg.seed)  # a head the checkpoint lacks, and new embedding rows, start seeded
+            model = mlm.load_checkpoint(init)[0]
+            if len(tokenizer) > model.get_input_embeddings().num_embeddings:  # <dig> of the SumPubMed form
+                model.resize_token_embeddings(len(tokenizer))
         max_pos = getattr(model.config, "max_position_embeddings", cfg.seq_length)
         if cfg.seq_length > max_pos:
             raise ValueError(f"sequence length {cfg.seq_length} exceeds the model's {max_pos} positions")
         n_params = sum(p.numel() for p in model.parameters())
         use_cheap_dropout(model, accelerator.device)
         model = mlm.MaskedPositionsLM(model)  # forward returns the loss, logits at masked positions only
+        encoder_parameters = list(model.lm.base_model.parameters())
 
         optimizer = _optimizer(model, cfg)
         scheduler = get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, cfg.max_steps)
@@ -250,6 +265,9 @@ class PretrainKind:
                     loss = model(**batch)
                 accelerator.backward(loss / layout.accumulation)
                 micro_losses.append(loss.detach().float())
+            if step < cfg.head_warmup_steps:  # only the MLM head learns (the tied word embeddings do not)
+                for p in encoder_parameters:
+                    p.grad = None
             accelerator.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
             optimizer.step()
             scheduler.step()
