@@ -241,3 +241,20 @@ def test_cli_table_names_every_claim(build: Build) -> None:
                                       str(build.data)], terminal_width=400)
     assert result.exit_code == 0, result.output
     assert all(c.id in result.output for c in V.CLAIMS) and "supported" in result.output
+
+
+def test_verdicts_beside_the_recorded_ones(build: Build, tmp_path: Path) -> None:
+    """Appendix B's verdict column: a copy of the runs gives the same verdicts; a rebuild whose IFT runs
+    turned around changes ift-biosses' verdict, and the row names the boundary its interval crossed."""
+    import shutil
+
+    recorded = tmp_path / "recorded"
+    shutil.copytree(build.results, recorded)
+    claims = [V.get("ift-biosses"), V.get("ift-domain")]
+    same = V.beside_recorded(build.settings, "cpu", recorded, resamples=499)
+    assert same.loc[[c.id for c in claims], "same verdict"].all() and same.loc["ift-biosses", "crossed"] == ""
+    for seed in (1, 2, 3):
+        build.write("ift-STS-B", seed, noise=0.05, profile="cpu-ift", sign=-1.0)
+    moved = V.beside_recorded(build.settings, "cpu", recorded, resamples=499).loc["ift-biosses"]
+    assert (moved["this build"], moved["reference/"]) == (V.CONTRADICTED, V.SUPPORTED)
+    assert not moved["same verdict"] and "0" in moved["crossed"]

@@ -27,6 +27,7 @@ two layers that may not import each other.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import zlib
 from collections.abc import Sequence
@@ -732,3 +733,35 @@ def figure(found: Sequence[Row]) -> Any:
     ax.legend(loc="lower right", fontsize="small")
     fig.tight_layout()
     return fig
+
+
+def _crossed(before: Evidence, after: Evidence, delta: float) -> str:
+    """The boundaries (0, ±δ) that lie between an interval end of ``before`` and the same end of ``after``."""
+    found = []
+    for c, name in ((0.0, "0"), (-delta, "−δ"), (delta, "+δ")):
+        if math.isnan(c):
+            continue
+        if any(min(x, y) <= c <= max(x, y) for x, y in ((before.low, after.low), (before.high, after.high))):
+            found.append(name)
+    return ", ".join(found)
+
+
+def beside_recorded(settings: Settings, profile: str, recorded: Path = REFERENCE_ROOT,
+                    resamples: int = VERDICT_RESAMPLES) -> pd.DataFrame:
+    """Each claim's verdict on this build's runs beside its verdict on the recorded runs (``reference/``),
+    judged by the same rule with the same draws; where they differ, which boundary an interval end crossed
+    (a verdict changes only then: the draws depend on the claim, never on the predictions)."""
+    ours = rows(settings, profile, resamples=resamples, recorded=recorded)
+    theirs = rows(dataclasses.replace(settings, results_root=Path(recorded)), profile, resamples=resamples,
+                  recorded=recorded)
+    out = []
+    for a, b in zip(ours, theirs, strict=True):
+        out.append({"this build": a.verdict_text, "this build A − B [95%]": _estimate(a.ours),
+                    "reference/": b.verdict_text, "reference/ A − B [95%]": _estimate(b.ours),
+                    "same verdict": a.verdict == b.verdict,
+                    "crossed": "" if a.verdict == b.verdict else _crossed(b.ours, a.ours, a.delta)})
+    return pd.DataFrame(out, index=pd.Index([r.id for r in ours], name="id"))
+
+
+def _estimate(ours: Evidence) -> str:
+    return f"{ours.diff:+.2f} {_interval(ours.low, ours.high)}" if ours.tested else ""
