@@ -7,6 +7,8 @@ PY := $(VENV)/bin/python
 PROFILE ?= cpu
 # FROM=reference: render the book from the recorded results in reference/ (no training; see README)
 FROM ?=
+# MODEL=folder-or-hub-id: build every chapter for that encoder instead of the profile's (medibio book --model)
+MODEL ?=
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.medibio-installed
 
@@ -57,7 +59,7 @@ lock:
 	mv requirements.lock.tmp requirements.lock
 
 book: install
-	$(PY) -m medibio book --profile $(PROFILE) --keep-going$(if $(FROM), --from $(FROM))
+	$(PY) -m medibio book --profile $(PROFILE) --keep-going$(if $(FROM), --from $(FROM))$(if $(MODEL), --model $(MODEL))
 
 # JupyterLab on the chapter notebooks, with this project's environment as the kernel; results and data
 # locations are the same as `make book`'s, so a notebook run there writes the same run records.

@@ -50,8 +50,9 @@ def test_the_process_computes_the_baselines_then_helps(monkeypatch, tmp_path):
 
     calls: list[tuple] = []
     monkeypatch.setattr(frozen, "baselines", lambda profile, tasks, **kw: calls.append(
-        ("frozen", profile, tasks, kw["settings"].results_root)))
-    monkeypatch.setattr(background, "chapter_runs", lambda profile, chapters, settings: [profile, *chapters])
+        ("frozen", profile, tasks, kw["settings"].results_root, *([kw["model"]] if kw.get("model") else []))))
+    monkeypatch.setattr(background, "chapter_runs", lambda profile, chapters, settings, model=None: [
+        profile, *chapters, *([model] if model else [])])
     monkeypatch.setattr(background, "train_ahead", lambda plans, settings: calls.append(
         ("help", plans, settings.results_root)))
     monkeypatch.setenv("MEDIBIO_RESULTS", str(tmp_path))
@@ -61,6 +62,11 @@ def test_the_process_computes_the_baselines_then_helps(monkeypatch, tmp_path):
     background.main(["--profile", "cpu", "--chapters", "tables_5_6_pretraining_configurations"])
     assert calls == [("frozen", "cpu", ["all", "BIOSSES", "BioASQ"], tmp_path),
                      ("help", ["cpu", "tables_5_6_pretraining_configurations"], tmp_path)]
+    calls.clear()  # a book built for another model (medibio book --model): baselines and runs of that model
+    background.main(["--profile", "cpu", "--model", "tiny-deberta", "--chapters",
+                     "tables_5_6_pretraining_configurations"])
+    assert calls == [("frozen", "cpu", ["all", "BIOSSES", "BioASQ"], tmp_path, "tiny-deberta"),
+                     ("help", ["cpu", "tables_5_6_pretraining_configurations", "tiny-deberta"], tmp_path)]
 
 
 def _fake(monkeypatch, script: str) -> None:

@@ -17,7 +17,6 @@ succeeding; its log is kept beside the build report.
 from __future__ import annotations
 
 import argparse
-
 import contextlib
 import dataclasses
 import subprocess
@@ -27,11 +26,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from medibio.baselines import frozen
+from medibio.book import parameters
 from medibio.book.chapters import TocEntry
 from medibio.core import launch, profiles, progress
 from medibio.core.precision import accelerator as make_accelerator
 from medibio.core.settings import Settings
-from medibio.book import parameters
 from medibio.finetune.runner import FinetuneKind, plan_runs
 from medibio.results import ift
 from medibio.runs import protocol
@@ -64,12 +63,12 @@ def cost(plan: Plan) -> float:
     return train * cfg.epochs + (dev * cfg.epochs + test) / 3
 
 
-def chapter_runs(profile: str, chapters: Sequence[str], settings: Settings) -> list[Plan]:
+def chapter_runs(profile: str, chapters: Sequence[str], settings: Settings, model: str | None = None) -> list[Plan]:
     """The fine-tuning runs of ``chapters`` (slugs of :data:`FINETUNES`) at their default parameters, in the
     order the background process takes them: Tables 5–6's costliest first (the long runs done early leave
     short ones for the end, where the chapter and this process meet), then Tables 1–2's from the last one."""
-    params = parameters.resolve(profile, models=None, tasks=None, seeds=None, ift_tasks=None, stilt_tasks=None,
-                                stilt_seeds=None)
+    params = parameters.resolve(profile, model=model, models=None, tasks=None, seeds=None, ift_tasks=None,
+                                stilt_tasks=None, stilt_seeds=None)
     model = params.models[0]
     plans: list[Plan] = []
     if FINETUNES[0] in chapters:
@@ -100,17 +99,19 @@ def train_ahead(plans: Sequence[Plan], settings: Settings) -> list[rec.RunRecord
     return written
 
 
-def work(profile: str, settings: Settings, chapters: Sequence[str] = ()) -> None:
-    """What the background process does: the baselines, then the fine-tuning runs of ``chapters``."""
+def work(profile: str, settings: Settings, chapters: Sequence[str] = (), model: str | None = None) -> None:
+    """What the background process does: the baselines of ``model`` (None: the profile's), then the
+    fine-tuning runs of ``chapters``."""
     prof = profiles.get(profile)
-    frozen.baselines(prof.name, frozen_tasks(prof.name), settings=settings)
+    frozen.baselines(prof.name, frozen_tasks(prof.name), model=model, settings=settings)
     if chapters:
-        train_ahead(chapter_runs(prof.name, chapters, settings), settings)
+        train_ahead(chapter_runs(prof.name, chapters, settings, model), settings)
 
 
-def command(profile: str, chapters: Sequence[str] = ()) -> list[str]:
+def command(profile: str, chapters: Sequence[str] = (), model: str | None = None) -> list[str]:
     """``python -m medibio.book.background``: :func:`work` in a process of its own."""
     cmd = [sys.executable, "-m", "medibio.book.background", "--profile", profiles.get(profile).name]
+    cmd += ["--model", model] if model else []
     return [*cmd, "--chapters", ",".join(chapters)] if chapters else cmd
 
 
@@ -132,7 +133,7 @@ def trains_ahead(profile: str, chosen: Sequence[TocEntry]) -> list[str]:
 
 @contextlib.contextmanager
 def beside_chapters(profile: str, settings: Settings, log: Path, say: Callable[[str], None] = print,
-                    chapters: Sequence[str] = ()) -> Iterator[Settings]:
+                    chapters: Sequence[str] = (), model: str | None = None) -> Iterator[Settings]:
     """Run :func:`command` in a background process for the ``with`` block and give the block the settings
     its chapters run with (sharing the cores with that process); at its end wait for the process (or stop
     it, if the block ends with an error) and say how it went."""
@@ -140,7 +141,7 @@ def beside_chapters(profile: str, settings: Settings, log: Path, say: Callable[[
     started = time.perf_counter()
     with open(log, "w", encoding="utf-8") as out:
         child = dataclasses.replace(settings, progress=False, share_cores_with=None)
-        proc = launch.popen(command(profile, chapters), child, CHILD_ENV, stdout=out, stderr=subprocess.STDOUT)
+        proc = launch.popen(command(profile, chapters, model), child, CHILD_ENV, stdout=out, stderr=subprocess.STDOUT)
         then = ", then fine-tuning runs ahead of the chapters" if chapters else ""
         say(f"… frozen-encoder baselines{then}: computing in a background process (1 thread, log {log.name})")
         ok = False
@@ -164,11 +165,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     its settings come from the environment the build gave it."""
     parser = argparse.ArgumentParser(prog="python -m medibio.book.background", description=work.__doc__)
     parser.add_argument("--profile", required=True, choices=profiles.names())
+    parser.add_argument("--model", default=None, help="the encoder (default: the profile's)")
     parser.add_argument("--chapters", default="", help="then train these chapters' fine-tuning runs (comma list)")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     progress.configure(settings.progress)
-    work(args.profile, settings, [c for c in args.chapters.split(",") if c])
+    work(args.profile, settings, [c for c in args.chapters.split(",") if c], args.model)
 
 
 if __name__ == "__main__":

@@ -307,7 +307,7 @@ def build_book(profile: str, settings: Settings, *, root: Path = REPO_ROOT, only
         if settings.recorded is None and background.wanted(profile, select(only), execute):
             settings = stack.enter_context(background.beside_chapters(
                 profile, settings, report_path.with_name("frozen-background.log"), say=progress.say,
-                chapters=background.trains_ahead(profile, select(only))))
+                chapters=background.trains_ahead(profile, select(only)), model=(extra or {}).get("model")))
         report.chapters = execute_all(profile, settings, book_dir=root / "book", only=only, execute=execute,
                                       extra=extra, on_result=on_result, on_start=on_start)
     report.execute_seconds = time.perf_counter() - start

@@ -31,9 +31,10 @@ import pandas as pd
 
 from medibio.book.chapters import ARTEFACTS, chapter_of
 from medibio.book.parameters import resolve
-from medibio.core import progress, provenance
+from medibio.core import profiles, progress, provenance
 from medibio.core.atomic import write_json, write_text
 from medibio.core.settings import Settings
+from medibio.models import zoo
 from medibio.results import recorded
 
 SUMMARY_FILE = "summary.json"
@@ -63,6 +64,14 @@ class ChapterContext:
     # the folder of the executed notebook (a kernel's working folder: ``medibio book`` runs each chapter in
     # book/, JupyterLab in the notebook's folder); download links are relative to it
     page_dir: Path = field(default_factory=Path.cwd)
+    # the encoder this chapter's runs fine-tune (chapters with a ``model`` parameter); named on its tables and
+    # figures, since a book can be built for any model (``medibio book --model``)
+    model: str | None = None
+
+    @property
+    def built_for(self) -> str:
+        """`` · built for <model> on profile <profile>`` (empty for a chapter without a model)."""
+        return f" · built for {zoo.display_name(self.model)} on profile {self.profile}" if self.model else ""
 
     @property
     def results_root(self) -> Path:
@@ -93,6 +102,7 @@ class ChapterContext:
         page (a returned value shows only when it is the cell's last expression); outside IPython the Styler
         is returned."""
         files = write_table(frame, self.out_dir / TABLES_DIR, key)
+        caption = caption + self.built_for if caption else caption
         self.tables[key] = {"rows": [str(i) for i in frame.index], "columns": [str(c) for c in frame.columns],
                             "n_rows": int(len(frame)), "caption": caption,
                             "files": {kind: str(path) for kind, path in files.items()}}
@@ -132,6 +142,9 @@ class ChapterContext:
         """Save ``fig`` as PNG under the chapter's output folder, record it, and return it for display."""
         path = self.out_dir / "figures" / f"{key}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
+        if self.model and not getattr(fig, "_medibio_built_for", False):
+            fig.text(0.99, 0.005, self.built_for.lstrip(" ·"), ha="right", va="bottom", fontsize=7, color="#555")
+            fig._medibio_built_for = True  # a figure saved twice is labelled once
         fig.savefig(path, dpi=110, bbox_inches="tight")
         self.figures[key] = str(path)
         self.save()
@@ -192,7 +205,7 @@ class ChapterContext:
         return Image(filename=str(path))
 
     def save(self) -> Path:
-        payload = {"chapter": self.name, "profile": self.profile,
+        payload = {"chapter": self.name, "profile": self.profile, "model": self.model,
                    "data_root": str(self.data_root) if self.data_root else None,
                    "results_root": str(self.results_root), "tables": self.tables, "figures": self.figures,
                    "values": self.values, "glued": self.glued, "reproductions": self.reproductions,
@@ -280,11 +293,18 @@ def setup(name: str, profile: str, data_root_param: str | Path | None = "",
     matplotlib.rcParams.update({"figure.dpi": 100, "savefig.dpi": 110})
     sns.set_theme(style="whitegrid", context="notebook")
     pd.set_option("display.precision", 2)
-    chapter = ChapterContext(name=name, profile=resolved.profile, settings=settings, params=resolved)
+    model = getattr(resolved, "model", None)
+    chapter = ChapterContext(name=name, profile=resolved.profile, settings=settings, params=resolved, model=model)
     from IPython.display import Markdown, display
 
-    chapter.values["built"] = built_by(settings, resolved.profile)
+    chapter.values["built"] = built_by(settings, resolved.profile, model)
     display(Markdown(chapter.values["built"]))
+    if model is not None:
+        chapter.values["model"] = zoo.display_name(model)
+        note = presets_note(resolved.profile, model)
+        if note:
+            chapter.values["presets_note"] = note
+            display(Markdown(note))
     if settings.limit:
         chapter.values["limit"] = settings.limit
         display(Markdown(f"**Limited build:** every run of this chapter used at most {settings.limit} examples "
@@ -294,17 +314,32 @@ def setup(name: str, profile: str, data_root_param: str | Path | None = "",
     return chapter
 
 
-def built_by(settings: Settings, profile: str) -> str:
-    """The line at the top of every page saying how this build got its numbers: re-executed on a profile, or
-    rendered from recorded results (whose commits, devices and lock digests their records name)."""
+def presets_note(profile: str, model: str) -> str:
+    """What a page says when its model is not the one the profile's presets were tuned for (they are applied
+    unchanged: one set of presets per profile), else ""."""
+    made_for = profiles.get(profile).model
+    if zoo.same_model(model, made_for):
+        return ""
+    return (f"**Presets made for another model:** the `{profile}` profile's fine-tuning presets (learning rates, "
+            f"epochs, caps, poolings) were chosen for `{zoo.display_name(made_for)}`; this build applies them "
+            f"unchanged to `{zoo.display_name(model)}`, so its scores are that model's under those presets, not "
+            "tuned for it.")
+
+
+def built_by(settings: Settings, profile: str, model: str | None = None) -> str:
+    """The line at the top of every page saying how this build got its numbers: re-executed on a profile (for
+    ``model``, on the chapters that fine-tune one), or rendered from recorded results (whose commits, devices
+    and lock digests their records name)."""
     if settings.recorded is not None:
         made = recorded.origin(settings.recorded)
         return (f"**Rendered from recorded results** of commit {', '.join(made['commits']) or '?'} "
                 f"({made['runs']} runs in `{settings.recorded.name}/`, computed on {'; '.join(made['devices'])}; "
                 f"lock {', '.join(made['locks']) or '?'}): no run was trained for this page.")
-    commit = (provenance.git_commit() or "not a git checkout")[:8]
-    return (f"**Re-executed on profile `{profile}`** by commit {commit}: runs without a record in the results "
-            "root were trained by this build, the others reused from their records.")
+    commit = provenance.git_commit()
+    by = f"by commit {commit[:8]}" if commit else "outside a git checkout (no commit to name)"
+    built_for = f" for model `{zoo.display_name(model)}`" if model else ""
+    return (f"**Re-executed on profile `{profile}`**{built_for} {by}: runs without a record in the results root "
+            "were trained by this build, the others reused from their records.")
 
 
 def _diff_columns(frame: pd.DataFrame) -> tuple[str, ...]:

@@ -1,7 +1,8 @@
 """A chapter's parameters: checked in its first cell, and every value left at ``None`` taken from the profile.
 
 Papermill passes whatever a user typed (``-p tasks BIOSSES`` arrives as a string, ``-p seeds 1`` as an int),
-JupyterLab users edit the parameters cell, and ``medibio book`` injects only ``profile``. :func:`resolve`
+JupyterLab users edit the parameters cell, and ``medibio book`` injects ``profile`` (and ``model`` with
+``--model``: the encoder every other default then names, e.g. ``models``). :func:`resolve`
 turns all of these into the same validated values — a comma-separated string or list syntax (papermill
 ``-p seeds "[1, 2]"``) is a list, names are checked against their registries, a bad value is one
 :class:`ParameterError` naming the parameter, the whole value and what is allowed — and fills the rest from
@@ -11,6 +12,7 @@ turns all of these into the same validated values — a comma-separated string o
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -87,6 +89,13 @@ def _model(item: str) -> list[str]:
     return [item]
 
 
+def _one_model(name: str, value: Any) -> str:
+    """One encoder: a :mod:`medibio.models.zoo` name, a local folder or a hub id (loaded when a run needs it)."""
+    if not isinstance(value, (str, Path)) or not str(value).strip():
+        raise ParameterError(f"parameter {name}: expected a model name, folder or hub id, got {value!r}")
+    return str(value).strip()
+
+
 def _seeds(name: str, value: Any) -> list[int]:
     out = []
     for item in _items(name, value):
@@ -140,6 +149,7 @@ def _text(name: str, value: Any) -> str:
 # parameter -> (check of a given value, the profile's value when None)
 _RULES: dict[str, tuple[Callable[[str, Any], Any], Callable[[Profile], Any]]] = {
     "tasks": (_names(_blurb), lambda p: _names(_blurb)("tasks", list(p.book.tasks))),
+    "model": (_one_model, lambda p: p.model),
     "models": (_names(_model), lambda p: [p.model]),
     "seeds": (_seeds, lambda p: None),  # None: each dataset's default seeds of the profile
     "ift_tasks": (_names(_ift_task), lambda p: _names(_ift_task)("ift_tasks", list(p.book.ift_tasks))),
@@ -168,6 +178,8 @@ def resolve(profile: str, **given: Any) -> SimpleNamespace:
         raise ParameterError(f"unknown chapter parameter(s) {unknown}; known: profile, data_root, results_root, "
                              + ", ".join(_RULES))
     values = {"profile": prof.name}
+    if given.get("model") is not None:  # the book built for another model: every default names that model
+        prof = dataclasses.replace(prof, model=_one_model("model", given["model"]))
     for key, value in given.items():
         check, default = _RULES[key]
         values[key] = default(prof) if value is None else check(key, value)

@@ -17,6 +17,20 @@ def _chapters(names: list[str]) -> None:
         chapters.get(name)
 
 
+def _check_model(model: str, profile: str, settings) -> None:
+    """Stop before any chapter when the model cannot be loaded: one line naming it, the profile and --model."""
+    from medibio.core.errors import ModelUnavailableError
+    from medibio.models import zoo
+
+    try:
+        zoo.check_loadable(model, settings.cache_root)
+    except ModelUnavailableError:
+        typer.secho(f"medibio book: model {model!r} (profile {profile}) is neither a local folder nor reachable "
+                    "on the Hugging Face hub offline; pass a model folder with --model PATH (or --model minilm)",
+                    err=True, fg=typer.colors.RED)
+        raise typer.Exit(2) from None
+
+
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the main medibio app."""
 
@@ -45,6 +59,11 @@ def register(app: typer.Typer) -> None:
                                            "folder such as reference/) without training: they are copied into "
                                            "the results root, which must be another folder; a run they lack is "
                                            "an error naming it.", exists=True, file_okay=False),
+        model: str = typer.Option(None, "--model", "-m", help="Build every chapter for this encoder: a local model "
+                                  "folder, a medibio.models.zoo name (minilm, tiny-deberta) or a hub id (BERT, "
+                                  "RoBERTa or DeBERTa family); default: the profile's. The profile's presets "
+                                  "apply unchanged, which the pages say.",
+                                  callback=check.name("model name or folder")),
         processes: int = typer.Option(None, "--processes", help="Fine-tune through `accelerate launch` with this "
                                       "many processes (GPUs, or gloo processes on a CPU).",
                                       callback=check.at_least(1)),
@@ -74,12 +93,17 @@ def register(app: typer.Typer) -> None:
                 colour = typer.colors.RED if result.failed else typer.colors.GREEN
                 progress.say(typer.style(("✗ " if result.failed else "✓ ") + result.describe(), fg=colour))
 
+        if not no_execute:
+            _check_model(model or profiles.get(profile).model, profile, settings)
         if not as_json:
             source = f"rendered from {settings.recorded}" if settings.recorded else profiles.get(profile).hardware
-            typer.echo(f"medibio book: profile {profile} ({source}); live progress of every chapter follows")
+            built_for = f", model {model}" if model else ""
+            typer.echo(f"medibio book: profile {profile}{built_for} ({source}); live progress of every chapter "
+                       "follows")
         try:
             report = build_book(profile, settings, only=only or None, execute=not no_execute,
-                                keep_going=keep_going, html=not no_html, on_result=show, on_start=start)
+                                keep_going=keep_going, html=not no_html, on_result=show, on_start=start,
+                                extra={"model": model} if model else None)
         except BookBuildError as exc:  # the chapters ran: their times and failures are still worth printing
             if exc.report is None:
                 raise

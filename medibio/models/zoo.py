@@ -260,6 +260,33 @@ def model_tag(name_or_path: str | Path) -> str:
     return _sanitise(text.replace("/", "__"))
 
 
+def display_name(name_or_path: str | Path) -> str:
+    """How a page names a model: a zoo name or hub id as given, a local folder by its own name (a page shows no
+    path of the machine that built it)."""
+    text = str(name_or_path).strip()
+    if looks_like_path(text) or Path(text).expanduser().is_dir():
+        return Path(text).expanduser().resolve().name or text
+    return text
+
+
+def same_model(a: str | Path, b: str | Path) -> bool:
+    """Whether two names mean the same model, by :func:`model_tag` (``minilm`` and its folder are one model)."""
+    return model_tag(a) == model_tag(b)
+
+
+def check_loadable(name_or_path: str | Path, cache_root: str | Path | None = None) -> None:
+    """Raise :class:`ModelUnavailableError` unless the model's files are here: a local folder (or zoo model) with
+    weights, or a hub id whose complete snapshot is cached or can be downloaded. For a command to fail in one
+    line before hours of work, rather than in the first run that loads the model."""
+    target = resolve(name_or_path, cache_root)
+    if Path(target).is_dir():
+        missing = missing_model_files(target)
+        if missing:
+            raise ModelUnavailableError(f"model folder {target} lacks {'; '.join(missing)}")
+        return
+    hub_snapshot(target)
+
+
 def model_info(name_or_path: str | Path, model: Any = None, cache_root: str | Path | None = None) -> dict[str, Any]:
     """The ``model`` block of a run record: name, resolved path, tag, fingerprint, type and parameter count.
 
