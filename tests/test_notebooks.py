@@ -7,8 +7,10 @@ figures and the key numbers it showed, and the assertions below read those.
 
 from __future__ import annotations
 
+import ast
 import csv
 import html
+import re
 from pathlib import Path
 
 import nbformat
@@ -51,8 +53,9 @@ def test_executed_notebook_has_outputs_and_no_errors(smoke, chapter) -> None:
     outputs = [o for c in code for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any(o.output_type in ("display_data", "execute_result") for o in outputs)
-    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
-    assert len(injected) == 1 and 'profile = "smoke"' in injected[0].source
+    parameters = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(parameters) == 1 and 'profile = "smoke"' in parameters[0].source  # papermill's values, merged
+    assert not [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     summary = _summary(smoke, chapter.slug)
     assert summary["profile"] == "smoke" and summary["results_root"] == smoke["results_root"]
 
@@ -228,9 +231,27 @@ def test_claims_chapter_judges_every_claim(smoke) -> None:
 def test_rendered_parameters_cell_shows_no_machine_path(smoke) -> None:
     for chapter in [c for c in chapters.CHAPTERS if c.is_notebook]:
         nb = nbformat.read(str(Path(smoke["root"]) / "book" / chapter.output_name()), as_version=4)
-        injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
-        assert injected[0].source.strip().splitlines()[-1] == 'profile = "smoke"', chapter.slug
-        assert "/" not in injected[0].source.split("\n", 1)[1], chapter.slug
+        cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+        values = {n.targets[0].id: ast.literal_eval(n.value) for n in ast.parse(cell.source).body
+                  if isinstance(n, ast.Assign)}
+        assert values["profile"] == "smoke", chapter.slug
+        assert not [v for v in values.values() if isinstance(v, str) and "/" in v], chapter.slug
+
+
+def test_pages_read_like_a_paper(smoke) -> None:
+    """On every chapter's HTML page: one parameters cell, every other code cell collapsed (jupyter-book's
+    hide-input, unless the notebook asks to show it), and no value printed under a cell that glues numbers."""
+    for chapter in [c for c in chapters.CHAPTERS if c.is_notebook]:
+        page = (Path(smoke["html_dir"]) / "book" / f"{chapter.slug}.html").read_text(encoding="utf-8")
+        cells = re.findall(r'<div class="cell( [^"]*)?"', page)
+        assert cells, chapter.slug
+        assert sum("tag_parameters" in c for c in cells) == 1, chapter.slug
+        assert not [c for c in cells if "injected-parameters" in c], chapter.slug
+        shown = [c for c in cells if not re.search(r"tag_(parameters|hide-input|show-input)\b", c)]
+        assert not shown, (chapter.slug, shown)
+    intro = (Path(smoke["html_dir"]) / "book" / "intro.html").read_text(encoding="utf-8")
+    blurb_datasets = _summary(smoke, "intro")["glued"]["blurb_datasets"]
+    assert not re.search(rf"<pre>\s*(&#39;|')?{blurb_datasets}(&#39;|')?\s*</pre>", intro)
 
 
 def test_a_changed_preset_reaches_the_page(tmp_path, data_root) -> None:

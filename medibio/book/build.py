@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from medibio.book import assets, background, runpages
+from medibio.book import assets, background, pages, runpages
 from medibio.book.chapters import BOOK_DIR, CHAPTERS, TocEntry, execution_order
 from medibio.book.chapters import get as chapter_named
 from medibio.book.notebook import QUIET_ENV
@@ -162,12 +162,15 @@ def execute_chapter(chapter: TocEntry, book_dir: Path, parameters: dict[str, Any
                                                     "--IPKernelApp.capture_fd_output=False"])
     except PapermillExecutionError as exc:
         index, source = _failing_cell(out, exc.exec_count, exc.cell_index)
+        if out.is_file():
+            pages.prepare_file(out)
         return ChapterResult(chapter.slug, "failed", time.perf_counter() - start, str(out),
                              cell_index=index, execution_count=exc.exec_count,
                              cell_source=source, error=f"{exc.ename}: {exc.evalue}")
     except Exception as exc:  # kernel died, bad notebook JSON ...: report it and build the others
         return ChapterResult(chapter.slug, "failed", time.perf_counter() - start, str(out),
                              error=f"{type(exc).__name__}: {exc}")
+    pages.prepare_file(out)  # one parameters cell, code collapsed, no stray outputs
     return ChapterResult(chapter.slug, "executed", time.perf_counter() - start, str(out))
 
 

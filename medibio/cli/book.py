@@ -31,6 +31,17 @@ def _check_model(model: str, profile: str, settings) -> None:
         raise typer.Exit(2) from None
 
 
+def _announce_estimate(profile: str, settings, chosen, execute: bool, model: str | None):
+    """Print how long this build will take here (:mod:`medibio.book.estimate`); the countdown for the
+    progress line, or None where there is no estimate."""
+    from medibio.book.estimate import estimate
+    from medibio.core import progress
+
+    found = estimate(profile, settings, chosen, execute=execute, model=model)
+    typer.echo(found if isinstance(found, str) else found.describe())
+    return None if isinstance(found, str) else progress.Countdown(found.chapters)
+
+
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the main medibio app."""
 
@@ -86,9 +97,13 @@ def register(app: typer.Typer) -> None:
             started.append(entry.slug)
             if not as_json:
                 n = sum(c.is_notebook for c in select(only or None))
-                progress.say(typer.style(f"▶ [{len(started)}/{n}] {entry.title}", bold=True) + f"  ({entry.slug})")
+                left = f"; {countdown.line()}" if countdown is not None else ""
+                progress.say(typer.style(f"▶ [{len(started)}/{n}] {entry.title}", bold=True)
+                             + f"  ({entry.slug}{left})")
 
         def show(result) -> None:
+            if countdown is not None:
+                countdown.finish(result.slug)
             if not as_json and result.slug in started:
                 colour = typer.colors.RED if result.failed else typer.colors.GREEN
                 progress.say(typer.style(("✗ " if result.failed else "✓ ") + result.describe(), fg=colour))
@@ -100,6 +115,8 @@ def register(app: typer.Typer) -> None:
             built_for = f", model {model}" if model else ""
             typer.echo(f"medibio book: profile {profile}{built_for} ({source}); live progress of every chapter "
                        "follows")
+        countdown = None if as_json else _announce_estimate(profile, settings, select(only or None),
+                                                            not no_execute, model)
         try:
             report = build_book(profile, settings, only=only or None, execute=not no_execute,
                                 keep_going=keep_going, html=not no_html, on_result=show, on_start=start,
@@ -112,6 +129,10 @@ def register(app: typer.Typer) -> None:
             session.echo_json(report.to_dict())
         else:
             typer.echo("\n" + report.timing_table())
+            if countdown is not None:
+                took = report.execute_seconds + report.html_seconds + report.run_pages_seconds
+                typer.echo(f"this build took {took / 60:.1f} min; estimated before it started: "
+                           f"{sum(countdown.estimates.values()) / 60:.1f} min")
             if report.html_dir:
                 typer.echo(f"book: {report.html_dir}/index.html")
         if report.html_error:

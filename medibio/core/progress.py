@@ -210,3 +210,33 @@ class CellStatus:
         if self.handle is not None or self.trained or self.reused:
             self.lines, self.current = [], ""
             self._show(self.summary().removeprefix(f"{self.title}: "))
+
+
+class Countdown:
+    """One overall time left for work done in named stages whose times were estimated up front (a book's
+    chapters): the stages not finished yet, at the pace the finished ones kept against their estimates
+    (once they were expected to take a minute or more; before that, the estimates as they are)."""
+
+    def __init__(self, estimates: dict[str, float], clock: Callable[[], float] = time.monotonic) -> None:
+        self.estimates = dict(estimates)
+        self.finished: set[str] = set()
+        self.clock = clock
+        self.started = clock()
+
+    def finish(self, stage: str) -> None:
+        self.finished.add(stage)
+
+    def pace(self) -> float:
+        """Time taken so far over the time the finished stages were expected to take (1 until that is a minute)."""
+        expected = sum(s for name, s in self.estimates.items() if name in self.finished)
+        return (self.clock() - self.started) / expected if expected >= 60 else 1.0
+
+    def left(self) -> float:
+        pace = self.pace()
+        return sum(s for name, s in self.estimates.items() if name not in self.finished) * pace
+
+    def line(self) -> str:
+        """``about 23:10 left (done at 09:41 UTC)``: what the progress line shows."""
+        left = self.left()
+        done = time.gmtime(time.time() + left)
+        return f"about {_clock(left)} left (done at {done.tm_hour:02d}:{done.tm_min:02d} UTC)"

@@ -1,0 +1,48 @@
+"""A short measurement of this CPU's training speed, to scale recorded wall times to this machine.
+
+Recorded runs say how long they took where they were made (``wall_time_s``), not how fast that machine was, so
+a build's time here is estimated as recorded time × (this machine's step / the recording machine's step) of one
+fixed workload: a training step of one MiniLM-sized transformer layer (hidden 384, 12 heads, feed-forward 1536)
+on a batch of 16 × 64 tokens — forward, backward, no optimiser — in the precision the runs will compute in, on
+the threads they train with (one, in the book's two one-thread processes). Its matmuls, softmax, layer norms
+and GELU are the operators of a fine-tuning step, in about their proportions, so CPUs whose vector units or
+bf16 support differ are compared on the work that matters, and a machine under load measures slower, as its
+build will run. About a second; no model or data is read.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+BATCH, LENGTH, HIDDEN, HEADS, FEED_FORWARD = 16, 64, 384, 12, 1536
+
+
+def training_step_seconds(precision: str = "no", threads: int = 1, steps: int = 5, warmup: int = 2,
+                          clock: Callable[[], float] = time.perf_counter) -> float:
+    """Median seconds of one training step of the fixed layer (module docstring); ``precision`` is accelerate's
+    ``mixed_precision`` of the runs (``"bf16"``: under bf16 autocast, ``"no"``: fp32). ``clock``: wall time
+    (what a build will take under the present load) or ``time.process_time`` (the CPU's own speed, for a
+    calibration on a loaded machine)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        generator = torch.Generator().manual_seed(0)
+        layer = torch.nn.TransformerEncoderLayer(HIDDEN, HEADS, FEED_FORWARD, dropout=0.0, activation="gelu",
+                                                 batch_first=True)
+        x = torch.randn(BATCH, LENGTH, HIDDEN, generator=generator)
+        times = []
+        for i in range(warmup + steps):
+            start = clock()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+                out = layer(x)
+            out.float().square().mean().backward()
+            layer.zero_grad(set_to_none=True)
+            if i >= warmup:
+                times.append(clock() - start)
+        return statistics.median(times)
+    finally:
+        torch.set_num_threads(before)

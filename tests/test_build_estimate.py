@@ -1,0 +1,83 @@
+"""The time a book build announces before it starts (medibio.book.estimate) and the progress line's countdown."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from medibio.book import estimate as est
+from medibio.book.build import select
+from medibio.core.progress import Countdown
+from medibio.core.settings import Settings
+from medibio.results.recorded import REFERENCE_ROOT
+
+
+def _settings(tmp_path, **kw) -> Settings:
+    return Settings(data_root=tmp_path / "data", results_root=tmp_path / "results", cache_root=tmp_path / "cache", **kw)
+
+
+def _trained(records):
+    return [r for r in records if r.status == "ok" and r.wall_time_s]
+
+
+def test_a_fresh_build_on_the_recording_machine_is_estimated_at_the_recording_build(tmp_path):
+    found = est.estimate("cpu", _settings(tmp_path), select(), step=lambda: est.RECORDING_STEP_S, cores=2)
+    planned = _trained(est.planned_runs("cpu"))
+    assert found.to_train == len(planned) and found.recorded_here == 0 and found.processes == 2
+    assert found.recorded_seconds == pytest.approx(est.RECORDED_RUNS_S, rel=1e-3)
+    assert found.seconds == pytest.approx(est.RECORDING_BUILD_S, rel=1e-3)
+    assert list(found.chapters) == [c.slug for c in select() if not c.execute_last] + ["intro", "what_holds_up"]
+    assert "about 31 min" in found.describe()
+
+
+def test_a_slower_cpu_scales_the_time_and_recorded_runs_are_not_counted(tmp_path):
+    settings = _settings(tmp_path)
+    scierc = [r for r in est.planned_runs("cpu") if r.kind == "scierc"]
+    held = scierc[0].path(REFERENCE_ROOT)
+    # a record of the same run under another digest (another machine's precision) counts as recorded too
+    target = scierc[0].path(settings.results_root).parent.with_name("0123456789ab") / held.name
+    target.parent.mkdir(parents=True)
+    shutil.copy2(held, target)
+    fresh = est.estimate("cpu", _settings(tmp_path / "empty"), select(), step=lambda: est.RECORDING_STEP_S, cores=2)
+    slower = est.estimate("cpu", settings, select(), step=lambda: 2 * est.RECORDING_STEP_S, cores=2)
+    assert slower.scale == pytest.approx(2.0)
+    assert (slower.to_train, slower.recorded_here) == (fresh.to_train - 1, 1)
+    assert slower.seconds == pytest.approx(2 * (fresh.seconds - scierc[0].wall_time_s / 2))
+    assert slower.chapters["table_4_scierc"] == pytest.approx(
+        2 * (fresh.chapters["table_4_scierc"] - scierc[0].wall_time_s / 2))
+
+
+def test_one_chapter_on_one_core_counts_its_own_runs_in_one_process(tmp_path):
+    found = est.estimate("cpu", _settings(tmp_path), select(["table_4_scierc"]), step=lambda: est.RECORDING_STEP_S,
+                         cores=1)
+    scierc = _trained(r for r in est.planned_runs("cpu") if r.kind == "scierc")
+    assert (found.to_train, found.processes, list(found.chapters)) == (len(scierc), 1, ["table_4_scierc"])
+    assert found.seconds == pytest.approx(sum(r.wall_time_s for r in scierc) + est.OTHER_WORK_S / len(select()))
+
+
+def test_no_estimate_where_no_recorded_configuration_runs(tmp_path):
+    never = lambda: pytest.fail("measured although there is nothing to estimate")  # noqa: E731
+    assert "--limit 4" in est.estimate("cpu", _settings(tmp_path, limit=4), select(), step=never)
+    assert "no recorded runs of profile 'smoke'" in est.estimate("smoke", _settings(tmp_path), select(), step=never)
+    assert "--no-execute" in est.estimate("cpu", _settings(tmp_path), select(), execute=False, step=never)
+
+
+def test_the_countdown_keeps_the_pace_of_the_finished_stages():
+    now = [0.0]
+    countdown = Countdown({"a": 100.0, "b": 300.0, "c": 10.0}, clock=lambda: now[0])
+    assert countdown.left() == 410.0
+    now[0] = 200.0  # "a" took twice its estimate
+    countdown.finish("a")
+    assert countdown.pace() == 2.0 and countdown.left() == 620.0
+    assert countdown.line().startswith("about 10:20 left (done at ")
+    short = Countdown({"a": 30.0, "b": 60.0}, clock=lambda: now[0])
+    now[0] += 90.0
+    short.finish("a")  # under a minute expected so far: the estimates stand as they are
+    assert short.left() == 60.0
+
+
+def test_no_estimate_for_another_model(tmp_path):
+    found = est.estimate("cpu", _settings(tmp_path), select(), model="tiny-deberta",
+                         step=lambda: pytest.fail("measured"))
+    assert "not 'tiny-deberta'" in found
