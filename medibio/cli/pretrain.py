@@ -5,6 +5,8 @@
   (also under ``accelerate launch -m medibio pretrain ...``)
 * ``medibio pretrain --show table3|table5|configs|schedule [--json]`` prints the configuration tables.
 * ``medibio vocab train CORPUS --size N --out DIR``
+* ``medibio study unit --arm 3 --seed 1 [--tokens 5000000] [--unit-steps 50]``: one resumable unit of the
+  Table 5 study's pretraining (issue 40); ``medibio study status`` lists where every arm stands.
 """
 
 from __future__ import annotations
@@ -152,7 +154,68 @@ def vocab_train(
     typer.echo(f"vocabulary of {len(tok)} pieces -> {out}")
 
 
+study_app = typer.Typer(help="The CPU Table 5 study's pretraining (issue 40), in resumable units.",
+                        no_args_is_help=True)
+
+
+def _study_settings(work_root: Path | None, data_root: Path | None):
+    """The study's settings: results and cache under the work root, outside the checkout, so that a next
+    session resumes the runs."""
+    import dataclasses
+
+    from medibio.pretrain.study import WORK_ROOT
+
+    work = work_root or WORK_ROOT
+    return dataclasses.replace(session.settings(data_root), results_root=work / "results", cache_root=work / "cache")
+
+
+WORK_HELP = "Folder of the study's results/ and cache/ (default ~/.cache/medibio-study)."
+
+
+@study_app.command("unit")
+def study_unit(
+    arm: str = typer.Option(..., "--arm", help="0 (random init), 2 (MiniLM continued), 3 (scratch, abstracts), "
+                            "4 (scratch, full text)."),
+    seed: int = typer.Option(..., "--seed", help="Pretraining seed.", callback=check.at_least(0)),
+    tokens: int = typer.Option(10_000_000, "--tokens", help="Tokens the arm's run sees in all (the pilot: "
+                               "5000000).", callback=check.at_least(1)),
+    unit_steps: int = typer.Option(50, "--unit-steps", help="At most this many more steps, a multiple of the "
+                                   "checkpoint interval (50 steps of 8,192 tokens: under an hour here).",
+                                   callback=check.at_least(1)),
+    work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
+    data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
+) -> None:
+    """Train one unit of an arm's pretraining run: it stops at a checkpoint, and the same command resumes it."""
+    from medibio.pretrain.study import get_arm, run_unit
+
+    settings = _study_settings(work_root, data_root)
+    done = run_unit(get_arm(arm), seed, tokens, settings, unit_steps, progress=settings.progress)
+    if isinstance(done, int):
+        typer.echo(f"arm #{arm} seed {seed}: stopped at step {done}; run the command again to go on")
+    else:
+        typer.echo(f"arm #{arm} seed {seed}: finished, {done.details['steps_done']} steps -> "
+                   f"{done.path(settings.results_root)}")
+
+
+@study_app.command("status")
+def study_status(
+    tokens: int = typer.Option(10_000_000, "--tokens", help="Tokens per run (the pilot: 5000000).",
+                               callback=check.at_least(1)),
+    work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
+    data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
+) -> None:
+    """Steps done of every arm and seed (checkpoints and records under the work root)."""
+    from medibio.pretrain.study import ARMS, CONFIG, SEEDS, arm_config, steps_done
+
+    settings = _study_settings(work_root, data_root)
+    for arm in ARMS.values():
+        for seed in SEEDS:
+            total = arm_config(arm, seed, tokens, CONFIG).max_steps
+            typer.echo(f"#{arm.id} seed {seed}: {steps_done(arm, seed, tokens, settings)}/{total} steps")
+
+
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the main medibio app."""
     app.command("pretrain")(pretrain)
     app.add_typer(vocab_app, name="vocab")
+    app.add_typer(study_app, name="study")

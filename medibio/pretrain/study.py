@@ -1,0 +1,152 @@
+"""The CPU Table 5 study's pretraining (issue 40): its arms, their shared vocabulary, and resumable units.
+
+Arms (paper Table 5 numbering; the paper's models and S2ORC replaced by what runs offline here):
+
+* ``#0`` random initialisation: the study's shape around its vocabulary, no pretraining (the floor). It is a
+  pretraining run of zero steps, so that it has a record and a model artifact like the others.
+* ``#2`` MiniLM (all-MiniLM-L6-v2, the general-domain stand-in for DeBERTa-v3) continued with MLM on
+  SumPubMed abstracts. MiniLM ships an encoder and a pooler but no MLM head, so "continued MLM" here means:
+  MiniLM's embeddings and six layers, a new head (a dense layer and layer norm initialised at random from the
+  pretraining seed, the decoder tied to MiniLM's word embeddings, a zero bias), and ``<dig>`` as one new
+  embedding row. The head learns alone for its first ``HEAD_WARMUP_SHARE`` of the steps (the encoder's
+  gradients dropped), so that a random head does not send random gradients into the encoder.
+  MiniLM keeps its own shape (6 x 384) and WordPiece vocabulary; the scratch arms have the study's.
+* ``#3`` from scratch on SumPubMed abstracts; ``#4`` from scratch on SumPubMed full texts.
+
+Every arm sees the same number of tokens (``tokens`` rounds up to whole steps of the study config's
+8,192 tokens) and each is pretrained with at least two seeds. All tokenizers are in the SumPubMed form
+(:mod:`medibio.pretrain.vocab`): #0, #3 and #4 share one vocabulary trained on the abstracts, so #3 and #4
+differ in their corpus only.
+
+A run trains in *units* (:func:`run_unit`): it stops after at most ``unit_steps`` more steps, at a
+checkpoint, as a kill would, and the next unit resumes from there (``medibio.pretrain.trainer``). With the
+results and cache roots outside the checkout (``WORK_ROOT``) a next session resumes where the last stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from medibio.core.errors import UnknownNameError
+from medibio.core.settings import Settings
+from medibio.pretrain.configs import PretrainConfig, get_config
+from medibio.pretrain.plan import effective_config, plan_pretraining
+from medibio.pretrain.trainer import Stopped, latest_checkpoint, run_pretraining
+from medibio.pretrain.vocab import train_corpus_vocabulary
+from medibio.runs import records as rec
+
+WORK_ROOT = Path("~/.cache/medibio-study").expanduser()  # results/ and cache/ of the study's runs
+CONFIG = "study"
+SEEDS = (1, 2)  # pretraining seeds
+TOKENS = 10_000_000  # per arm and seed
+PILOT_TOKENS = 5_000_000  # the pilot: #3 and #4 against #0
+HEAD_WARMUP_SHARE = 0.05  # of #2's steps
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One row of the study's Table 5: where it starts, what it reads."""
+
+    id: str
+    paper_row: int
+    init: str | None  # None: the study's shape from scratch
+    corpus: str
+    variant: str
+    pretrained: bool = True
+    description: str = ""
+
+
+ARMS: dict[str, Arm] = {a.id: a for a in (
+    Arm("0", 0, None, "biomed-abstracts", "abstract", pretrained=False,
+        description="#0: random initialisation (no pretraining)"),
+    Arm("2", 2, "minilm", "biomed-abstracts", "abstract",
+        description="#2: MiniLM (new MLM head) continued on SumPubMed abstracts"),
+    Arm("3", 3, None, "biomed-abstracts", "abstract", description="#3: from scratch on SumPubMed abstracts"),
+    Arm("4", 4, None, "biomed-fulltext", "fulltext", description="#4: from scratch on SumPubMed full texts"),
+)}
+
+
+def get_arm(arm: str) -> Arm:
+    """An arm by id (``3`` or ``#3``), with the known ids in the error."""
+    try:
+        return ARMS[arm.lstrip("#")]
+    except KeyError:
+        raise UnknownNameError("study arm", arm, ARMS) from None
+
+
+def steps_for(tokens: int, config: PretrainConfig) -> int:
+    """Optimizer steps that see at least ``tokens`` tokens (whole steps of the config's batch)."""
+    return math.ceil(tokens / (config.effective_batch * config.seq_length))
+
+
+def arm_config(arm: Arm, seed: int, tokens: int, config: PretrainConfig | str = CONFIG) -> PretrainConfig:
+    """The pretraining configuration of one arm and seed: ``tokens`` worth of steps (none for #0)."""
+    base = get_config(config) if isinstance(config, str) else config
+    steps = steps_for(tokens, base) if arm.pretrained else 0
+    warmup = round(steps * HEAD_WARMUP_SHARE) if arm.init is not None else 0
+    return base.with_overrides(seed=seed, max_steps=steps, head_warmup_steps=warmup)  # warm-up share kept
+
+
+def tokenizer_folder(settings: Settings, config: PretrainConfig) -> Path:
+    """Where :func:`study_tokenizer` keeps the shared vocabulary."""
+    return Path(settings.cache_root) / "study" / f"tokenizer-{config.name}"
+
+
+def study_tokenizer(settings: Settings, config: PretrainConfig | str = CONFIG) -> Path:
+    """The vocabulary #0, #3 and #4 share, trained once on the abstracts in the SumPubMed form, in the cache
+    root (``study/tokenizer-<config>``)."""
+    cfg = get_config(config) if isinstance(config, str) else config
+    folder = tokenizer_folder(settings, cfg)
+    if (folder / "tokenizer.json").exists():
+        return folder
+    building = folder.with_name(folder.name + ".building")
+    if building.exists():
+        shutil.rmtree(building)
+    train_corpus_vocabulary(ARMS["3"].corpus, building, cfg.model.vocab_size, variant=ARMS["3"].variant,
+                            max_mb=cfg.vocab_sample_mb, root=settings.data_root, text_form=cfg.text_form)
+    building.rename(folder)
+    return folder
+
+
+def _call(arm: Arm, seed: int, tokens: int, settings: Settings, config: PretrainConfig | str) -> dict[str, Any]:
+    """The arguments of :func:`medibio.pretrain.trainer.run_pretraining` for one arm and seed."""
+    return {"config": arm_config(arm, seed, tokens, config), "corpus": arm.corpus, "variant": arm.variant,
+            "init": arm.init, "tokenizer_dir": None if arm.init else study_tokenizer(settings, config),
+            "tag": f"study-{arm.id}", "notes": [arm.description], "settings": settings}
+
+
+def steps_done(arm: Arm, seed: int, tokens: int, settings: Settings, config: PretrainConfig | str = CONFIG) -> int:
+    """Steps an arm's run has behind it: its record's, else its newest checkpoint's, else 0 (also before the
+    shared vocabulary exists, which this does not build)."""
+    cfg = get_config(config) if isinstance(config, str) else config
+    if arm.init is None and not (tokenizer_folder(settings, cfg) / "tokenizer.json").exists():
+        return 0
+    call = _call(arm, seed, tokens, settings, config)
+    cfg = effective_config(call["config"], limit=settings.limit)
+    plan = plan_pretraining(cfg, call["corpus"], call["variant"], call["init"], call["tokenizer_dir"], call["tag"],
+                            settings)
+    record = plan.key.path(settings.results_root)
+    if record.exists():
+        return int(rec.read_record(record).details["steps_done"])
+    ckpt = latest_checkpoint(plan.key.work_path(settings.results_root))
+    return int(ckpt.name.split("-")[1]) if ckpt is not None else 0
+
+
+def run_unit(arm: Arm, seed: int, tokens: int, settings: Settings, unit_steps: int = 100,
+             config: PretrainConfig | str = CONFIG, progress: bool = False) -> rec.RunRecord | int:
+    """Train one unit of an arm's run: at most ``unit_steps`` more steps (a multiple of the config's
+    checkpoint interval, so that the unit ends on a checkpoint). Returns the record when the run finished,
+    else the step it stopped at."""
+    call = _call(arm, seed, tokens, settings, config)
+    every = call["config"].save_every
+    if unit_steps <= 0 or unit_steps % every:
+        raise ValueError(f"a unit of {unit_steps} steps does not end on a checkpoint (every {every} steps)")
+    stop = steps_done(arm, seed, tokens, settings, config) + unit_steps
+    try:
+        return run_pretraining(**call, stop_after=stop, progress=progress)
+    except Stopped as stopped:
+        return stopped.steps_done

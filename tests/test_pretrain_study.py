@@ -1,0 +1,101 @@
+"""The Table 5 study's pretraining: equal tokens per arm, one shared vocabulary, runs trained in resumable units."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from medibio.core.errors import UnknownNameError
+from medibio.core.settings import Settings
+from medibio.pretrain import study
+from medibio.pretrain.configs import get_config
+
+WORDS = ["the", "patient", "kidney", "liver", "insulin", "glucose", "protein", "receptor", "expression", "cdk-",
+         "<dig>", "cells", "blood", "dose", "mg", "were", "in", "of", "and", "with"]
+# a smoke-sized study: 8 x 32 = 256 tokens a step, a checkpoint every 2 steps
+CONFIG = get_config("smoke").with_overrides(text_form="sumpubmed", save_every=2, log_every=1)
+TOKENS = 6 * 256
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory) -> Settings:
+    """A data root holding SumPubMed-shaped abstracts and full texts."""
+    root = tmp_path_factory.mktemp("data")
+    folder = root / "corpora" / "sumpubmed"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for name in ("abstracts", "fulltext_subset"):
+        with gzip.open(folder / f"{name}.jsonl.gz", "wt", encoding="utf-8") as out:
+            for i in range(80):
+                text = "\n".join(" ".join(rng.choice(WORDS, size=14)) + "." for _ in range(5))
+                out.write(json.dumps({"id": i, "text": text}) + "\n")
+    work = tmp_path_factory.mktemp("work")
+    return Settings(data_root=root, results_root=work / "results", cache_root=work / "cache", progress=False)
+
+
+def test_every_arm_sees_the_same_tokens() -> None:
+    cfg = get_config(study.CONFIG)
+    assert study.steps_for(study.TOKENS, cfg) == 1_221 and study.steps_for(study.PILOT_TOKENS, cfg) == 611
+    steps = {a: study.arm_config(study.get_arm(a), 1, study.TOKENS).max_steps for a in study.ARMS}
+    assert steps == {"0": 0, "2": 1_221, "3": 1_221, "4": 1_221}
+    minilm = study.arm_config(study.get_arm("#2"), 1, study.TOKENS)
+    assert minilm.head_warmup_steps == 61 and study.arm_config(study.ARMS["3"], 1, study.TOKENS).head_warmup_steps == 0
+    assert minilm.warmup_steps == 122 and minilm.seed == 1 and minilm.text_form == "sumpubmed"
+    with pytest.raises(UnknownNameError, match="study arm"):
+        study.get_arm("5")
+
+
+def test_a_run_trains_in_units_that_resume(settings) -> None:
+    arm = study.get_arm("3")
+    with pytest.raises(ValueError, match="does not end on a checkpoint"):
+        study.run_unit(arm, 1, TOKENS, settings, unit_steps=3, config=CONFIG)
+    assert study.steps_done(arm, 1, TOKENS, settings, CONFIG) == 0
+    assert study.run_unit(arm, 1, TOKENS, settings, unit_steps=2, config=CONFIG) == 2
+    assert study.steps_done(arm, 1, TOKENS, settings, CONFIG) == 2
+    assert study.run_unit(arm, 1, TOKENS, settings, unit_steps=2, config=CONFIG) == 4
+    record = study.run_unit(arm, 1, TOKENS, settings, unit_steps=2, config=CONFIG)
+    assert record.ok and record.details["steps_done"] == 6 and record.details["resumed_from"] == [2, 4]
+    assert record.details["tokens_seen"] == TOKENS and record.variant == "study-3"
+    assert study.steps_done(arm, 1, TOKENS, settings, CONFIG) == 6
+
+
+def test_random_init_is_a_record_on_the_shared_vocabulary(settings) -> None:
+    from transformers import AutoTokenizer
+
+    from medibio.pretrain.trainer import model_folder
+    from medibio.pretrain.vocab import is_sumpubmed_form
+
+    floor = study.run_unit(study.get_arm("0"), 1, TOKENS, settings, unit_steps=2, config=CONFIG)
+    scratch = study.run_unit(study.get_arm("4"), 1, 2 * 256, settings, unit_steps=2, config=CONFIG)
+    assert floor.ok and floor.details["steps_done"] == 0 and floor.details["tokens_seen"] == 0
+    assert scratch.details["corpus"]["variant"] == "fulltext"
+    assert floor.details["tokenizer"]["fingerprint"] == scratch.details["tokenizer"]["fingerprint"]
+    tokenizer = AutoTokenizer.from_pretrained(model_folder(floor, settings))
+    assert is_sumpubmed_form(tokenizer) and (model_folder(floor, settings) / "config.json").exists()
+    assert (Path(settings.cache_root) / "study" / f"tokenizer-{CONFIG.name}" / "tokenizer.json").exists()
+
+
+def test_status_command_reads_the_work_root_and_trains_nothing(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "medibio", "study", "status", "--work-root", str(tmp_path),
+                           "--tokens", "5000000"], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert "#3 seed 1: 0/611 steps" in lines and "#0 seed 2: 0/0 steps" in lines and len(lines) == 8
+    assert not any(tmp_path.iterdir())  # no vocabulary built, no folder made
