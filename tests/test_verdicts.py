@@ -258,3 +258,16 @@ def test_verdicts_beside_the_recorded_ones(build: Build, tmp_path: Path) -> None
     moved = V.beside_recorded(build.settings, "cpu", recorded, resamples=499).loc["ift-biosses"]
     assert (moved["this build"], moved["reference/"]) == (V.CONTRADICTED, V.SUPPORTED)
     assert not moved["same verdict"] and "0" in moved["crossed"]
+
+
+def test_without_the_declared_profile_the_judged_profiles_runs_of_the_declared_arms_test_it(tmp_path: Path) -> None:
+    """A build with no cpu-ift runs anywhere judges ift-biosses on its own STS-B and base runs (the declared
+    arms, never the dev-selected one), and says which profile's runs those are."""
+    made = Build(tmp_path)
+    for seed in (1, 2):
+        made.write("base", seed, noise=2.0)
+        made.write("ift-STS-B", seed, noise=0.05, score_dev=10.0)
+        made.write("ift-SICK-R", seed, noise=3.0, score_dev=90.0)  # picked by dev: shown beside only
+    row = V.rows(made.settings, "cpu", [V.get("ift-biosses")], resamples=499, recorded=None)[0]
+    assert row.verdict == V.SUPPORTED and row.ours.runs.startswith("cpu/minilm: ift-STS-B (2 seeds) vs base")
+    assert "ift-SICK-R" in row.ours.beside[0].runs

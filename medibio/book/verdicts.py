@@ -494,20 +494,25 @@ def _dev_selected(claim: Claim, settings: Settings, profile: str, model: str, re
 
 def _ift_evidence(claim: Claim, settings: Settings, profile: str, resamples: int, model: str | None,
                   recorded: Path | None) -> Evidence:
+    """The declared arms on the declared profile's runs (the build's, else the recorded ones); where neither
+    has them, the declared arms on the judged profile's own runs, at that profile's (smaller) scale."""
     test = claim.test
     judged_model = model_tag(model or profiles.get(profile).model)
     beside = _dev_selected(claim, settings, profile, judged_model, resamples)
-    runs_profile = test.profile or profile
-    tag = model_tag(profiles.get(runs_profile).model) if test.profile else judged_model
-    root = _records_root(settings, runs_profile, recorded) if test.profile else settings.results_root
-    by_variant = _newest(load_records(root, profile=runs_profile, model=tag, dataset=test.dataset)) if root else {}
-    found = _compare(claim, by_variant, test.a, test.b, root, settings, resamples) \
-        if test.a in by_variant and test.b in by_variant else None
-    if found is None:
-        return Evidence(needs=test.needs, beside=beside)
-    where = "" if root == settings.results_root else " (recorded in reference/)"
-    return _from(found[0], f"{runs_profile}/{tag}{where}: {found[1]}",
-                 scale_of(by_variant[test.a], root), beside)
+    places = [(profile, judged_model, settings.results_root)]
+    if test.profile and test.profile != profile:
+        root = _records_root(settings, test.profile, recorded)
+        if root is not None:
+            places.insert(0, (test.profile, model_tag(profiles.get(test.profile).model), root))
+    for runs_profile, tag, root in places:
+        by_variant = _newest(load_records(root, profile=runs_profile, model=tag, dataset=test.dataset))
+        if test.a in by_variant and test.b in by_variant:
+            found = _compare(claim, by_variant, test.a, test.b, root, settings, resamples)
+            if found is not None:
+                where = "" if root == settings.results_root else " (recorded in reference/)"
+                return _from(found[0], f"{runs_profile}/{tag}{where}: {found[1]}",
+                             scale_of(by_variant[test.a], root), beside)
+    return Evidence(needs=test.needs, beside=beside)
 
 
 def _table5_evidence(claim: Claim, settings: Settings, profile: str, resamples: int) -> Evidence:
