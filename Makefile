@@ -12,7 +12,7 @@ MODEL ?=
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.medibio-installed
 
-.PHONY: install lock book test test-fast lint lab clean-book
+.PHONY: install lock book test test-fast lint lab clean-book gpu-check
 
 # The locked install runs uv (pinned below, the tool `make lock` uses): it fetches, unpacks and byte-compiles the
 # ~200 locked packages in parallel, 36 s against pip's 123 s on a fresh clone here. --compile-bytecode as pip
@@ -78,6 +78,11 @@ test-fast: install
 lint: install
 	$(VENV)/bin/ruff check medibio tests benchmarks
 	$(VENV)/bin/lint-imports
+
+# The GPU check (docs/gpu-check.md): .gpu-check/, a folder of at most 58 MiB (model, wheels, source, data, run.py)
+# that runs the gpu profile on a bare GPU machine without network: python3 .gpu-check/run.py --out DIR
+gpu-check: install
+	$(PY) -m benchmarks.gpu_check.pack
 
 clean-book:
 	rm -rf _build && find book -maxdepth 1 -type f ! -name README.md -delete
