@@ -374,3 +374,61 @@ def test_a_data_root_that_is_no_folder_is_said_to_be_what_it_is(tmp_path: Path, 
     [line] = err.splitlines()
     assert code == 2 and line.startswith(f"error: {root}: expected a folder (the data root), got a {what}"), err
     assert "missing data" not in err
+
+
+# --------------------------------------------------------------------------- bounds (issue 39 §7)
+
+
+def test_processes_are_bounded_by_cores_gpus_and_memory_and_the_message_says_so(monkeypatch, capsys,
+                                                                                tmp_path: Path) -> None:
+    from medibio.core import capacity
+
+    assert capacity.Capacity(cores=150, gpus=0, memory_gib=6.0).processes == 3  # the cgroup of the issue
+    assert capacity.Capacity(cores=2, gpus=0, memory_gib=24.0).processes == 2
+    assert capacity.Capacity(cores=16, gpus=1, memory_gib=128.0).processes == 1
+    assert capacity.Capacity(cores=4, gpus=0, memory_gib=0.5).processes == 1
+    here = capacity.capacity()
+    assert 1 <= here.processes <= max(1, here.cores)
+    monkeypatch.setattr(capacity, "capacity", lambda: capacity.Capacity(cores=2, gpus=0, memory_gib=20.0))
+    monkeypatch.setenv("MEDIBIO_PROCESSES", "999")
+    code, _, err = _run(["results", "table", "--results-root", str(tmp_path)], capsys)
+    assert code == 2 and "999: more training processes than this machine holds; at most 2 here" in err
+    assert "2 CPU core(s), no GPU, 20.0 GiB of memory available, at 2 GiB per process" in err
+    monkeypatch.delenv("MEDIBIO_PROCESSES")
+    code, _, err = _run(["book", "--processes", "999", "--no-execute", "--no-html"], capsys)
+    assert code == 2 and "at most 2 here" in err
+
+
+@pytest.mark.parametrize("argv", [["book", "--from", ""], ["book", "--from="], ["results", "drift", ""],
+                                  ["results", "verify", " "], ["finetune", "--task", "BIOSSES", "--data-root", ""]])
+def test_an_empty_value_is_refused_everywhere_not_read_as_the_current_folder(argv: list[str], capsys) -> None:
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and "expected a value (not empty)" in err and not out
+
+
+def test_limit_1_on_a_correlation_task_is_refused_before_training(tmp_path: Path, capsys) -> None:
+    results = tmp_path / "results"
+    code, _, err = _run(["finetune", "--task", "BIOSSES", "--profile", "smoke", "--limit", "1", "--data-root",
+                         str(tmp_path / "empty"), "--results-root", str(results)], capsys)
+    assert code == 2 and "BIOSSES: 1 train example" in err and "needs at least 2" in err
+    assert not results.exists() or not any(results.rglob("*.json"))
+
+
+def test_a_cache_that_is_a_file_or_read_only_gets_advice_that_helps(tmp_path: Path, monkeypatch, capsys) -> None:
+    import errno
+    import os
+
+    from medibio.cli.main import os_error_message
+
+    cache = tmp_path / "cache"
+    cache.write_text("")
+    monkeypatch.setenv("MEDIBIO_CACHE", str(cache))
+    code, _, err = _run(["finetune", "--task", "BIOSSES", "--results-root", str(tmp_path / "r")], capsys)
+    assert code == 2 and f"cache root {cache} ($MEDIBIO_CACHE or its option): a file, not a folder" in err
+    cache.unlink()
+    cache.mkdir()
+    inside = str(cache / "tiny-deberta" / "config.json")
+    message = os_error_message(PermissionError(errno.EACCES, os.strerror(errno.EACCES), inside))
+    assert "MEDIBIO_CACHE" in message and "--results-root" not in message
+    message = os_error_message(OSError(errno.EROFS, os.strerror(errno.EROFS), inside))
+    assert "read-only" in message and "point MEDIBIO_CACHE at a folder you may write" in message

@@ -716,3 +716,119 @@ def test_progress_lines_written_to_a_log_file_carry_no_ansi_codes(tmp_path: Path
     monkeypatch.setattr(progress, "enabled", lambda: True)
     progress.say(typer.style("▶ [1/10] Introduction", bold=True) + "  (intro)")
     assert log.getvalue().strip() == "▶ [1/10] Introduction  (intro)"
+
+
+# --------------------------------------------------------------------------- damaged files (issue 39 §5, §6)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from medibio.models import zoo
+
+    return Path(zoo.resolve("tiny-deberta", tmp_path_factory.mktemp("cache")))
+
+
+def _copy_model(source: Path, dest: Path) -> Path:
+    import shutil
+
+    shutil.copytree(source, dest)
+    return dest
+
+
+@pytest.mark.parametrize("keep", [0, 5, 8 + 20, 0.5, -1])
+def test_a_truncated_safetensors_file_is_named_before_anything_loads_it(tiny_model: Path, tmp_path: Path,
+                                                                        keep: float) -> None:
+    from medibio.models import weights, zoo
+
+    folder = _copy_model(tiny_model, tmp_path / "model")
+    path = folder / "model.safetensors"
+    data = path.read_bytes()
+    cut = int(len(data) * keep) if isinstance(keep, float) else (len(data) - 1 if keep == -1 else keep)
+    path.write_bytes(data[:cut])
+    with pytest.raises(InputFormatError, match=r"model.safetensors: expected a complete safetensors file"):
+        weights.check_safetensors(path)
+    with pytest.raises(InputFormatError, match=r"model.safetensors"):  # every run fingerprints its model first
+        zoo.fingerprint(str(folder))
+
+
+def test_a_truncated_checkpoint_is_named_before_accelerate_loads_it(tiny_model: Path, tmp_path: Path) -> None:
+    from medibio.models import weights
+
+    ckpt = _copy_model(tiny_model, tmp_path / "checkpoints" / "step-0000010")
+    (ckpt / "optimizer.bin").write_bytes(b"PK\x03\x04" + b"\0" * 40)  # a torch.save archive cut short
+    with pytest.raises(InputFormatError, match=r"optimizer.bin: expected a complete PyTorch archive"):
+        weights.check_folder(ckpt)
+    path = ckpt / "model.safetensors"
+    path.write_bytes(path.read_bytes()[:1000])
+    (ckpt / "optimizer.bin").unlink()
+    with pytest.raises(InputFormatError, match=r"step-0000010/model.safetensors"):
+        weights.check_folder(ckpt)
+
+
+def test_a_file_or_a_damaged_folder_given_as_model_is_said_to_be_that_not_a_hub_problem(tiny_model: Path,
+                                                                                        tmp_path: Path) -> None:
+    from medibio.core.errors import ModelUnavailableError
+    from medibio.models import zoo
+
+    folder = _copy_model(tiny_model, tmp_path / "model")
+    with pytest.raises(NotAFileError, match=r"config.json: expected a model folder .* got a file"):
+        zoo.resolve(str(folder / "config.json"))
+    config = folder / "config.json"
+    config.write_text(config.read_text()[:30])
+    with pytest.raises(InputFormatError, match=r"config.json:\d+: expected a model configuration in JSON"):
+        zoo.fingerprint(str(folder))
+    with pytest.raises(ModelUnavailableError, match="config of the model folder .* could not be read") as info:
+        zoo.load_config(str(folder))
+    assert "hub" not in str(info.value)
+
+
+@pytest.mark.parametrize(("line", "says"), [
+    ('{"id": "p1", "prediction": 1.0, "prediction": 5.0}', r"key ..prediction.. given twice"),
+    ('{"id": "p1", "id": "p2", "prediction": 1.0}', r"key ..id.. given twice"),
+    ('{"id": "p1", "prediction": ' + "9" * 400 + "}", "beyond what a 64-bit float holds"),
+    ('{"id": "p1", "prediction": 1e999}', "number 1e999 is beyond"),
+])
+def test_repeated_keys_and_numbers_no_float_holds_are_refused_with_their_line(tmp_path: Path, line: str,
+                                                                               says: str) -> None:
+    path = tmp_path / "BIOSSES.jsonl"
+    path.write_text('{"id": "p0", "prediction": 2.5}\n' + line + "\n")
+    with pytest.raises(InputFormatError, match=rf"BIOSSES.jsonl:2: .*{says}"):
+        predictions.read_predictions(path, "BIOSSES")
+
+
+def test_the_one_json_lines_reader_refuses_repeated_keys(tmp_path: Path) -> None:
+    from medibio.core.text import json_lines
+
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"doc_key": "a", "doc_key": "b"}\n')
+    with pytest.raises(InputFormatError, match=r"x.jsonl:1: .*key ..doc_key.. given twice"):
+        list(json_lines(path, "a document"))
+
+
+def test_a_chapter_notebook_that_is_not_json_is_a_failed_chapter_naming_it(tmp_path: Path) -> None:
+    from medibio.book import build, chapters
+
+    source = tmp_path / "broken.ipynb"
+    source.write_text('{"cells": [')
+    (tmp_path / "book").mkdir()
+    result = build.execute_chapter(chapters.TocEntry("broken", "Broken", str(source)), tmp_path / "book",
+                                   {"profile": "smoke"})
+    assert result.failed and f"{source}: expected a Jupyter notebook" in (result.error or "")
+    with pytest.raises(InputFormatError, match="expected a Jupyter notebook"):
+        build._copy_unexecuted(chapters.TocEntry("broken", "Broken", str(source)), tmp_path / "book")
+
+
+def test_a_symbolic_link_loop_in_the_data_root_is_one_line_naming_it(tmp_path: Path, capsys) -> None:
+    from tests.support.cli import run_main
+
+    folder = tmp_path / "data" / "blurb" / "BIOSSES"
+    folder.mkdir(parents=True)
+    (folder / "dev.tsv").symlink_to(folder / "dev2.tsv")
+    (folder / "dev2.tsv").symlink_to(folder / "dev.tsv")
+    for split in ("train", "test"):
+        (folder / f"{split}.tsv").write_text("id\tsentence1\tsentence2\tscore\n")
+    code, _, err = run_main(["finetune", "--task", "BIOSSES", "--profile", "smoke", "--data-root",
+                             str(tmp_path / "data"), "--results-root", str(tmp_path / "results")], capsys)
+    assert code == 1 and "Traceback" not in err
+    assert err.strip().startswith("error: Too many levels of symbolic links: ") and "dev" in err
+    assert "points (through others) back to itself" in err

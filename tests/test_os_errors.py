@@ -346,3 +346,139 @@ def test_data_check_reports_an_unreadable_file_as_its_row(tmp_path: Path, monkey
     rows = {r.split: r for r in datacheck.check_dataset(registry.get("BIOSSES"), tmp_path)}
     assert rows["dev"].status == "error" and rows["dev"].note == f"cannot read {folder / 'dev.tsv'}: Permission denied"
     assert rows["train"].status != "error" and rows["test"].status != "error"
+
+
+# --------------------------------------------------------------------------- the book's leftovers (issue 39 §4)
+
+
+def _chapter(tmp_path: Path, slug: str = "one") -> Any:
+    import nbformat
+
+    from medibio.book import chapters
+
+    src = tmp_path / "src" / f"{slug}.ipynb"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1")]
+    nbformat.write(nb, str(src))
+    return chapters.TocEntry(slug, slug.title(), str(src))
+
+
+def _previous(book: Path, name: str = "one.ipynb", profile: str = "smoke") -> Path:
+    import nbformat
+
+    book.mkdir(parents=True, exist_ok=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("the previous, complete execution")]
+    nb.metadata["papermill"] = {"parameters": {"profile": profile}}
+    nbformat.write(nb, str(book / name))
+    return book / name
+
+
+def test_an_interrupted_chapter_leaves_the_previous_one_in_book(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C during a chapter once left a half-executed notebook in book/, which broke `--no-execute`."""
+    import papermill
+
+    from medibio.book import build
+
+    chapter, book = _chapter(tmp_path), tmp_path / "book"
+    before = _previous(book).read_bytes()
+
+    def interrupted(source: str, output: str, **kwargs: Any) -> None:
+        Path(output).write_text('{"cells": [half')  # papermill writes as it goes
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(papermill, "execute_notebook", interrupted)
+    monkeypatch.setattr(build, "_declared_parameters", lambda path: {"profile"})
+    with pytest.raises(KeyboardInterrupt):
+        build.execute_chapter(chapter, book, {"profile": "smoke"})
+    assert (book / "one.ipynb").read_bytes() == before
+    assert sorted(p.name for p in book.iterdir()) == ["one.ipynb"]  # no partial file left
+
+
+@pytest.mark.parametrize("keep_failed", [False, True])
+def test_a_failed_chapter_replaces_the_previous_one_only_under_keep_going(tmp_path: Path, monkeypatch,
+                                                                          keep_failed: bool) -> None:
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    from medibio.book import build
+
+    chapter, book = _chapter(tmp_path), tmp_path / "book"
+    _previous(book)
+
+    def failing(source: str, output: str, **kwargs: Any) -> None:
+        import nbformat
+
+        nbformat.write(nbformat.v4.new_notebook(), output)
+        raise PapermillExecutionError(1, 1, "x = 1", "ValueError", "broken", [])
+
+    monkeypatch.setattr(papermill, "execute_notebook", failing)
+    monkeypatch.setattr(build, "_declared_parameters", lambda path: {"profile"})
+    result = build.execute_chapter(chapter, book, {"profile": "smoke"}, keep_failed=keep_failed)
+    assert result.failed and result.error == "ValueError: broken"
+    replaced = "the previous, complete execution" not in (book / "one.ipynb").read_text()
+    assert replaced is keep_failed
+    assert (book / ".one.failed.ipynb").is_file() is not keep_failed
+    assert not list(book.glob(".*partial*"))
+
+
+def test_a_partial_build_never_mixes_two_profiles(tmp_path: Path, monkeypatch) -> None:
+    """`--only intro` after a smoke build mixed the two profiles' pages and replaced the run pages the smoke
+    chapters link to."""
+    from medibio.book import build
+    from medibio.core.errors import MedibioError
+
+    one, two = _chapter(tmp_path, "one"), _chapter(tmp_path, "two")
+    monkeypatch.setattr(build, "CHAPTERS", (one, two))
+    book = tmp_path / "book"
+    _previous(book, "one.ipynb", profile="smoke")
+    settings = Settings(results_root=tmp_path / "results")
+    with pytest.raises(MedibioError, match=r"one \(profile 'smoke'\).*mix two builds"):
+        build.execute_all("cpu", settings, book_dir=book, execute=False)
+    assert [r.status for r in build.execute_all("smoke", settings, book_dir=book, execute=False)] == ["kept",
+                                                                                                      "copied"]
+
+
+class _FakeJupyterBook:
+    """jupyter-book as a subprocess: writes ``index.html`` (``text``) into the --path-output folder, or half a
+    site and a failure."""
+
+    def __init__(self, text: str, fail: bool = False) -> None:
+        self.text, self.fail = text, fail
+
+    def __call__(self, cmd: list[str], **kwargs: Any) -> Any:
+        import subprocess
+
+        html = Path(cmd[cmd.index("--path-output") + 1]) / "_build" / "html"
+        html.mkdir(parents=True)
+        (html / "index.html").write_text(self.text)
+        if self.fail:
+            return subprocess.CompletedProcess(cmd, 1, "", "PermissionError: [Errno 13] Permission denied: "
+                                               "'/x/_build/.doctrees'\nLook above for the cause.\n")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+
+def test_a_failure_during_the_html_step_leaves_the_previous_site(tmp_path: Path, monkeypatch) -> None:
+    from medibio.book import assets, build
+
+    monkeypatch.setattr(assets, "install_mathjax", lambda: None)
+    html = tmp_path / "_build" / "html"
+    monkeypatch.setattr(build.subprocess, "run", _FakeJupyterBook("old"))
+    assert build.build_html(tmp_path) == html and (html / "index.html").read_text() == "old"
+
+    monkeypatch.setattr(build.subprocess, "run", _FakeJupyterBook("half", fail=True))
+    with pytest.raises(build.BookBuildError, match=r"PermissionError: \[Errno 13\] Permission denied"):
+        build.build_html(tmp_path)  # the real error is shown, not only "Look above for the cause"
+    assert (html / "index.html").read_text() == "old"
+
+    def full_disk(site: Path) -> None:  # the run pages, written into the new site before it is published
+        raise OSError(errno.ENOSPC, "No space left on device", str(site / "runs"))
+
+    monkeypatch.setattr(build.subprocess, "run", _FakeJupyterBook("new"))
+    with pytest.raises(OSError, match="No space left"):
+        build.build_html(tmp_path, finish=full_disk)
+    assert (html / "index.html").read_text() == "old"
+    assert build.build_html(tmp_path, finish=lambda site: (site / "runs").mkdir()) == html
+    assert (html / "index.html").read_text() == "new" and (html / "runs").is_dir()
+    assert sorted(p.name for p in (tmp_path / "_build").iterdir()) == ["html"]  # no staging folder left

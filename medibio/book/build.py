@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -39,7 +40,7 @@ from medibio.book.chapters import get as chapter_named
 from medibio.book.notebook import QUIET_ENV
 from medibio.core import launch, progress
 from medibio.core.atomic import write_json
-from medibio.core.errors import MedibioError
+from medibio.core.errors import InputFormatError, MedibioError
 from medibio.core.paths import REPO_ROOT
 from medibio.core.settings import Settings
 from medibio.results import recorded
@@ -129,29 +130,52 @@ def select(only: Sequence[str] | None = None) -> list[TocEntry]:
     return [c for c in CHAPTERS if c.slug in picked]
 
 
+def _read_notebook(path: Path) -> Any:
+    """A chapter's notebook; one that is not a notebook (not JSON, cut short) is an :class:`InputFormatError`."""
+    import nbformat
+
+    try:
+        return nbformat.read(str(path), as_version=4)
+    except Exception as exc:  # noqa: BLE001 - nbformat raises several kinds for a damaged file
+        shown = " ".join(str(exc).split())
+        raise InputFormatError(path, None, "a Jupyter notebook (nbformat JSON)",
+                               f"{type(exc).__name__}: {shown}") from None
+
+
 def _declared_parameters(path: Path) -> set[str]:
     import papermill
 
+    _read_notebook(path)
     return set(papermill.inspect_notebook(str(path)).keys())
 
 
 def execute_chapter(chapter: TocEntry, book_dir: Path, parameters: dict[str, Any],
-                    kernel_name: str = assets.KERNEL_NAME) -> ChapterResult:
-    """Execute (or copy) one chapter into ``book_dir``; a failing notebook is reported, never raised."""
+                    kernel_name: str = assets.KERNEL_NAME, keep_failed: bool = True) -> ChapterResult:
+    """Execute (or copy) one chapter into ``book_dir``; a failing notebook is reported, never raised.
+
+    papermill writes the notebook as it runs, so it writes beside the chapter (a hidden ``.partial`` notebook,
+    which Sphinx skips) and the chapter is replaced only by an execution that ran to its end: an interrupted
+    one (Ctrl-C, a killed kernel) leaves the previous chapter as it was. A failed execution replaces it when
+    ``keep_failed`` (``--keep-going``: its page shows the error) or when there is none; otherwise it is
+    kept aside as ``.<chapter>.failed.ipynb``."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
     out = book_dir / chapter.output_name()
+    partial = book_dir / f".{out.stem}.partial{out.suffix}"
     start = time.perf_counter()
     if not chapter.source_path.is_file():
         return ChapterResult(chapter.slug, "failed", output=str(out), error=f"missing source {chapter.source_path}")
     if not chapter.is_notebook:
         shutil.copy2(chapter.source_path, out)
         return ChapterResult(chapter.slug, "copied", time.perf_counter() - start, str(out))
-    declared = _declared_parameters(chapter.source_path)
+    try:
+        declared = _declared_parameters(chapter.source_path)
+    except InputFormatError as exc:  # reported as the chapter's failure; the others still build
+        return ChapterResult(chapter.slug, "failed", time.perf_counter() - start, str(out), error=str(exc))
     injected = {k: v for k, v in parameters.items() if k in declared}
     try:
-        papermill.execute_notebook(str(chapter.source_path), str(out), parameters=injected,
+        papermill.execute_notebook(str(chapter.source_path), str(partial), parameters=injected,
                                    kernel_name=kernel_name, cwd=str(book_dir), progress_bar=False,
                                    log_output=False, report_mode=False,
                                    # the kernel's own log (transport notices, shutdown) is not the book's;
@@ -161,7 +185,12 @@ def execute_chapter(chapter: TocEntry, book_dir: Path, parameters: dict[str, Any
                                    extra_arguments=["--IPKernelApp.log_level=CRITICAL",
                                                     "--IPKernelApp.capture_fd_output=False"])
     except PapermillExecutionError as exc:
-        index, source = _failing_cell(out, exc.exec_count, exc.cell_index)
+        index, source = _failing_cell(partial, exc.exec_count, exc.cell_index)
+        if partial.is_file():
+            aside = out if keep_failed or not out.is_file() else book_dir / f".{out.stem}.failed{out.suffix}"
+            partial.replace(aside)
+            if aside != out:
+                progress.say(f"{chapter.slug}: the failed execution is kept aside in {aside}; {out} is the previous one")
         if out.is_file():
             pages.prepare_file(out)
         return ChapterResult(chapter.slug, "failed", time.perf_counter() - start, str(out),
@@ -170,6 +199,10 @@ def execute_chapter(chapter: TocEntry, book_dir: Path, parameters: dict[str, Any
     except Exception as exc:  # kernel died, bad notebook JSON ...: report it and build the others
         return ChapterResult(chapter.slug, "failed", time.perf_counter() - start, str(out),
                              error=f"{type(exc).__name__}: {exc}")
+    else:
+        partial.replace(out)
+    finally:
+        partial.unlink(missing_ok=True)  # an interrupted or crashed execution: the previous chapter stays
     pages.prepare_file(out)  # one parameters cell, code collapsed, no stray outputs
     return ChapterResult(chapter.slug, "executed", time.perf_counter() - start, str(out))
 
@@ -203,17 +236,42 @@ def _copy_unexecuted(chapter: TocEntry, book_dir: Path) -> ChapterResult:
     if chapter.is_notebook:
         import nbformat
 
-        nb = nbformat.read(str(chapter.source_path), as_version=4)
-        nbformat.write(nb, str(out))
+        nbformat.write(_read_notebook(chapter.source_path), str(out))
     else:
         shutil.copy2(chapter.source_path, out)
     return ChapterResult(chapter.slug, "copied", output=str(out))
 
 
+def _refuse_mixing(book_dir: Path, params: dict[str, Any], kept: Sequence[TocEntry]) -> None:
+    """Raise when a chapter this build keeps as it is was executed with other parameters (another profile,
+    another model): one book would show two builds, and its run pages (this build's profile's) would not be
+    the ones the kept chapters link to."""
+    import nbformat
+
+    differ = []
+    for chapter in kept:
+        path = book_dir / chapter.output_name()
+        if not path.is_file():
+            continue
+        try:
+            used = nbformat.read(str(path), as_version=4).metadata.get("papermill", {}).get("parameters", {})
+        except Exception:  # noqa: BLE001 - an unreadable kept chapter is reported by the HTML build
+            continue
+        changed = [f"{key} {used[key]!r}" for key in params if key in used and used[key] != params[key]]
+        if changed:
+            differ.append(f"{chapter.slug} ({', '.join(changed)})")
+    if differ:
+        wanted = ", ".join(f"{k} {v!r}" for k, v in params.items())
+        raise MedibioError(f"{book_dir} holds chapters executed with other parameters than this build's ({wanted}): "
+                           f"{'; '.join(differ)}. Keeping them would mix two builds in one book, and the run pages "
+                           "they link to would be replaced: execute every chapter (no --only), or build with their "
+                           "parameters")
+
+
 def execute_all(profile: str, settings: Settings, *, book_dir: Path = BOOK_DIR, only: Sequence[str] | None = None,
                 execute: bool = True, extra: dict[str, Any] | None = None,
                 on_result: Callable[[ChapterResult], None] | None = None,
-                on_start: Callable[[TocEntry], None] | None = None) -> list[ChapterResult]:
+                on_start: Callable[[TocEntry], None] | None = None, keep_failed: bool = True) -> list[ChapterResult]:
     """Execute the selected chapters into ``book_dir``; the others are kept or copied unexecuted.
 
     Only the profile (and ``extra``) is injected as a parameter (a chapter derives everything else from it);
@@ -228,13 +286,15 @@ def execute_all(profile: str, settings: Settings, *, book_dir: Path = BOOK_DIR, 
     if execute and not assets.kernel_ready():
         assets.install_kernel()
     chosen = {c.slug for c in select(only)}
+    _refuse_mixing(book_dir, params, [c for c in CHAPTERS if c.is_notebook and not (execute and c.slug in chosen)])
     out: list[ChapterResult] = []
     with launch.kernel_environment(settings, QUIET_ENV):
         for chapter in execution_order(CHAPTERS):
             if not chapter.is_notebook or (execute and chapter.slug in chosen):
                 if on_start is not None and chapter.is_notebook:
                     on_start(chapter)
-                result = execute_chapter(chapter, book_dir, params)  # markdown pages are always refreshed
+                # markdown pages are always refreshed
+                result = execute_chapter(chapter, book_dir, params, keep_failed=keep_failed)
             else:
                 result = _copy_unexecuted(chapter, book_dir)
             out.append(result)
@@ -256,19 +316,38 @@ def book_root(dest: Path, source_root: Path = REPO_ROOT) -> Path:
     return dest
 
 
-def build_html(root: Path = REPO_ROOT, keep_going: bool = False) -> Path:
-    """Render ``root`` (``_config.yml``, ``_toc.yml``, ``book/``) into ``root/_build/html`` with ``-W``."""
+def build_html(root: Path = REPO_ROOT, keep_going: bool = False,
+               finish: Callable[[Path], Any] | None = None) -> Path:
+    """Render ``root`` (``_config.yml``, ``_toc.yml``, ``book/``) into ``root/_build/html`` with ``-W``.
+
+    The site is built in a hidden folder of ``_build/`` and ``finish(html)`` (the run pages) completes it
+    there; only a complete site replaces the previous one (two renames), so a failure on the way (a full
+    disk, a Sphinx error) leaves the previous site as it was. A ``_build/`` that cannot be written is an
+    ``OSError`` naming it, before jupyter-book starts."""
     assets.install_mathjax()
-    cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(root),
-           "--path-output", str(root), "--all", "-W"]
-    if keep_going:
-        cmd.append("--keep-going")
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=root)
-    html = root / "_build" / "html"
-    if proc.returncode != 0 or not (html / "index.html").is_file():
-        raise BookBuildError(f"jupyter-book build failed (exit {proc.returncode}):\n"
-                             + failure_summary(proc.stdout + proc.stderr))
-    return html
+    build_dir = root / "_build"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".html-", dir=build_dir))
+    try:
+        cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(root),
+               "--path-output", str(staging), "--all", "-W"]
+        if keep_going:
+            cmd.append("--keep-going")
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=root)
+        built = staging / "_build" / "html"
+        if proc.returncode != 0 or not (built / "index.html").is_file():
+            raise BookBuildError(f"jupyter-book build failed (exit {proc.returncode}):\n"
+                                 + failure_summary(proc.stdout + proc.stderr))
+        if finish is not None:
+            finish(built)
+        html = build_dir / "html"
+        old = staging / "previous"
+        if html.exists():
+            html.rename(old)
+        built.rename(html)
+        return html
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def failure_summary(log: str, tail: int = 15) -> str:
@@ -277,7 +356,7 @@ def failure_summary(log: str, tail: int = 15) -> str:
     lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in log.splitlines()]
     causes = []
     for i, line in enumerate(lines):
-        if re.search(r"WARNING|ERROR|Warning, treated as error|SphinxWarning|Exception:", line):
+        if re.search(r"WARNING|ERROR|Warning, treated as error|SphinxWarning|Exception:|^\w*Error: ", line):
             causes.extend(lines[i:i + 2] if "treated as error" in line else [line])
     shown = list(dict.fromkeys(c.strip() for c in causes if c.strip()))[:20]
     return "\n".join([*shown, "...", *lines[-tail:]] if shown else lines[-tail:])
@@ -312,12 +391,19 @@ def build_book(profile: str, settings: Settings, *, root: Path = REPO_ROOT, only
                 profile, settings, report_path.with_name("frozen-background.log"), say=progress.say,
                 chapters=background.trains_ahead(profile, select(only)), model=(extra or {}).get("model")))
         report.chapters = execute_all(profile, settings, book_dir=root / "book", only=only, execute=execute,
-                                      extra=extra, on_result=on_result, on_start=on_start)
+                                      extra=extra, on_result=on_result, on_start=on_start, keep_failed=keep_going)
     report.execute_seconds = time.perf_counter() - start
     if html and (keep_going or not report.failures):
         start = time.perf_counter()
+        def run_pages(html_dir: Path) -> None:  # written into the new site before it replaces the old one
+            pages_start = time.perf_counter()
+            data_root = settings.data_root if settings.data_root.is_dir() else None
+            report.run_pages = len(runpages.write_run_pages(settings.results_root, profile, html_dir,
+                                                            data_root=data_root))
+            report.run_pages_seconds = time.perf_counter() - pages_start
+
         try:
-            report.html_dir = str(build_html(root, keep_going=keep_going))
+            report.html_dir = str(build_html(root, keep_going=keep_going, finish=run_pages))
         except BookBuildError as exc:
             report.html_seconds = time.perf_counter() - start
             report.html_error = str(exc)
@@ -325,12 +411,7 @@ def build_book(profile: str, settings: Settings, *, root: Path = REPO_ROOT, only
             if execute:
                 write_json(report_path, report.to_dict())
             raise
-        report.html_seconds = time.perf_counter() - start
-        start = time.perf_counter()
-        data_root = settings.data_root if settings.data_root.is_dir() else None
-        report.run_pages = len(runpages.write_run_pages(settings.results_root, profile, Path(report.html_dir),
-                                                        data_root=data_root))
-        report.run_pages_seconds = time.perf_counter() - start
+        report.html_seconds = time.perf_counter() - start - report.run_pages_seconds
     if execute:
         write_json(report_path, report.to_dict())
     return report

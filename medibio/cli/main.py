@@ -14,6 +14,7 @@ import importlib
 import importlib.metadata as md
 import os
 import sys
+from pathlib import Path
 
 import typer
 
@@ -79,6 +80,9 @@ def main(argv: list[str] | None = None) -> None:
     unreadable folder, a file where a folder belongs) exits with 1, naming the path and what to do.
     ``typer.Exit`` codes pass through unchanged.
     """
+    empty = _empty_value(sys.argv[1:] if argv is None else argv)
+    if empty:
+        _fail(empty, 2)
     try:
         code = app(args=argv, standalone_mode=False)
     except MedibioError as exc:
@@ -87,6 +91,11 @@ def main(argv: list[str] | None = None) -> None:
         _fail("aborted", 1)
     except OSError as exc:
         _fail(os_error_message(exc), 1)
+    except RuntimeError as exc:  # pathlib's resolve() on a symbolic link loop (Python < 3.13)
+        if not str(exc).startswith("Symlink loop from "):
+            raise
+        looped = str(exc).removeprefix("Symlink loop from ").strip("'\"")
+        _fail(os_error_message(OSError(errno.ELOOP, os.strerror(errno.ELOOP), looped)), 1)
     except typer.TyperException as exc:  # the parser's usage errors (click exceptions)
         if type(exc).__name__ == "NoArgsIsHelpError":  # the help has been printed already
             sys.exit(2)
@@ -96,6 +105,20 @@ def main(argv: list[str] | None = None) -> None:
         _fail(" ".join(message.split()) + hint, getattr(exc, "exit_code", 2))
     shutdown()  # only after success: after an error, a barrier could wait for a process that is gone
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _empty_value(argv: list[str]) -> str | None:
+    """What is wrong when an argument is empty (``--from ''``, ``--from=``, ``''``): no option or argument of
+    medibio means anything by an empty value, and a path option would read it as the current folder."""
+    for i, arg in enumerate(argv):
+        option = arg[:-1] if arg.startswith("--") and arg.endswith("=") and len(arg) > 3 else None
+        if option is None and not arg.strip():
+            option = argv[i - 1] if i and argv[i - 1].startswith("-") else None
+            if option is None:
+                return f"argument {i + 1} of the command line: expected a value (not empty), got {arg!r}"
+        if option is not None:
+            return f"'{option}': expected a value (not empty), got ''; give one, or leave the option out"
+    return None
 
 
 # what a user can do about an operating-system error, by errno
@@ -112,12 +135,50 @@ _ADVICE = {
 }
 
 
+_ADVICE[errno.ELOOP] = "a symbolic link there points (through others) back to itself: fix or remove the link"
+_ADVICE[errno.EEXIST] = "something is already there (a file where a folder belongs?): move it or choose another path"
+# what helps when a failing path lies in one of medibio's folders: the flag or variable that moves that folder
+_FOLDER_ADVICE = {
+    "cache_root": "it is in the cache folder: point MEDIBIO_CACHE at a folder you may write",
+    "results_root": "it is in the results root: choose another with --results-root or MEDIBIO_RESULTS",
+    "data_root": "it is in the data root: check its files, or choose another with --data-root or MEDIBIO_DATA",
+}
+# the first half of the advice where the second is the folder's own
+_FIX = {errno.ENOSPC: "free space there", errno.EDQUOT: "free space within your quota",
+        errno.EROFS: "the file system is read-only", errno.EACCES: "check its permissions",
+        errno.EPERM: "check its permissions", errno.EEXIST: "something is already there (a file where a folder "
+        "belongs?)", errno.ENOTDIR: "part of this path is a file where a folder belongs"}
+
+
+def _folder_advice(path: str) -> str | None:
+    """What helps for ``path`` when it lies in the cache, results or data folder of this session's
+    environment (a read-only cache is no matter of --results-root), or in the book's _build/."""
+    from medibio.core.paths import REPO_ROOT
+    from medibio.core.settings import Settings
+
+    try:
+        settings = Settings.from_env()
+        target = Path(path).absolute()
+    except (MedibioError, OSError, ValueError):
+        return None
+    if target.is_relative_to(REPO_ROOT / "_build"):
+        return "it is in the book's HTML output: make _build/ writable or remove it (`make clean-book`)"
+    for name, advice in _FOLDER_ADVICE.items():
+        if target.is_relative_to(Path(getattr(settings, name)).absolute()):
+            return advice
+    return None
+
+
 def os_error_message(exc: OSError) -> str:
-    """One line for an error of the operating system: what failed, on which path, and what to do."""
+    """One line for an error of the operating system: what failed, on which path, and what to do (for a
+    path in the cache, results or data folder, the setting that moves that folder)."""
     what = (exc.strerror or os.strerror(exc.errno)) if exc.errno else str(exc)
     paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
     where = f": {' -> '.join(paths)}" if paths else ""
     advice = _ADVICE.get(exc.errno or 0, "check the path and try again")
+    folder = _folder_advice(paths[0]) if paths and exc.errno in _FIX else None
+    if folder is not None:
+        advice = f"{_FIX[exc.errno]}; {folder}"
     return " ".join(f"{what}{where}; {advice}".split())
 
 

@@ -19,6 +19,10 @@ def settings(data_root: Path | None = None, results_root: Path | None = None, li
     """The settings a command runs with (flags first, then the environment); progress follows them."""
     made = Settings.from_env(data_root=data_root, results_root=results_root, limit=limit, processes=processes)
     progress.configure(made.progress)
+    if made.processes > 1:  # said before any work starts, not as out-of-memory kills later
+        from medibio.core.capacity import check_processes
+
+        check_processes(made.processes)
     return made
 
 

@@ -12,9 +12,10 @@ record is an error, not an empty dataset. Every error names the file, the line a
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -147,13 +148,44 @@ def blank_line(path: Path, number: int, what: str) -> InputFormatError:
     return InputFormatError(path, number, f"{what}, not a blank line (blank lines may only end the file)", "")
 
 
+def _unique(pairs: list[tuple[str, Any]], text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:  # json.loads would keep the last value without a word
+            raise json.JSONDecodeError(f"key {key!r} given twice", text, 0)
+        out[key] = value
+    return out
+
+
+def _number(parse: Callable[[str], Any], text: str) -> Callable[[str], Any]:
+    def checked(literal: str) -> Any:
+        value = parse(literal)
+        try:
+            finite = math.isfinite(float(value))
+        except OverflowError:
+            finite = False
+        if not finite:
+            shown = literal if len(literal) <= 24 else f"{literal[:12]}...({len(literal)} characters)"
+            raise json.JSONDecodeError(f"number {shown} is beyond what a 64-bit float holds", text, 0)
+        return value
+    return checked
+
+
+def strict_json(text: str) -> Any:
+    """``json.loads`` for data read from files, refusing what a reader would otherwise take silently or
+    choke on later: a key given twice (the last value would win) and a number no 64-bit float holds (a
+    400-digit integer, ``1e999``). Raises ``json.JSONDecodeError`` (the callers' error path) saying which."""
+    return json.loads(text, object_pairs_hook=lambda pairs: _unique(pairs, text),
+                      parse_int=_number(int, text), parse_float=_number(float, text))
+
+
 def json_lines(path: str | Path, what: str, how_to_get: str = "") -> Iterator[tuple[int, str, Any]]:
     """Yield (line number, line, parsed JSON value) of a JSON-lines file under the :func:`data_lines` policy;
     a line that is not JSON names the file, the line and ``what`` was expected there."""
     path = Path(path)
     for number, line in data_lines(path, what, how_to_get):
         try:
-            value = json.loads(line)
+            value = strict_json(line)
         except json.JSONDecodeError as exc:
             raise InputFormatError(path, number, what, f"invalid JSON ({exc.msg}): {line.strip()}") from None
         yield number, line, value

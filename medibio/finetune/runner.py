@@ -112,6 +112,7 @@ def plan_run(dataset: str, model: str | None = None, seed: int = 1,
     spec = registry.get(dataset, "blurb")
     model = str(model or prof.model)
     cfg = config.apply_overrides(config.preset(spec.name, prof), spec.name, overrides)
+    config.check_scorable(spec, cfg)
     chain = tuple(stages.parse_chain(intermediate))
     if not chain and cfg.intermediate_seed is not None:  # no stage to seed: not part of this run's identity
         cfg = cfg.replace(intermediate_seed=None)

@@ -78,6 +78,7 @@ def stage_config(task: str, profile: Profile, data_root: str | Path | None,
     :func:`stage_preset`) and data files. A stage trains with exactly these hyperparameters."""
     spec = config.trainable_task(task)
     cfg = stage_preset(spec.name, profile, target)
+    config.check_scorable(spec, cfg)
     return {"task": spec.name, "hyperparameters": cfg.to_dict(),
             "data": files_fingerprint(loaders.task_files(spec.name, data_root), root=data_root)}
 

@@ -24,8 +24,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from medibio.core.errors import ModelUnavailableError
+from medibio.core.errors import InputFormatError, ModelUnavailableError, NotAFileError
 from medibio.models import tiny
+from medibio.models import weights as weights_check
 
 MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 TINY_DEBERTA = tiny.NAME
@@ -64,7 +65,10 @@ def resolve(name_or_path: str | Path, cache_root: str | Path | None = None) -> s
     if key == TINY_DEBERTA:
         return str(tiny.build(cache_root))
     if Path(text).expanduser().exists():
-        return str(Path(text).expanduser())
+        local = Path(text).expanduser()
+        if not local.is_dir():  # a weights or config file given for the folder that holds it
+            raise NotAFileError(local, "a file", "a model folder (config.json, the weights, the tokenizer files)")
+        return str(local)
     if key in HUB_MODELS:
         return HUB_MODELS[key]
     if looks_like_path(text):
@@ -87,6 +91,9 @@ def _from_pretrained(loader, name_or_path: str | Path, what: str, cache_root: st
     try:
         return loader.from_pretrained(target)
     except OSError as exc:
+        if Path(target).is_dir():  # the folder is there: what it holds is the problem, not the hub
+            raise ModelUnavailableError(f"{what} of the model folder {target} could not be read (a file missing, "
+                                        f"truncated or not valid JSON): {exc}") from exc
         raise ModelUnavailableError(
             f"{what} of {name_or_path!r}: not a local folder, and it could not be loaded from the Hugging Face "
             f"hub (offline, or the name is wrong). Download it on a machine with internet "
@@ -127,7 +134,14 @@ def model_files(folder: str | Path) -> list[Path]:
     weights = sorted({p for pattern in WEIGHT_PATTERNS for p in folder.glob(pattern)})
     if not weights:
         raise FileNotFoundError(f"no weights ({', '.join(WEIGHT_PATTERNS)}) in model folder {folder}")
+    weights_check.check_files(weights)  # a truncated weights file is named here, before any run loads it
     config = [folder / "config.json"] if (folder / "config.json").is_file() else []
+    for path in config:
+        try:
+            json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputFormatError(path, getattr(exc, "lineno", None), "a model configuration in JSON",
+                                   str(exc)) from None
     tokenizer = [folder / name for name in TOKENIZER_FILES if (folder / name).is_file()]
     return config + weights + tokenizer
 

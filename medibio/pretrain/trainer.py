@@ -32,7 +32,7 @@ from medibio.core.atomic import write_json
 from medibio.core.errors import MedibioError
 from medibio.core.precision import accelerator as make_accelerator
 from medibio.core.settings import Settings
-from medibio.models import zoo
+from medibio.models import weights, zoo
 from medibio.models.dropout import use_cheap_dropout
 from medibio.pretrain import corpus as corpora
 from medibio.pretrain import mlm
@@ -122,6 +122,7 @@ def _resumable_state(ckpt: Path, digest: str, effective_batch: int, seed: int) -
         raise ResumeError(f"{ckpt}: saved with effective batch {state['effective_batch']} and seed "
                           f"{state['seed']}, now {effective_batch} and {seed}; the data position "
                           "would not match")
+    weights.check_folder(ckpt)  # a checkpoint cut short is named here, not deep inside accelerate's loading
     return state
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from medibio.core import launch
+from medibio.core.capacity import check_processes
 from medibio.core.settings import Settings
 
 
@@ -80,7 +81,7 @@ def launch_request(command: Sequence[str], overrides: Mapping[str, Any] | None, 
                    processes: int | None = None) -> None:
     """Run ``medibio <command> [--config OVERRIDES]`` in ``processes`` (default ``settings.processes``)
     processes; the launched processes get the same settings, less the request to launch again."""
-    count = processes or settings.processes
+    count = check_processes(processes or settings.processes)  # bounded by cores, GPUs and memory
     child = settings.replace(processes=1)
     with overrides_file(overrides, settings.results_root / ".launch") as config:
         args = [*command, *(["--config", config] if config else [])]

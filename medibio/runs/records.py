@@ -38,6 +38,7 @@ from medibio.core import profiles
 from medibio.core.atomic import LockHeldError, describe_holder, exclusive_lock, write_json
 from medibio.core.errors import InputFormatError, MedibioError, UnknownNameError
 from medibio.core.hashing import file_sha256
+from medibio.core.text import strict_json
 from medibio.models.zoo import model_tag
 from medibio.runs.identity import RunKey
 from medibio.tasks import registry
@@ -343,7 +344,7 @@ def read_record(path: str | Path) -> RunRecord:
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     try:
-        data = json.loads(text)
+        data = strict_json(text)
     except json.JSONDecodeError as exc:
         raise InputFormatError(path, exc.lineno, "a JSON run record", exc.msg) from exc
     try:

@@ -24,7 +24,7 @@ from typing import Any
 
 from medibio.core.atomic import write_jsonl
 from medibio.core.errors import DataMissingError, InputFormatError
-from medibio.core.text import require_file, text_lines
+from medibio.core.text import require_file, strict_json, text_lines
 from medibio.tasks import loaders, metrics, registry, scoring
 from medibio.tasks.spec import Problem, TaskSpec
 
@@ -136,7 +136,7 @@ def read_predictions(path: str | Path, dataset: str) -> dict[str, Prediction]:
             raise InputFormatError(path, number, 'a JSON object {"id": ..., "prediction": ...}, not a blank '
                                    "line (blank lines may only end the file)", "")
         try:
-            obj = json.loads(line)
+            obj = strict_json(line)
         except json.JSONDecodeError as exc:
             raise InputFormatError(path, number, 'a JSON object {"id": ..., "prediction": ...}',
                                    f"invalid JSON ({exc.msg}): {line}") from None

@@ -260,6 +260,21 @@ def preset(dataset: str, profile: str | Profile = DEFAULT_PROFILE, max_length: i
     return cfg
 
 
+def check_scorable(spec: TaskSpec, cfg: FinetuneConfig) -> None:
+    """Refuse, before anything trains, caps too small for the task's metric: a correlation (Pearson, the
+    regression tasks') needs two examples, so ``--limit 1`` on BIOSSES would train and then fail to score."""
+    from medibio.tasks.spec import Problem
+
+    if spec.problem is not Problem.REGRESSION:
+        return
+    for split, cap in (("train", cfg.max_train_examples), ("dev", cfg.max_dev_examples),
+                       ("test", cfg.max_test_examples)):
+        if cap is not None and cap < 2:
+            raise MedibioError(f"{spec.name}: {cap} {split} example (--limit or max_{split}_examples) is too few; "
+                               f"its metric ({spec.metric}) is a correlation and needs at least 2: use --limit 2 "
+                               "or more")
+
+
 def intermediate_preset(task: str, profile: str | Profile, max_length: int | None = None) -> FinetuneConfig:
     """Config of an intermediate fine-tuning stage (STS-B, SICK, or a BLURB dataset used as one)."""
     prof = profiles.get(profile)
