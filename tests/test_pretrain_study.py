@@ -99,3 +99,39 @@ def test_status_command_reads_the_work_root_and_trains_nothing(tmp_path) -> None
     lines = done.stdout.splitlines()
     assert "#3 seed 1: 0/611 steps" in lines and "#0 seed 2: 0/0 steps" in lines and len(lines) == 8
     assert not any(tmp_path.iterdir())  # no vocabulary built, no folder made
+
+
+def test_the_pilot_gate_goes_on_when_scratch_beats_random_by_three_points() -> None:
+    scores = {"0": {"BC5-chem": [40.0, 42.0], "ChemProt": [20.0]}, "3": {"BC5-chem": [45.0, 45.0], "ChemProt": [22.0]},
+              "4": {"BC5-chem": [44.0], "ChemProt": [23.0]}}
+    gate = study.pilot_gate(scores)
+    assert gate["scratch_minus_random"] == {"BC5-chem": 4.0, "ChemProt": 2.0} and gate["mean_gain"] == 3.0
+    assert gate["go"] and gate["fulltext_minus_abstracts"] == {"BC5-chem": -1.0, "ChemProt": 1.0}
+    assert not study.pilot_gate(scores, margin=3.5)["go"]
+    with pytest.raises(ValueError, match="missing"):
+        study.pilot_gate({"0": {"BC5-chem": [40.0]}, "3": {}})
+
+
+@pytest.mark.slow
+def test_the_pilot_fine_tunes_finished_arms_and_names_unfinished_ones(settings, tmp_path) -> None:
+    """#0 and #3 of the smoke-sized study on a BLURB fixture under the smoke profile: the fine-tuning runs read
+    the arms' SumPubMed-form tokenizers, and the gate is judged on their test scores."""
+    import dataclasses
+    import os
+
+    from medibio.book import study as pilot
+    from medibio.core.errors import MedibioError
+
+    root = tmp_path / "data"
+    (root / "corpora").mkdir(parents=True)
+    os.symlink(Path(settings.data_root) / "corpora" / "sumpubmed", root / "corpora" / "sumpubmed")
+    os.symlink(Path(__file__).parent / "fixtures" / "blurb" / "root" / "blurb", root / "blurb")
+    here = dataclasses.replace(settings, data_root=root)
+    options = {"arms": ("0", "3"), "tasks": ("BC5-chem",), "tokens": TOKENS, "profile": "smoke", "config": CONFIG}
+    with pytest.raises(MedibioError, match="arm #0 .* has 0 of 0 steps; `medibio study unit --arm 0"):
+        pilot.finetune_arms(dataclasses.replace(here, results_root=tmp_path / "empty"), **options)
+    for arm in ("0", "3"):
+        study.run_unit(study.get_arm(arm), 1, TOKENS, here, unit_steps=6, config=CONFIG)
+    result = pilot.pilot(here, **options)
+    assert set(result["scores"]) == {"0", "3"} and len(result["scores"]["3"]["BC5-chem"]) == 1
+    assert result["mean_gain"] == result["scratch_minus_random"]["BC5-chem"] and isinstance(result["go"], bool)

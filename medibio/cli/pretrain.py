@@ -6,7 +6,8 @@
 * ``medibio pretrain --show table3|table5|configs|schedule [--json]`` prints the configuration tables.
 * ``medibio vocab train CORPUS --size N --out DIR``
 * ``medibio study unit --arm 3 --seed 1 [--tokens 5000000] [--unit-steps 50]``: one resumable unit of the
-  Table 5 study's pretraining (issue 40); ``medibio study status`` lists where every arm stands.
+  Table 5 study's pretraining (issue 40); ``medibio study status`` lists where every arm stands;
+  ``medibio study pilot`` fine-tunes the pilot's arms and prints its go/no-go.
 """
 
 from __future__ import annotations
@@ -212,6 +213,24 @@ def study_status(
         for seed in SEEDS:
             total = arm_config(arm, seed, tokens, CONFIG).max_steps
             typer.echo(f"#{arm.id} seed {seed}: {steps_done(arm, seed, tokens, settings)}/{total} steps")
+
+
+@study_app.command("pilot")
+def study_pilot(
+    work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
+    data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
+    as_json: bool = typer.Option(False, "--json", help="Print the scores and the gate as JSON."),
+) -> None:
+    """Fine-tune the pilot's finished arms (#0, #3, #4; 5M tokens, pretraining seed 1) on BC5-chem,
+    NCBI-disease and ChemProt, and print the go/no-go: #3 must beat #0 by 3 F1 points on their mean."""
+    from medibio.book.study import pilot
+
+    result = pilot(_study_settings(work_root, data_root))
+    session.echo_result(result, as_json, lambda: [
+        f"#3 - #0: {result['mean_gain']:+.2f} F1 points on the mean "
+        f"({', '.join(f'{t} {d:+.2f}' for t, d in result['scratch_minus_random'].items())}); "
+        f"{'go' if result['go'] else 'no go'} (margin {result['margin']:g})",
+        "#4 - #3: " + ", ".join(f"{t} {d:+.2f}" for t, d in result["fulltext_minus_abstracts"].items())])
 
 
 def register(app: typer.Typer) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ SEEDS = (1, 2)  # pretraining seeds
 TOKENS = 10_000_000  # per arm and seed
 PILOT_TOKENS = 5_000_000  # the pilot: #3 and #4 against #0
 HEAD_WARMUP_SHARE = 0.05  # of #2's steps
+GO_MARGIN = 3.0  # the pilot goes on when #3 beats #0 by this many F1 points (mean over its tasks)
 
 
 @dataclass(frozen=True)
@@ -119,16 +121,33 @@ def _call(arm: Arm, seed: int, tokens: int, settings: Settings, config: Pretrain
             "tag": f"study-{arm.id}", "notes": [arm.description], "settings": settings}
 
 
+def _plan(arm: Arm, seed: int, tokens: int, settings: Settings, config: PretrainConfig | str):
+    call = _call(arm, seed, tokens, settings, config)
+    cfg = effective_config(call["config"], limit=settings.limit)
+    return plan_pretraining(cfg, call["corpus"], call["variant"], call["init"], call["tokenizer_dir"], call["tag"],
+                            settings)
+
+
+def _needs_vocabulary(arm: Arm, settings: Settings, config: PretrainConfig | str) -> bool:
+    cfg = get_config(config) if isinstance(config, str) else config
+    return arm.init is None and not (tokenizer_folder(settings, cfg) / "tokenizer.json").exists()
+
+
+def finished(arm: Arm, seed: int, tokens: int, settings: Settings,
+             config: PretrainConfig | str = CONFIG) -> rec.RunRecord | None:
+    """The record of an arm's finished run, or None (nothing trained or built to find out)."""
+    if _needs_vocabulary(arm, settings, config):
+        return None
+    record = _plan(arm, seed, tokens, settings, config).key.path(settings.results_root)
+    return rec.read_record(record) if record.exists() else None
+
+
 def steps_done(arm: Arm, seed: int, tokens: int, settings: Settings, config: PretrainConfig | str = CONFIG) -> int:
     """Steps an arm's run has behind it: its record's, else its newest checkpoint's, else 0 (also before the
     shared vocabulary exists, which this does not build)."""
-    cfg = get_config(config) if isinstance(config, str) else config
-    if arm.init is None and not (tokenizer_folder(settings, cfg) / "tokenizer.json").exists():
+    if _needs_vocabulary(arm, settings, config):
         return 0
-    call = _call(arm, seed, tokens, settings, config)
-    cfg = effective_config(call["config"], limit=settings.limit)
-    plan = plan_pretraining(cfg, call["corpus"], call["variant"], call["init"], call["tokenizer_dir"], call["tag"],
-                            settings)
+    plan = _plan(arm, seed, tokens, settings, config)
     record = plan.key.path(settings.results_root)
     if record.exists():
         return int(rec.read_record(record).details["steps_done"])
@@ -150,3 +169,22 @@ def run_unit(arm: Arm, seed: int, tokens: int, settings: Settings, unit_steps: i
         return run_pretraining(**call, stop_after=stop, progress=progress)
     except Stopped as stopped:
         return stopped.steps_done
+
+
+def pilot_gate(scores: Mapping[str, Mapping[str, Sequence[float]]], margin: float = GO_MARGIN) -> dict[str, Any]:
+    """The pilot's go/no-go from test scores (0-100) by arm and task over fine-tuning seeds: go on when #3
+    beats #0 by at least ``margin`` points on the mean over the tasks. Also #4 - #3 (full text against
+    abstracts), which the pilot reports but does not gate on."""
+    missing = [(a, t) for a in ("0", "3") for t in scores.get("0", {}) if not scores.get(a, {}).get(t)]
+    if not scores.get("0") or missing:
+        raise ValueError(f"the gate needs #0 and #3 on the same tasks; missing: {missing or 'arm #0'}")
+
+    def mean(values: Sequence[float]) -> float:
+        return sum(values) / len(values)
+
+    per_task = {t: mean(scores["3"][t]) - mean(scores["0"][t]) for t in scores["0"]}
+    gain = mean(list(per_task.values()))
+    fulltext = ({t: mean(scores["4"][t]) - mean(scores["3"][t]) for t in scores["0"] if scores["4"].get(t)}
+                if "4" in scores else {})
+    return {"scratch_minus_random": per_task, "mean_gain": gain, "margin": margin, "go": gain >= margin,
+            "fulltext_minus_abstracts": fulltext}
