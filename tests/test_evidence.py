@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from medibio.core.errors import InputFormatError
+from medibio.core.errors import InputFormatError, MedibioError
 from medibio.core.settings import Settings
 from medibio.results import drift, recorded, significance
 from medibio.results.aggregate import results_table
@@ -282,3 +282,17 @@ def test_nothing_here_exits_non_zero_with_what_is_wrong(hand_runs: HandRuns, tmp
     code, _, err = run_main(["results", "compare", "cpu/minilm/ift-STS-B", "cpu/minilm/base", "--results-root",
                              str(moved), "--data-root", str(other.data)], capsys)
     assert code == 2 and "no dataset in common" in err, err
+
+
+def test_a_build_from_a_recording_with_altered_evidence_stops_before_any_chapter(hand_runs: HandRuns,
+                                                                                 session_settings: Settings,
+                                                                                 tmp_path: Path) -> None:
+    from medibio.book.build import build_book
+
+    record = hand_runs.write("base", 1)
+    _seal(record, hand_runs.results)
+    _flip_one_byte(record.predictions_file(hand_runs.results))
+    settings = session_settings.replace(results_root=tmp_path / "build", recorded=hand_runs.results)
+    with pytest.raises(MedibioError, match=r"(?s)do not verify.*SHA-256 expected"):
+        build_book("cpu", settings, root=tmp_path / "book", only=["intro"], html=False)
+    assert not (tmp_path / "build").exists()

@@ -44,6 +44,7 @@ from medibio.core.errors import InputFormatError, MedibioError
 from medibio.core.paths import REPO_ROOT
 from medibio.core.settings import Settings
 from medibio.results import recorded
+from medibio.results.verify import verify
 
 CONFIG_FILES = ("_config.yml", "_toc.yml")
 
@@ -382,6 +383,10 @@ def build_book(profile: str, settings: Settings, *, root: Path = REPO_ROOT, only
         if profile not in recorded.origin(settings.recorded)["profiles"]:
             raise MedibioError(f"{settings.recorded} holds no recorded runs of profile {profile!r}; a build from "
                                "recorded results renders a profile that was recorded")
+        checked = verify(settings.recorded)  # a recording whose evidence was altered renders nothing
+        if not checked.ok:
+            raise MedibioError(f"the recorded results do not verify (`medibio results verify {settings.recorded}`):\n"
+                               + checked.describe())
         copied = recorded.seed_results_root(settings.recorded, settings.results_root)
         progress.say(f"… rendering from the recorded results in {settings.recorded} ({copied} files copied to "
                      f"{settings.results_root}); no run trains")
