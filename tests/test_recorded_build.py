@@ -13,6 +13,7 @@ import pytest
 from medibio.book import appendix
 from medibio.book import notebook as nb
 from medibio.book.build import build_book
+from medibio.core import progress
 from medibio.core.errors import MedibioError
 from medibio.core.settings import Settings
 from medibio.results import recorded
@@ -85,6 +86,37 @@ def test_a_run_the_recording_lacks_is_an_error_naming_it(recording, session_sett
         assert "toy seed 1" in message and "finetune/cpu/toy/base/BIOSSES seed 1" in message
         assert plan.key.config_digest in message and "never trains" in message
     assert kind.trained == 0 and not toy_plan(1, lr=2e-3).key.path(results).exists()
+
+
+def test_a_run_recorded_where_the_machine_decided_precision_otherwise_is_still_the_recorded_run(
+        session_settings, tmp_path):
+    """A recording made on a CPU with native bf16 renders on one without: the plan differs there only in its
+    machine entry (the precision that CPU falls back to), so the recorded run is reused and the line says so;
+    a difference in any other entry is still a run the recording lacks."""
+    def plan(precision: str | None, lr: float = 1e-3) -> protocol.Plan:
+        configuration = {"lr": lr, **({"precision": precision} if precision else {})}
+        return protocol.plan("finetune", "cpu", "toy", "base", "BIOSSES", 1, configuration, {"lr": lr},
+                             "toy seed 1", machine=("precision",))
+
+    recording = tmp_path / "reference"
+    protocol.run(Toy(), plan(None), session_settings.replace(results_root=recording))  # decided as requested
+    results = tmp_path / "results"
+    recorded.seed_results_root(recording, results)
+    settings = session_settings.replace(results_root=results, recorded=recording)
+    here = plan("no")  # this machine falls back to fp32: another digest
+    assert here.key.config_digest != plan(None).key.config_digest
+    kind, lines = Toy(), []
+    with progress.sink(lambda kind_, info: lines.append(info.get("text", ""))):
+        record, reused = protocol.run(kind, here, settings)
+    assert reused and kind.trained == 0 and record.config_digest == plan(None).key.config_digest
+    assert any("recorded on a machine that decided precision as requested (this machine: no)" in line
+               for line in lines)
+    with pytest.raises(protocol.NotRecordedError):
+        protocol.run(kind, plan("no", lr=2e-3), settings)
+    assert kind.trained == 0
+    # outside a recorded build nothing is borrowed: this machine's run is its own, and it trains
+    record, reused = protocol.run(kind, here, session_settings.replace(results_root=results))
+    assert not reused and kind.trained == 1 and record.config_digest == here.key.config_digest
 
 
 def test_seeding_refuses_the_recording_itself_and_a_root_holding_other_runs(recording, tmp_path):

@@ -150,7 +150,8 @@ def plan_frozen(dataset: str, model: str | None = None, profile: str | Profile =
                "probe": probe.to_dict() | {"batch_size": probe.batch_size}}
     tag = zoo.model_tag(model)
     return protocol.plan(KIND, prof.name, tag, method, spec.name, SEED, configuration, request,
-                         f"frozen {method} {spec.name} [{tag}]", Job(spec, model, prof, method, caps, probe))
+                         f"frozen {method} {spec.name} [{tag}]", Job(spec, model, prof, method, caps, probe),
+                         machine=("probe.precision",))
 
 
 # --------------------------------------------------------------------------- frozen features

@@ -131,7 +131,7 @@ def plan_run(dataset: str, model: str | None = None, seed: int = 1,
     job = Job(spec, model, int(seed), prof, cfg, chain, stage_configs, plain_overrides(overrides), model_hash,
               allow_overlap)
     return protocol.plan(KIND, prof.name, tag, var, spec.name, seed, configuration, request,
-                         f"{spec.name} seed {seed} [{var}] {tag}", job)
+                         f"{spec.name} seed {seed} [{var}] {tag}", job, machine=("precision",))
 
 
 def plan_runs(tasks: str | Sequence[str], model: str | None = None,

@@ -128,4 +128,4 @@ def plan_pretraining(config: PretrainConfig, corpus: str = "biomed-abstracts", v
     job = Job(config, corpus, variant, init_text, None if tokenizer_dir is None else str(tokenizer_dir), tag,
               tuple(notes))
     return protocol.plan(KIND, config.name, start, tag, corpus_label(corpus), config.seed, configuration, request,
-                         f"pretrain {config.name}/{tag}", job)
+                         f"pretrain {config.name}/{tag}", job, machine=("precision",))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -49,21 +49,26 @@ class NotRecordedError(MedibioError):
 class Plan:
     """One run, resolved before anything is trained: its key, the effective configuration (``payload``,
     whose digest is the key's), the ``request`` that plans it again, a ``label`` for progress lines, and
-    ``job``: what the kind's ``train`` needs (specs, config objects)."""
+    ``job``: what the kind's ``train`` needs (specs, config objects); ``machine``: the dotted paths of payload
+    entries that this machine decides rather than the request (the precision a CPU without native bf16 falls
+    back to), which a build from recorded results may find decided otherwise where the runs were recorded."""
 
     key: RunKey
     payload: dict[str, Any]
     request: dict[str, Any]
     label: str
     job: Any = None
+    machine: tuple[str, ...] = ()
 
 
 def plan(kind: str, profile: str, model_tag: str, variant: str, dataset: str, seed: int,
-         configuration: Mapping[str, Any], request: Mapping[str, Any], label: str, job: Any = None) -> Plan:
-    """A :class:`Plan` whose identity payload is ``configuration`` under this protocol's version and kind."""
+         configuration: Mapping[str, Any], request: Mapping[str, Any], label: str, job: Any = None,
+         machine: Sequence[str] = ()) -> Plan:
+    """A :class:`Plan` whose identity payload is ``configuration`` under this protocol's version and kind
+    (``machine``: see :class:`Plan`)."""
     payload = {"protocol": PROTOCOL, "kind": kind, **configuration}
     key = RunKey(kind, profile, model_tag, variant, dataset, int(seed), digest(payload))
-    return Plan(key, payload, dict(request), label, job)
+    return Plan(key, payload, dict(request), label, job, tuple(machine))
 
 
 @dataclass
@@ -175,6 +180,53 @@ def _claim(plan_: Plan, root: Path, force: bool, accelerator: Any, stack: contex
     return rec.RunRecord.from_dict(found) if found is not None else None
 
 
+def _without(payload: Mapping[str, Any], paths: Sequence[str]) -> dict[str, Any]:
+    """``payload`` without the entries at the dotted ``paths`` (absent ones are no difference)."""
+    out = dict(payload)
+    for path in paths:
+        head, _, rest = path.partition(".")
+        if rest and isinstance(out.get(head), Mapping):
+            out[head] = _without(out[head], [rest])
+        elif not rest:
+            out.pop(head, None)
+    return out
+
+
+def _entries(payload: Mapping[str, Any], paths: Sequence[str]) -> dict[str, Any]:
+    """The values at the dotted ``paths`` of ``payload``; ``"as requested"`` where there is none (a kind may
+    write the entry only where the machine departs from the request)."""
+    values = {}
+    for path in paths:
+        node: Any = payload
+        for part in path.split("."):
+            node = node.get(part, "as requested") if isinstance(node, Mapping) else "as requested"
+        values[path] = node
+    return values
+
+
+def _recorded_elsewhere(plan_: Plan, root: Path) -> tuple[rec.RunRecord | None, str]:
+    """In a build from recorded results: the record of this very run made on a machine that decided the
+    plan's machine entries (``Plan.machine``: precision) otherwise — a CPU with native bf16 computes what this
+    one would compute in fp32 — and the note that says so; (None, "") when there is none.
+
+    A recorded build renders what was recorded, wherever it is rendered: without this, the same recording
+    would render on one CPU type and stop on another. Every other entry of the configuration must match."""
+    if not plan_.machine:
+        return None, ""
+    key = plan_.key
+    wanted = _without(plan_.payload, plan_.machine)
+    found = [record for path in sorted(key.path(root).parent.parent.glob(f"*/{key.path(root).name}"))
+             if (record := rec.read_record(path)).config is not None
+             and _without(record.config, plan_.machine) == wanted]
+    if not found:
+        return None, ""
+    record = max(found, key=lambda r: r.created or "")
+    recorded, here = _entries(record.config, plan_.machine), _entries(plan_.payload, plan_.machine)
+    differ = ", ".join(f"{path} {recorded[path]} (this machine: {here[path]})" for path in plan_.machine
+                       if recorded[path] != here[path])
+    return record, f"; recorded on a machine that decided {differ}"
+
+
 def _name_outputs(outcome: Outcome, key: RunKey, root: Path) -> None:
     """Put the names of the predictions file and the artifact folders into the record (every process)."""
     if outcome.predictions is not None:
@@ -235,9 +287,13 @@ def run(kind: Kind, plan_: Plan, settings: Settings, accelerator: Any = None, fo
     key = plan_.key
     with contextlib.ExitStack() as stack:
         record = _claim(plan_, root, force, accelerator, stack, wait)
+        elsewhere = ""
+        if record is None and settings.recorded is not None:
+            record, elsewhere = _recorded_elsewhere(plan_, root)
         if record is not None:
             if _main(accelerator):
-                progress.say(f"= {plan_.label}: reused its record ({kind.describe(record)}; {key.path(root)})",
+                where = record.path(root) if elsewhere else key.path(root)
+                progress.say(f"= {plan_.label}: reused its record ({kind.describe(record)}; {where}){elsewhere}",
                              kind="run", reused=True)
             reused = True
         else:
