@@ -205,3 +205,60 @@ def test_equivalence_outcome(low: float, high: float, side: int, delta: float, e
     assert V.verdict(low, high, side, delta) == expected
     if expected == V.EQUIVALENT:
         assert V.verdict_text(expected, delta) == f"no difference larger than {delta:g}"
+
+
+def test_the_recorded_biosses_claim_survives_perturbations_within_its_seed_spread(data_root) -> None:
+    """On reference/'s own cpu runs (BIOSSES after STS-B against without, 3 seeds each): every test
+    prediction is perturbed by noise small enough that no run's score moves by more than its system's
+    recorded seed spread, ten times; the claim's interval ends move by at most the largest change of a draw,
+    and its verdict changes only where an end crossed 0 or ±δ."""
+    import json
+    from pathlib import Path
+
+    from medibio.results.recorded import REFERENCE_ROOT
+    from medibio.tasks.predictions import load_gold
+
+    gold = load_gold("BIOSSES", "test", data_root)
+    folder = Path(REFERENCE_ROOT) / "finetune" / "cpu" / "minilm"
+    systems = {}
+    for variant in ("ift-STS-B", "base"):
+        files = sorted((folder / variant / "BIOSSES").glob("*/seed*.test.jsonl"))
+        if not files:
+            pytest.skip(f"reference/ has no cpu {variant} BIOSSES predictions")
+        values = []
+        for f in files:
+            by_id = {r["id"]: float(r["prediction"]) for r in map(json.loads, f.read_text().splitlines())}
+            values.append(np.array([by_id[i] for i in gold.ids]))
+        systems[variant] = values
+
+    def runs(name: str, values: list[np.ndarray]) -> Runs:
+        stats = tuple(unit_stats("BIOSSES", list(gold.references), list(v), list(gold.ids)) for v in values)
+        return Runs(name, "BIOSSES", tuple(range(1, len(values) + 1)), (), frozenset(gold.ids), stats)
+
+    claim = V.get("ift-biosses")
+    seed = V.claim_seed(claim.id)
+    before = multi_bootstrap([(runs("a", systems["ift-STS-B"]), runs("b", systems["base"]))], resamples=1999,
+                             seed=seed)["mean"]
+    spreads = {k: float(np.std(runs(k, v).scores)) for k, v in systems.items()}
+    rng = np.random.default_rng(35)
+    for _ in range(10):
+        moved_values = {}
+        for k, values in systems.items():
+            size = 0.05
+            while True:  # the largest noise (halving from 0.05) that keeps every run inside the seed spread
+                trial = [v + size * rng.standard_normal(len(v)) for v in values]
+                change = np.abs(np.array(runs(k, trial).scores) - np.array(runs(k, values).scores))
+                if change.max() < spreads[k]:
+                    break
+                size /= 2
+            moved_values[k] = trial
+        after = multi_bootstrap([(runs("a", moved_values["ift-STS-B"]), runs("b", moved_values["base"]))],
+                                resamples=1999, seed=seed)["mean"]
+        largest = float(np.max(np.abs(after.draws - before.draws)))
+        assert abs(after.low - before.low) <= largest + 1e-9 and abs(after.high - before.high) <= largest + 1e-9
+        old, new = (V.verdict(x.low, x.high, claim.side, claim.test.delta) for x in (before, after))
+        if old != new:
+            bounds = (0.0, -claim.test.delta, claim.test.delta)
+            assert any(min(before.low, after.low) <= c <= max(before.low, after.low)
+                       or min(before.high, after.high) <= c <= max(before.high, after.high) for c in bounds)
+        assert _excludes_zero(after.low, after.high) == (after.p_value < ALPHA)
