@@ -63,8 +63,9 @@ def test_cpu_dry_run_of_the_gpu_check(tmp_path, data_root) -> None:
     assert size <= pack.LIMIT_BYTES
     rows = (folder / "MANIFEST.tsv").read_text(encoding="utf-8").splitlines()[1:]
     assert {r.split("\t")[0] for r in rows} >= {"run.py", "src.tar.gz", "data.tar.gz", "model/model.safetensors"}
-    header = json.loads((folder / "model" / "model.safetensors").read_bytes()[8:8 + 4096].split(b"}}")[0] + b"}}")
-    assert {v["dtype"] for k, v in header.items() if k != "__metadata__"} == {"F16"}
+    weights = (folder / "model" / "model.safetensors").read_bytes()
+    header = json.loads(weights[8:8 + int.from_bytes(weights[:8], "little")])  # safetensors: length, JSON header
+    assert {v["dtype"] for k, v in header.items() if k != "__metadata__"} == {"F16", "I64"}  # floats, position ids
     out, work = tmp_path / "out", tmp_path / "work"
     proc = subprocess.run([sys.executable, str(folder / "run.py"), "--limit", "16", "--epochs", "1", "--budget", "1200", "--cap-scale", "4",
                            "--out", str(out), "--work", str(work)], cwd=tmp_path, capture_output=True, text=True,

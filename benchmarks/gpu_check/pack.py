@@ -38,14 +38,15 @@ from medibio.models import zoo
 
 LIMIT_BYTES = 58 * 2**20
 # Distributions the GPU image lacks (closure of datasets, seqeval, papermill, ipykernel and nbclient over this
-# environment's metadata, less what the image has and less jedi, parso and debugpy), and two the chapters'
-# kernels import besides: myst-nb (glue) and docutils.
+# environment's metadata, less what the image has and less jedi, parso and debugpy), two the chapters'
+# kernels import besides: myst-nb (glue) and docutils, and attrs (jsonschema's), which an image with torch,
+# transformers and the others named in docs/gpu-check.md need not have (setup installs only what is missing).
 WHEELS = ("datasets", "dill", "multiprocess", "seqeval", "papermill", "nbclient", "nbformat", "entrypoints",
           "tenacity", "fastjsonschema", "jsonschema", "jsonschema-specifications", "referencing", "rpds-py",
           "jupyter-client", "jupyter-core", "platformdirs", "pyzmq", "tornado", "traitlets", "ipykernel",
           "comm", "matplotlib-inline", "nest-asyncio2", "ipython", "ipython-pygments-lexers", "prompt-toolkit",
           "wcwidth", "stack-data", "executing", "asttokens", "pure-eval", "pexpect", "ptyprocess", "myst-nb",
-          "docutils")
+          "docutils", "attrs")
 SOURCE_ONLY = {"seqeval"}  # no wheel on PyPI: built here (pure Python)
 MODEL_FILES = ("config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 DATA = ("blurb/GAD", "blurb/BC5CDR-chem", "blurb/BIOSSES", "ift/stsb")

@@ -348,9 +348,10 @@ def run_trainer(work: Path, limit: int | None) -> None:
     known = inspect.signature(TrainingArguments).parameters
     versioned = {"warmup_ratio": hp["warmup_ratio"]} if "warmup_ratio" in known else {
         "warmup_steps": float(hp["warmup_ratio"])}
-    if hp["length_bucketing"]:
-        versioned.update({"group_by_length": True} if "group_by_length" in known else
-                         {"train_sampling_strategy": "group_by_length"})
+    if hp["length_bucketing"] and "group_by_length" in known:
+        versioned["group_by_length"] = True
+    elif hp["length_bucketing"] and "train_sampling_strategy" in known:
+        versioned["train_sampling_strategy"] = "group_by_length"
     args = TrainingArguments(**versioned,
         output_dir=str(work / "trainer"), learning_rate=hp["learning_rate"],
         per_device_train_batch_size=hp["batch_size"], per_device_eval_batch_size=hp["eval_batch_size"],
