@@ -44,8 +44,10 @@ def test_a_slower_cpu_scales_the_time_and_recorded_runs_are_not_counted(tmp_path
     assert slower.scale == pytest.approx(2.0)
     assert (slower.to_train, slower.recorded_here) == (fresh.to_train - 1, 1)
     assert slower.seconds == pytest.approx(2 * (fresh.seconds - scierc[0].wall_time_s / 2))
+    # the SciERC chapter trains its runs itself, one after the other, while the background process computes
+    # the frozen baselines: a run less is its whole time less there
     assert slower.chapters["table_4_scierc"] == pytest.approx(
-        2 * (fresh.chapters["table_4_scierc"] - scierc[0].wall_time_s / 2))
+        2 * (fresh.chapters["table_4_scierc"] - scierc[0].wall_time_s))
 
 
 def test_one_chapter_on_one_core_counts_its_own_runs_in_one_process(tmp_path):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from medibio.book import background
@@ -80,7 +80,6 @@ class Estimate:
     scale: float  # this machine's step time / the recording machine's
     step_s: float
     processes: int
-    notes: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         minutes = self.seconds / 60
@@ -112,13 +111,11 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
         return f"no estimate: {root} holds no recorded runs of profile {profile!r}"
     slugs = [c.slug for c in execution_order(tuple(chosen)) if c.is_notebook]
     in_background = background.wanted(profile, chosen, execute)
-    first = slugs[0] if slugs else None
     results_root = Path(settings.results_root)
     train: list[RunRecord] = []
     here = 0
     for record in planned:
-        chapter = chapter_of(record) if record.kind != "frozen" else (first if in_background else None)
-        if chapter not in slugs:
+        if (chapter_of(record) or (slugs[0] if in_background else None)) not in slugs:
             continue
         if settings.recorded is not None or recorded_here(record, results_root):
             here += 1
@@ -129,14 +126,40 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
     step_s = (step or _measure(requested))()
     scale = step_s / RECORDING_STEP_S
     processes = 2 if in_background and (cores or os.cpu_count() or 1) >= 2 else 1
-    other = OTHER_WORK_S / len(execution_order())
-    per_chapter = {slug: other * scale for slug in slugs}
+    chapters = _by_chapter(slugs, train, scale, processes)
+    return Estimate(sum(chapters.values()), chapters, len(train), here, sum(r.wall_time_s for r in train), scale,
+                    step_s, processes)
+
+
+def _by_chapter(slugs: list[str], train: list[RunRecord], scale: float, processes: int) -> dict[str, float]:
+    """Expected seconds per chapter. In one process each chapter takes its runs' time (the frozen baselines:
+    the first chapter's). In two, the background process computes the frozen baselines while the chapters
+    before the fine-tuning ones train their own runs, then trains ahead of the fine-tuning chapters
+    (:data:`medibio.book.background.FINETUNES`): what is left of that shared work when they start is done by
+    both processes, half the time, in proportion to each chapter's own runs."""
+    other = OTHER_WORK_S / len(execution_order()) * scale
+    own = dict.fromkeys(slugs, 0.0)
+    frozen = 0.0
     for record in train:
-        per_chapter[chapter_of(record) if record.kind != "frozen" else first] += (
-            record.wall_time_s * scale / processes)
-    notes = [] if settings.recorded is None else [f"rendered from {settings.recorded}: nothing trains"]
-    return Estimate(sum(per_chapter.values()), per_chapter, len(train), here,
-                    sum(r.wall_time_s for r in train), scale, step_s, processes, notes)
+        seconds = record.wall_time_s * scale
+        if chapter_of(record) is None:
+            frozen += seconds
+        else:
+            own[chapter_of(record)] += seconds
+    shared_chapters = [slug for slug in slugs if slug in background.FINETUNES] if processes == 2 else []
+    if not shared_chapters:
+        if slugs:
+            own[slugs[0]] += frozen
+        return {slug: own[slug] + other for slug in slugs}
+    times, capacity = {}, 0.0
+    for slug in slugs[:slugs.index(shared_chapters[0])]:
+        times[slug] = own[slug] + other
+        capacity += own[slug]  # (OTHER_WORK_S was measured against this: runs halved, the rest not)
+    shared = sum(own[slug] for slug in shared_chapters)
+    left = max(shared + frozen - capacity, 0.0) / processes
+    for slug in slugs[slugs.index(shared_chapters[0]):]:
+        times[slug] = other + (left * own[slug] / shared if slug in shared_chapters and shared else own[slug])
+    return times
 
 
 def _measure(requested: str) -> Callable[[], float]:
