@@ -424,7 +424,7 @@ def test_a_cache_that_is_a_file_or_read_only_gets_advice_that_helps(tmp_path: Pa
     cache.write_text("")
     monkeypatch.setenv("MEDIBIO_CACHE", str(cache))
     code, _, err = _run(["finetune", "--task", "BIOSSES", "--results-root", str(tmp_path / "r")], capsys)
-    assert code == 2 and f"cache root {cache} ($MEDIBIO_CACHE or its option): a file, not a folder" in err
+    assert code == 2 and f"{cache}: expected a folder (the cache, $MEDIBIO_CACHE), got a file" in err
     cache.unlink()
     cache.mkdir()
     inside = str(cache / "tiny-deberta" / "config.json")

@@ -70,11 +70,9 @@ class Settings:
     def __post_init__(self) -> None:
         for name in ("data_root", "results_root", "cache_root"):
             object.__setattr__(self, name, Path(getattr(self, name)).expanduser())
-        for name, variable in (("data_root", DATA_ENV), ("results_root", RESULTS_ENV), ("cache_root", CACHE_ENV)):
-            folder = getattr(self, name)
-            if folder.exists() and not folder.is_dir():  # said here, not as "File exists" deep in a run
-                raise SettingsError(f"{name.replace('_', ' ')} {folder} (${variable} or its option): a file, not a "
-                                    "folder; point it at a folder")
+        if self.cache_root.exists() and not self.cache_root.is_dir():  # said here, not as "File exists" in a run
+            raise SettingsError(f"{self.cache_root}: expected a folder (the cache, ${CACHE_ENV}), got a file; point "
+                                f"${CACHE_ENV} at a folder")
         if self.recorded is not None:
             object.__setattr__(self, "recorded", Path(self.recorded).expanduser())
         if self.limit is not None and self.limit < 1:
