@@ -412,6 +412,17 @@ def test_limit_1_on_a_correlation_task_is_refused_before_training(tmp_path: Path
                          str(tmp_path / "empty"), "--results-root", str(results)], capsys)
     assert code == 2 and "BIOSSES: 1 train example" in err and "needs at least 2" in err
     assert not results.exists() or not any(results.rglob("*.json"))
+    # the frozen cosine baseline and an intermediate STS-B stage: the same rule, before anything is computed
+    from medibio.baselines.frozen import plan_frozen
+    from medibio.core.errors import MedibioError
+    from medibio.core.profiles import get as profile
+    from medibio.core.settings import Settings
+    from medibio.ift.stages import stage_config
+
+    with pytest.raises(MedibioError, match="BIOSSES: 1 train example"):
+        plan_frozen("BIOSSES", profile="smoke", settings=Settings(limit=1, data_root=tmp_path / "empty"))
+    with pytest.raises(MedibioError, match="STS-B: 1 train example"):
+        stage_config("STS-B", profile("smoke").limited(1), tmp_path / "empty")
 
 
 def test_a_cache_that_is_a_file_or_read_only_gets_advice_that_helps(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -124,6 +124,7 @@ def _caps(spec: TaskSpec, prof: Profile, overrides: Mapping[str, Any] | None) ->
     else:  # an IFT similarity set: its intermediate-stage length and the profile's caps (no training)
         cfg = config.apply_overrides(config.intermediate_preset(spec.name, prof, spec.max_length), spec.name,
                                      overrides)
+    config.check_scorable(spec, cfg)  # a correlation of one example: refused before any feature is computed
     return {"max_train_examples": cfg.max_train_examples, "max_dev_examples": cfg.max_dev_examples,
             "max_test_examples": cfg.max_test_examples, "max_length": cfg.max_length,
             "class_weighting": cfg.class_weighting, "subset_seed": SUBSET_SEED}
