@@ -5,7 +5,7 @@
   (also under ``accelerate launch -m medibio pretrain ...``)
 * ``medibio pretrain --show table3|table5|configs|schedule [--json]`` prints the configuration tables.
 * ``medibio vocab train CORPUS --size N --out DIR``
-* ``medibio study unit --arm 3 --seed 1 [--tokens 5000000] [--unit-steps 50]``: one resumable unit of the
+* ``medibio study unit --arm 3 --seed 1 [--tokens 5000000] [--unit-steps 25]``: one resumable unit of the
   Table 5 study's pretraining (issue 40); ``medibio study status`` lists where every arm stands;
   ``medibio study pilot`` fine-tunes the pilot's arms and prints its go/no-go.
 """
@@ -180,8 +180,9 @@ def study_unit(
     seed: int = typer.Option(..., "--seed", help="Pretraining seed.", callback=check.at_least(0)),
     tokens: int = typer.Option(10_000_000, "--tokens", help="Tokens the arm's run sees in all (the pilot: "
                                "5000000).", callback=check.at_least(1)),
-    unit_steps: int = typer.Option(50, "--unit-steps", help="At most this many more steps, a multiple of the "
-                                   "checkpoint interval (50 steps of 8,192 tokens: under an hour here).",
+    unit_steps: int = typer.Option(25, "--unit-steps", help="At most this many more steps, a multiple of the "
+                                   "checkpoint interval (25 steps of 8,192 tokens: 5-35 minutes on one thread "
+                                   "here, quiet to loaded).",
                                    callback=check.at_least(1)),
     work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
     data_root: Path = typer.Option(None, "--data-root", help="Data root override."),

@@ -127,7 +127,7 @@ CONFIGS: dict[str, PretrainConfig] = {
         model=ModelShape(layers=4, hidden=256, heads=4, intermediate=1024, vocab_size=30_000, max_position=512,
                          position_buckets=128),
         max_steps=1_221, warmup_steps=122, effective_batch=64, per_device_batch=64, learning_rate=5e-4,
-        seq_length=128, save_every=50, log_every=10, corpus_max_mb=None, vocab_sample_mb=50.0,
+        seq_length=128, save_every=25, log_every=5, corpus_max_mb=None, vocab_sample_mb=50.0,
         mixed_precision="auto", text_form="sumpubmed",
     ),
     "smoke": PretrainConfig(

@@ -155,7 +155,7 @@ def steps_done(arm: Arm, seed: int, tokens: int, settings: Settings, config: Pre
     return int(ckpt.name.split("-")[1]) if ckpt is not None else 0
 
 
-def run_unit(arm: Arm, seed: int, tokens: int, settings: Settings, unit_steps: int = 100,
+def run_unit(arm: Arm, seed: int, tokens: int, settings: Settings, unit_steps: int = 25,
              config: PretrainConfig | str = CONFIG, progress: bool = False) -> rec.RunRecord | int:
     """Train one unit of an arm's run: at most ``unit_steps`` more steps (a multiple of the config's
     checkpoint interval, so that the unit ends on a checkpoint). Returns the record when the run finished,
