@@ -9,6 +9,7 @@ import pytest
 
 from medibio.core import hashing
 from medibio.core.settings import Settings
+from tests.support.runs import safetensors_of
 
 
 def test_digest_ignores_key_order_and_container_type() -> None:
@@ -59,7 +60,7 @@ def inputs(tmp_path):
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text('{"model_type": "bert"}', encoding="utf-8")
-    (model / "model.safetensors").write_bytes(b"\x01" * 64)
+    (model / "model.safetensors").write_bytes(safetensors_of(b"\x01" * 64))
     (model / "vocab.txt").write_text("[PAD]\n[UNK]\n", encoding="utf-8")
     data = tmp_path / "data"
     data.mkdir()
@@ -119,7 +120,9 @@ def test_the_digest_changes_with_the_model_weights_tokenizer_and_config(inputs, 
     model, data = inputs
     before = _digest(model, data)
     path = model / name
-    path.write_bytes(path.read_bytes() + b" ")
+    changed = path.read_bytes()
+    # one byte changed (a weights file keeps its length: a longer one is no complete safetensors file)
+    path.write_bytes(changed[:-1] + bytes([changed[-1] ^ 1]) if name.endswith(".safetensors") else changed + b" ")
     assert _digest(model, data) != before
 
 

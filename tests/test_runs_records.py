@@ -13,6 +13,7 @@ from medibio.core.errors import InputFormatError
 from medibio.models import zoo
 from medibio.runs import records as R
 from medibio.runs.identity import RunKey
+from tests.support.runs import safetensors_of
 
 DIGEST = "0123456789ab"
 
@@ -127,15 +128,16 @@ def test_model_tag_of_local_folder_is_its_name(tmp_path: Path):
 def test_fingerprint_covers_config_and_weights(tmp_path: Path):
     folder = tmp_path / "m"
     folder.mkdir()
+    weights = safetensors_of(b"\x01" * 3000)
     (folder / "config.json").write_text('{"model_type": "bert"}')
-    (folder / "model.safetensors").write_bytes(b"\x01" * 3000)
+    (folder / "model.safetensors").write_bytes(weights)
     (folder / "README.md").write_text("ignored")
     expected = hashlib.sha256(b"config.json\0" + b'{"model_type": "bert"}'
-                              + b"model.safetensors\0" + b"\x01" * 3000).hexdigest()
+                              + b"model.safetensors\0" + weights).hexdigest()
     assert zoo.fingerprint(folder) == "sha256:" + expected
     (folder / "README.md").write_text("still ignored")
     assert zoo.fingerprint(folder) == "sha256:" + expected
-    (folder / "model.safetensors").write_bytes(b"\x02" * 3001)
+    (folder / "model.safetensors").write_bytes(safetensors_of(b"\x02" * 3001))
     assert zoo.fingerprint(folder) != "sha256:" + expected
 
 
@@ -145,7 +147,7 @@ def test_fingerprint_of_hub_id_is_that_of_its_whole_snapshot(monkeypatch: pytest
     folder = tmp_path / "snapshot"
     folder.mkdir()
     (folder / "config.json").write_text('{"model_type": "bert"}')
-    (folder / "model.safetensors").write_bytes(b"\x03" * 100)
+    (folder / "model.safetensors").write_bytes(safetensors_of(b"\x03" * 100))
     (folder / "vocab.txt").write_text("[PAD]\n")
     asked: list[str] = []
     monkeypatch.setattr(zoo, "hub_snapshot", lambda repo: asked.append(repo) or folder)

@@ -77,7 +77,7 @@ def _memory_gib() -> float | None:
 
 
 def _gpus() -> int:
-    if not Path("/proc/driver/nvidia").exists() and not os.environ.get("CUDA_VISIBLE_DEVICES"):
+    if not Path("/proc/driver/nvidia").exists():
         return 0  # no NVIDIA driver: no need to import torch to know
     import torch
 

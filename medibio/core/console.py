@@ -12,7 +12,6 @@ Colour and bold reach a terminal only: a log written to a file gets no ANSI code
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from typing import IO, TYPE_CHECKING, Any
@@ -42,10 +41,10 @@ def styled(text: str, style: str) -> Text:
 
 
 def colours(stream: IO[str] | None = None) -> bool:
-    """Whether ``stream`` (stderr by default) is a terminal that should get colour (not with ``NO_COLOR``)."""
+    """Whether ``stream`` (stderr by default) is a terminal, which alone gets colour."""
     stream = sys.stderr if stream is None else stream
     isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+    return bool(isatty and isatty())
 
 
 def style(text: str, stream: IO[str] | None = None, **how: Any) -> str:

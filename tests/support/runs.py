@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -26,3 +27,10 @@ class NotingKind:
 
     def train(self, plan, ctx) -> protocol.Outcome:
         return protocol.Outcome(ctx.record(model=MODEL, score_test=1.0, details=self.note()))
+
+
+def safetensors_of(payload: bytes) -> bytes:
+    """A complete safetensors file holding ``payload`` as one uint8 tensor (model weights are checked whole,
+    :mod:`medibio.models.weights`, so a test's stand-in weights must be a well-formed file)."""
+    header = json.dumps({"w": {"dtype": "U8", "shape": [len(payload)], "data_offsets": [0, len(payload)]}}).encode()
+    return len(header).to_bytes(8, "little") + header + payload
