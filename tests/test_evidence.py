@@ -211,7 +211,8 @@ def test_a_newer_limited_run_never_takes_the_place_of_the_profiles_runs(hand_run
     assert limited.limited == 8 and rec.read_record(limited.path(root)).limited == 8
     row = results_table(root).query("row == 'BioASQ'").iloc[0]
     assert row["mean"] == pytest.approx(90.0) and row["n"] == 2
-    assert "LIMITED" not in row["note"] and "1 older configuration" in row["note"]
+    assert "LIMITED" not in row["note"] and "1 other configuration(s) not shown (older, or made under --limit)" \
+        in row["note"]
     system = significance.System.parse("cpu/minilm/base").records(root, "BioASQ")
     assert {r.limited for r in system} == {None}
 

@@ -155,7 +155,11 @@ def results_table(source: Iterable[RunRecord] | str | Path, profile: str | None 
         recs = [r for r in source if (profile is None or r.profile == profile)
                 and (tag is None or r.model_tag == tag) and (variant is None or r.variant == variant)
                 and (canon is None or r.dataset == canon)]
-    recs, left_out = newest_configurations(recs)
+    every = list(recs)
+    recs, left_out = newest_configurations(every)
+    kept = {id(r) for r in recs}
+    limited_left_out = {(r.profile, r.model_tag, r.variant, r.dataset) for r in every
+                        if id(r) not in kept and r.limited is not None}
     order = {n: i for i, n in enumerate(registry.names())}
     groups: dict[tuple[str, str, str], list[RunRecord]] = {}
     for rec in recs:
@@ -167,7 +171,9 @@ def results_table(source: Iterable[RunRecord] | str | Path, profile: str | None 
         for row in ds_rows:
             others = left_out.get((*key, row["row"]), 0)
             if others:
-                row["note"] = "; ".join(filter(None, [row["note"], f"{others} older configuration(s) not shown"]))
+                what = (f"{others} older configuration(s) not shown" if (*key, row["row"]) not in limited_left_out else
+                        f"{others} other configuration(s) not shown (older, or made under --limit)")
+                row["note"] = "; ".join(filter(None, [row["note"], what]))
         rows.extend(ds_rows)
         if aggregates:
             rows.extend(_aggregate_rows(key, ds_rows))
