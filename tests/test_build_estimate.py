@@ -8,6 +8,7 @@ import pytest
 
 from medibio.book import estimate as est
 from medibio.book.build import select
+from medibio.core import precision
 from medibio.core.progress import Countdown
 from medibio.core.settings import Settings
 from medibio.results.recorded import REFERENCE_ROOT
@@ -17,12 +18,22 @@ def _settings(tmp_path, **kw) -> Settings:
     return Settings(data_root=tmp_path / "data", results_root=tmp_path / "results", cache_root=tmp_path / "cache", **kw)
 
 
+def same(precision: str) -> float:
+    """The recording machine's own step: this machine is that one."""
+    return est.RECORDING_STEP_S[precision]
+
+
+def bf16_cpu(requested: str) -> str:
+    """A CPU with native bf16, as the recording machine had (pretraining's ``gpu`` stays fp32 there)."""
+    return precision.precision_for(precision.Device("cpu", native_bf16=True), requested)
+
+
 def _trained(records):
     return [r for r in records if r.status == "ok" and r.wall_time_s]
 
 
 def test_a_fresh_build_on_the_recording_machine_is_estimated_at_the_recording_build(tmp_path):
-    found = est.estimate("cpu", _settings(tmp_path), select(), step=lambda: est.RECORDING_STEP_S, cores=2)
+    found = est.estimate("cpu", _settings(tmp_path), select(), step=same, precision_here=bf16_cpu, cores=2)
     planned = _trained(est.planned_runs("cpu"))
     assert found.to_train == len(planned) and found.recorded_here == 0 and found.processes == 2
     assert found.recorded_seconds == pytest.approx(est.RECORDED_RUNS_S, rel=1e-3)
@@ -39,8 +50,8 @@ def test_a_slower_cpu_scales_the_time_and_recorded_runs_are_not_counted(tmp_path
     target = scierc[0].path(settings.results_root).parent.with_name("0123456789ab") / held.name
     target.parent.mkdir(parents=True)
     shutil.copy2(held, target)
-    fresh = est.estimate("cpu", _settings(tmp_path / "empty"), select(), step=lambda: est.RECORDING_STEP_S, cores=2)
-    slower = est.estimate("cpu", settings, select(), step=lambda: 2 * est.RECORDING_STEP_S, cores=2)
+    fresh = est.estimate("cpu", _settings(tmp_path / "empty"), select(), step=same, precision_here=bf16_cpu, cores=2)
+    slower = est.estimate("cpu", settings, select(), step=lambda p: 2 * same(p), precision_here=bf16_cpu, cores=2)
     assert slower.scale == pytest.approx(2.0)
     assert (slower.to_train, slower.recorded_here) == (fresh.to_train - 1, 1)
     assert slower.seconds == pytest.approx(2 * (fresh.seconds - scierc[0].wall_time_s / 2))
@@ -51,7 +62,7 @@ def test_a_slower_cpu_scales_the_time_and_recorded_runs_are_not_counted(tmp_path
 
 
 def test_one_chapter_on_one_core_counts_its_own_runs_in_one_process(tmp_path):
-    found = est.estimate("cpu", _settings(tmp_path), select(["table_4_scierc"]), step=lambda: est.RECORDING_STEP_S,
+    found = est.estimate("cpu", _settings(tmp_path), select(["table_4_scierc"]), step=same, precision_here=bf16_cpu,
                          cores=1)
     scierc = _trained(r for r in est.planned_runs("cpu") if r.kind == "scierc")
     assert (found.to_train, found.processes, list(found.chapters)) == (len(scierc), 1, ["table_4_scierc"])
@@ -59,7 +70,7 @@ def test_one_chapter_on_one_core_counts_its_own_runs_in_one_process(tmp_path):
 
 
 def test_no_estimate_where_no_recorded_configuration_runs(tmp_path):
-    never = lambda: pytest.fail("measured although there is nothing to estimate")  # noqa: E731
+    never = lambda precision: pytest.fail("measured although there is nothing to estimate")  # noqa: E731
     assert "--limit 4" in est.estimate("cpu", _settings(tmp_path, limit=4), select(), step=never)
     assert "no recorded runs of profile 'smoke'" in est.estimate("smoke", _settings(tmp_path), select(), step=never)
     assert "--no-execute" in est.estimate("cpu", _settings(tmp_path), select(), execute=False, step=never)
@@ -77,9 +88,34 @@ def test_the_countdown_keeps_the_pace_of_the_finished_stages():
     now[0] += 90.0
     short.finish("a")  # under a minute expected so far: the estimates stand as they are
     assert short.left() == 60.0
+    long = Countdown({"first": 90.0, "rest": 3000.0}, clock=lambda: now[0])
+    now[0] += 9.0
+    long.finish("first")  # a tenth of its estimate, but under a tenth of the whole: no pace from it yet
+    assert long.left() == 3000.0
 
 
 def test_no_estimate_for_another_model(tmp_path):
     found = est.estimate("cpu", _settings(tmp_path), select(), model="tiny-deberta",
-                         step=lambda: pytest.fail("measured"))
+                         step=lambda precision: pytest.fail("measured"))
     assert "not 'tiny-deberta'" in found
+
+
+def test_each_run_is_scaled_from_the_precision_it_was_recorded_in_to_the_one_it_will_use(tmp_path):
+    """On a CPU without native bf16 every run trains in fp32: the runs recorded in bf16 scale by this CPU's fp32
+    step over the recording machine's bf16 step, the pretraining run (fp32 there too) by the two fp32 steps."""
+    measured = []
+
+    def fp32_here(precision):
+        measured.append(precision)
+        return 3 * est.RECORDING_STEP_S["no"]
+
+    found = est.estimate("cpu", _settings(tmp_path), select(["table_3_pretraining", "table_4_scierc"]),
+                         step=fp32_here, precision_here=lambda requested: "no", cores=1)
+    assert measured == ["no"] and found.steps == {"no": pytest.approx(3 * est.RECORDING_STEP_S["no"])}
+    planned = _trained(est.planned_runs("cpu"))
+    pretrain = sum(r.wall_time_s for r in planned if r.kind == "pretrain")
+    scierc = sum(r.wall_time_s for r in planned if r.kind == "scierc")
+    bf16_scale = 3 * est.RECORDING_STEP_S["no"] / est.RECORDING_STEP_S["bf16"]
+    other = est.OTHER_WORK_S / len(select()) * 3  # the work besides training scales as fp32 does
+    assert found.chapters["table_3_pretraining"] == pytest.approx(3 * pretrain + other)
+    assert found.chapters["table_4_scierc"] == pytest.approx(bf16_scale * scierc + other)

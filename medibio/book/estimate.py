@@ -1,16 +1,16 @@
 """How long a book build will take on this machine, said before it trains anything.
 
 The runs a build trains are those of the recorded build in ``reference/`` (the same profile's runs, every kind)
-that the build's results root does not hold yet; each recorded run says how long it took
-(``wall_time_s``). A short measurement of this CPU (:func:`medibio.core.speed.training_step_seconds`, in the
-precision the runs will use) against the same measurement's value for the machine that recorded them
-(:data:`RECORDING_STEP_S`) scales those times to this machine. The book trains in two one-thread processes on
-a CPU with two cores or more (a chapter and the background process, :mod:`medibio.book.background`), so the
-runs' time is halved there; what a build does besides training (kernels, light chapters, the HTML, run pages)
-is :data:`OTHER_WORK_S` at the recording, scaled the same way.
+that the build's results root does not hold yet; each recorded run says how long it took (``wall_time_s``) and
+in which precision. A short measurement of this CPU (:func:`medibio.core.speed.training_step_seconds`, in wall
+time, in the precision each run will use here) against the same measurement's value for the machine that
+recorded them in the precision it used (:data:`RECORDING_STEP_S`) scales each run's time to this machine. The
+book trains in two one-thread processes on a CPU with two cores or more (a chapter and the background process,
+:mod:`medibio.book.background`); what a build does besides training (kernels, light chapters, the HTML, run
+pages) is :data:`OTHER_WORK_S` at the recording, scaled as fp32 work.
 
-The estimate assumes the load it measured lasts; more cores than two make it pessimistic (a chapter's runs
-then get more threads). ``docs/benchmarks.md`` compares it with real builds.
+The measurement sees the load of its moment and assumes it lasts; more cores than two make the estimate
+pessimistic (a chapter's runs then get more threads). ``docs/benchmarks.md`` compares it with real builds.
 """
 
 from __future__ import annotations
@@ -32,15 +32,18 @@ from medibio.runs.records import KINDS, RunRecord, load_records
 RECORDING_BUILD_S = 30 * 60 + 34
 RECORDED_RUNS_S = 3156.3
 OTHER_WORK_S = RECORDING_BUILD_S - RECORDED_RUNS_S / 2
-# What training_step_seconds would measure on the recording machine, inferred by a calibration on another
-# (docs/benchmarks.md, "The estimate before a build"): an AMD EPYC without AVX-512 (fp32), loaded by other jobs,
-# so CPU time rather than wall time: its step took 0.2395 s (median of six), its one-thread run of the recorded
-# BC5-chem configuration 244.4 s (250.5 s less 6 s of imports) against the recorded 64.59 s:
-# 0.2395 × 64.59 / 244.4.
-RECORDING_STEP_S = 0.0633
+# What training_step_seconds would measure on the recording machine in each precision its runs used (bf16
+# autocast for fine-tuning, SciERC and the frozen baselines; fp32 for pretraining), inferred by a calibration
+# on another machine (docs/benchmarks.md, "The estimate before a build"): an AMD EPYC without AVX-512, where
+# everything trains in fp32, loaded by other jobs, so in CPU time rather than wall time. Its fp32 step took
+# 0.2395 s (median of six); its one-thread runs of recorded configurations took, in CPU time less 6 s of imports,
+# BC5-chem (bf16 there) 244.4 s against the recorded 64.59 s, and the pretraining run (fp32 there)
+# 58.8 s (64.8 s less 6 s) against the recorded 47.76 s.
+RECORDING_STEP_S = {"bf16": round(0.2395 * 64.59 / 244.4, 4), "no": round(0.2395 * 47.76 / 58.8, 4)}
 
 # The chapter that trains each kind of run (fine-tuning after an intermediate task: Tables 1–2; frozen
 # baselines: the background process, beside the first chapters).
+_NAMES = {"bf16": "bf16", "no": "fp32"}
 _CHAPTER_OF_KIND = {"pretrain": "table_3_pretraining", "scierc": "table_4_scierc",
                     "ift-stage": "tables_1_2_intermediate_finetuning"}
 
@@ -68,6 +71,24 @@ def recorded_here(record: RunRecord, results_root: Path) -> bool:
     return any(record.path(results_root).parent.parent.glob(f"*/seed{record.seed}.json"))
 
 
+def _precision(value: str | None) -> str:
+    return "no" if value in (None, "", "no", "fp32") else str(value)
+
+
+def recorded_precision(record: RunRecord) -> str:
+    """accelerate's ``mixed_precision`` a recorded run computed in (``"bf16"`` or ``"no"``): what fine-tuning and
+    SciERC record as used, pretraining in its details, a frozen baseline as its precision, an IFT stage as asked."""
+    hp, details = record.hyperparameters, record.details
+    return _precision(hp.get("mixed_precision_used") or details.get("mixed_precision") or hp.get("precision")
+                      or hp.get("mixed_precision"))
+
+
+def requested_precision(record: RunRecord) -> str:
+    """The precision a run of this configuration asks for (``bf16``, pretraining's ``gpu``: bf16 on a GPU only;
+    ``auto`` where it names none), which :func:`medibio.core.precision.precision_for` turns into this CPU's."""
+    return record.hyperparameters.get("mixed_precision") or record.hyperparameters.get("precision") or "auto"
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A build's expected time here, in total and per executed chapter (for the progress line's countdown)."""
@@ -77,8 +98,8 @@ class Estimate:
     to_train: int  # runs the build will train
     recorded_here: int  # planned runs the results root already holds
     recorded_seconds: float  # the runs to train, as long as they took where they were recorded
-    scale: float  # this machine's step time / the recording machine's
-    step_s: float
+    scale: float  # this machine's step time / the recording machine's, weighted by the runs' recorded time
+    steps: dict[str, float]  # the step measured here, per precision the runs will compute in
     processes: int
 
     def describe(self) -> str:
@@ -86,20 +107,25 @@ class Estimate:
         trains = (f"trains {self.to_train} runs ({self.recorded_seconds / 60:.0f} min where reference/ was "
                   f"recorded; {self.recorded_here} already recorded here)" if self.to_train else
                   f"trains nothing ({self.recorded_here} runs recorded here)")
-        return (f"estimate: this build {trains}; this CPU runs a training step in {self.step_s * 1000:.0f} ms "
-                f"against {RECORDING_STEP_S * 1000:.0f} ms there (x{self.scale:.2f}), {self.processes} "
+        steps = ", ".join(f"{_NAMES[p]} {s * 1000:.0f} ms" for p, s in self.steps.items())
+        there = ", ".join(f"{_NAMES[p]} {s * 1000:.0f} ms" for p, s in RECORDING_STEP_S.items())
+        return (f"estimate: this build {trains}; a training step takes {steps} on this CPU now, {there} where "
+                f"they were recorded (x{self.scale:.2f} overall), {self.processes} "
                 f"training process{'es' if self.processes > 1 else ''}: about {minutes:.0f} min\n  by chapter: "
                 + ", ".join(f"{slug} {seconds / 60:.1f}" for slug, seconds in self.chapters.items()) + " min")
 
 
 def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, execute: bool = True,
-             model: str | None = None, step: Callable[[], float] | None = None, root: str | Path = REFERENCE_ROOT,
+             model: str | None = None, step: Callable[[str], float] | None = None,
+             precision_here: Callable[[str], str] | None = None, root: str | Path = REFERENCE_ROOT,
              cores: int | None = None) -> Estimate | str:
     """The expected time of a build of ``chosen`` chapters (for ``model``; None: the profile's), or a sentence
     saying why there is none.
 
-    ``step`` measures this CPU (default: :func:`medibio.core.speed.training_step_seconds` on one thread in
-    the profile's precision); ``cores``: this machine's (default ``os.cpu_count()``)."""
+    ``step(precision)`` measures this CPU (default: :func:`medibio.core.speed.training_step_seconds` on one
+    thread); ``precision_here(requested)``: what a run asking for ``requested`` computes in here (default: this
+    CPU's answer); ``cores``: this machine's (default ``os.cpu_count()``). Each run's recorded time is scaled by
+    the step in the precision it will use here over the recording machine's step in the precision it used."""
     if not execute:
         return "no estimate: nothing executes (--no-execute)"
     if model is not None and model != profiles.get(profile).model:
@@ -121,27 +147,35 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
             here += 1
         elif record.status == "ok" and record.wall_time_s:
             train.append(record)
-    requested = next((r.hyperparameters["mixed_precision"] for r in planned
-                      if r.hyperparameters.get("mixed_precision")), "auto")
-    step_s = (step or _measure(requested))()
-    scale = step_s / RECORDING_STEP_S
+    here_precision = precision_here or _precision_here
+    measure = step or _measure
+    wanted = {here_precision(requested_precision(r)) for r in planned if r.status == "ok" and r.wall_time_s}
+    steps = {p: measure(p) for p in sorted(wanted)}
+
+    def scale(record: RunRecord) -> float:
+        return steps[here_precision(requested_precision(record))] / RECORDING_STEP_S[recorded_precision(record)]
+
+    timed = [r for r in planned if r.status == "ok" and r.wall_time_s]
+    overall = sum(r.wall_time_s * scale(r) for r in timed) / sum(r.wall_time_s for r in timed)
+    # the work besides training (kernels, imports, pandas, Sphinx) is fp32 work whatever the runs use
+    other = steps["no"] / RECORDING_STEP_S["no"] if "no" in steps else overall
     processes = 2 if in_background and (cores or os.cpu_count() or 1) >= 2 else 1
-    chapters = _by_chapter(slugs, train, scale, processes)
-    return Estimate(sum(chapters.values()), chapters, len(train), here, sum(r.wall_time_s for r in train), scale,
-                    step_s, processes)
+    chapters = _by_chapter(slugs, [(r, r.wall_time_s * scale(r)) for r in train], other, processes)
+    return Estimate(sum(chapters.values()), chapters, len(train), here, sum(r.wall_time_s for r in train), overall,
+                    steps, processes)
 
 
-def _by_chapter(slugs: list[str], train: list[RunRecord], scale: float, processes: int) -> dict[str, float]:
+def _by_chapter(slugs: list[str], train: list[tuple[RunRecord, float]], other_scale: float,
+                processes: int) -> dict[str, float]:
     """Expected seconds per chapter. In one process each chapter takes its runs' time (the frozen baselines:
     the first chapter's). In two, the background process computes the frozen baselines while the chapters
     before the fine-tuning ones train their own runs, then trains ahead of the fine-tuning chapters
     (:data:`medibio.book.background.FINETUNES`): what is left of that shared work when they start is done by
     both processes, half the time, in proportion to each chapter's own runs."""
-    other = OTHER_WORK_S / len(execution_order()) * scale
+    other = OTHER_WORK_S / len(execution_order()) * other_scale
     own = dict.fromkeys(slugs, 0.0)
     frozen = 0.0
-    for record in train:
-        seconds = record.wall_time_s * scale
+    for record, seconds in train:
         if chapter_of(record) is None:
             frozen += seconds
         else:
@@ -162,9 +196,15 @@ def _by_chapter(slugs: list[str], train: list[RunRecord], scale: float, processe
     return times
 
 
-def _measure(requested: str) -> Callable[[], float]:
-    """The step of :mod:`medibio.core.speed` on one thread, in what ``requested`` precision becomes on this CPU."""
+def _precision_here(requested: str) -> str:
+    """What ``requested`` becomes for a run on this machine's CPU (:func:`medibio.core.precision.precision_for`)."""
     from medibio.core import precision
+
+    return precision.precision_for(precision.Device("cpu", precision.cpu_has_bf16()), requested)
+
+
+def _measure(precision: str) -> float:
+    """The step of :mod:`medibio.core.speed` on one thread in ``precision``, in wall time (the load counts)."""
     from medibio.core.speed import training_step_seconds
 
-    return lambda: training_step_seconds(precision.precision_for(requested=requested), threads=1)
+    return training_step_seconds(precision, threads=1)

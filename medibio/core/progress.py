@@ -214,8 +214,9 @@ class CellStatus:
 
 class Countdown:
     """One overall time left for work done in named stages whose times were estimated up front (a book's
-    chapters): the stages not finished yet, at the pace the finished ones kept against their estimates
-    (once they were expected to take a minute or more; before that, the estimates as they are)."""
+    chapters): the stages not finished yet, at the pace the finished ones kept against their estimates, once
+    those were expected to take a minute and a tenth of the whole (before that, one short stage would set the
+    pace of all; the estimates stand as they are)."""
 
     def __init__(self, estimates: dict[str, float], clock: Callable[[], float] = time.monotonic) -> None:
         self.estimates = dict(estimates)
@@ -227,9 +228,11 @@ class Countdown:
         self.finished.add(stage)
 
     def pace(self) -> float:
-        """Time taken so far over the time the finished stages were expected to take (1 until that is a minute)."""
+        """Time taken so far over the time the finished stages were expected to take (1 until that is a minute
+        and a tenth of the whole)."""
         expected = sum(s for name, s in self.estimates.items() if name in self.finished)
-        return (self.clock() - self.started) / expected if expected >= 60 else 1.0
+        enough = max(60.0, 0.1 * sum(self.estimates.values()))
+        return (self.clock() - self.started) / expected if expected >= enough else 1.0
 
     def left(self) -> float:
         pace = self.pace()
