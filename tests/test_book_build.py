@@ -207,6 +207,20 @@ def test_a_failing_notebook_is_reported_with_its_cell_and_the_others_still_run(t
     assert printed.strip() == "smoke"
 
 
+def test_a_page_that_cannot_be_prepared_is_a_failed_chapter_not_a_crash(tmp_path, monkeypatch) -> None:
+    src = tmp_path / "one.ipynb"
+    nbformat.write(_nb(["1 + 1"]), str(src))
+
+    def unparsable(path: Path) -> None:
+        raise SyntaxError("invalid syntax in the parameters cell")
+
+    monkeypatch.setattr(build.pages, "prepare_file", unparsable)
+    result = build.execute_chapter(chapters.TocEntry("one", "One", str(src)), tmp_path, {"profile": "smoke"})
+    assert result.failed and result.error == "preparing the page failed: SyntaxError: invalid syntax in the " \
+        "parameters cell"
+    assert (tmp_path / "one.ipynb").is_file()  # the execution itself is kept, as papermill wrote it
+
+
 def test_missing_source_is_a_failure_not_a_crash(tmp_path) -> None:
     chapter = chapters.TocEntry("ghost", "Ghost", str(tmp_path / "ghost.ipynb"))
     result = build.execute_chapter(chapter, tmp_path, {"profile": "smoke"})

@@ -90,6 +90,20 @@ def test_verify_finds_orphans_missing_files_unparsable_records_and_records_witho
     assert code == 1 and "3 problem(s)" in out
 
 
+def test_an_unfinished_runs_work_folder_is_no_orphan_and_sealing_reports_a_missing_file(hand_runs: HandRuns) -> None:
+    root = hand_runs.results
+    sealed = _seal(hand_runs.write("base", 1), root)
+    work = sealed.parent / ".seed2.work" / "encoder"  # a run killed (or still training): no record yet
+    work.mkdir(parents=True)
+    (work / "model.safetensors").write_bytes(b"partial")
+    assert verify(root).ok, verify(root).describe()
+    unsealed = hand_runs.write("base", 3)  # written before digests, and its predictions are gone
+    unsealed.path(root).with_name("seed3.test.jsonl").unlink()
+    found = verify(root, add_missing=True)  # one problem among the others, not the end of the check
+    assert not found.ok and found.records == 2 and not found.sealed
+    assert len(found.problems) == 1 and "seed3.test.jsonl" in found.problems[0], found.describe()
+
+
 @pytest.mark.parametrize("make", ["missing", "file", "empty", "kind folder", "data root"])
 def test_verify_refuses_what_is_no_results_root(tmp_path: Path, make: str, capsys) -> None:
     target = tmp_path / "x"

@@ -482,3 +482,17 @@ def test_a_failure_during_the_html_step_leaves_the_previous_site(tmp_path: Path,
     assert build.build_html(tmp_path, finish=lambda site: (site / "runs").mkdir()) == html
     assert (html / "index.html").read_text() == "new" and (html / "runs").is_dir()
     assert sorted(p.name for p in (tmp_path / "_build").iterdir()) == ["html"]  # no staging folder left
+
+    # the last step fails: the new site cannot take the old one's place, and the old one goes back
+    real_rename = Path.rename
+
+    def rename(self: Path, target: Any) -> Path:
+        if self.name == "html" and self.parent.name == "_build" and Path(target) == html:
+            raise OSError(errno.EXDEV, "Invalid cross-device link", str(self))
+        return real_rename(self, target)
+
+    monkeypatch.setattr(build.subprocess, "run", _FakeJupyterBook("newer"))
+    monkeypatch.setattr(Path, "rename", rename)
+    with pytest.raises(OSError, match="cross-device"):
+        build.build_html(tmp_path)
+    assert (html / "index.html").read_text() == "new"

@@ -193,7 +193,7 @@ def execute_chapter(chapter: TocEntry, book_dir: Path, parameters: dict[str, Any
             if aside != out:
                 progress.say(f"{chapter.slug}: the failed execution is kept aside in {aside}; {out} is the previous one")
         if out.is_file():
-            pages.prepare_file(out)
+            _prepare(out)
         return ChapterResult(chapter.slug, "failed", time.perf_counter() - start, str(out),
                              cell_index=index, execution_count=exc.exec_count,
                              cell_source=source, error=f"{exc.ename}: {exc.evalue}")
@@ -204,8 +204,20 @@ def execute_chapter(chapter: TocEntry, book_dir: Path, parameters: dict[str, Any
         partial.replace(out)
     finally:
         partial.unlink(missing_ok=True)  # an interrupted or crashed execution: the previous chapter stays
-    pages.prepare_file(out)  # one parameters cell, code collapsed, no stray outputs
+    problem = _prepare(out)  # one parameters cell, code collapsed, no stray outputs
+    if problem:
+        return ChapterResult(chapter.slug, "failed", time.perf_counter() - start, str(out), error=problem)
     return ChapterResult(chapter.slug, "executed", time.perf_counter() - start, str(out))
+
+
+def _prepare(out: Path) -> str | None:
+    """Make an executed chapter read like a page (:func:`medibio.book.pages.prepare_file`); what goes wrong
+    there is reported like a failing chapter, never raised past the build's other chapters."""
+    try:
+        pages.prepare_file(out)
+    except Exception as exc:  # a parameters cell pages cannot parse, a notebook it cannot rewrite ...
+        return f"preparing the page failed: {type(exc).__name__}: {exc}"
+    return None
 
 
 _INSERTED_TAGS = {"injected-parameters", "papermill-error-cell-tag"}
@@ -345,7 +357,12 @@ def build_html(root: Path = REPO_ROOT, keep_going: bool = False,
         old = staging / "previous"
         if html.exists():
             html.rename(old)
-        built.rename(html)
+        try:
+            built.rename(html)
+        except OSError:
+            if old.exists() and not html.exists():
+                old.rename(html)  # the previous site goes back before the staging folder is removed
+            raise
         return html
     finally:
         shutil.rmtree(staging, ignore_errors=True)

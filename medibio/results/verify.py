@@ -63,7 +63,7 @@ def verify(root: str | Path, add_missing: bool = False) -> Verification:
                 named.update(_check(path, result, add_missing))
         for path in files:
             if path in named or (path.name.startswith("seed") and path.suffix == ".lock") \
-                    or any(parent in kept for parent in path.parents):
+                    or any(parent in kept or _work_folder(parent) for parent in path.parents):
                 continue
             result.problems.append(f"{path}: no run record names this file (an orphan: delete it, or restore the "
                                    "record it belongs to)")
@@ -80,9 +80,13 @@ def _check(path: Path, result: Verification, add_missing: bool) -> set[Path]:
         result.problems.append(str(exc) if str(path) in str(exc) else f"{path}: {exc}")
         return set()
     result.records += 1
-    if add_missing and not record.legacy and add_digests(record, path.parent):
-        write_json(path, record.to_dict())
-        result.sealed.append(path)
+    try:
+        if add_missing and not record.legacy and add_digests(record, path.parent):
+            write_json(path, record.to_dict())
+            result.sealed.append(path)
+    except MedibioError as exc:  # e.g. its predictions are gone: one problem among the others, not the end
+        result.problems.append(str(exc))
+        return set()
     named = {path.parent / name for name in (record.predictions, *record.digests) if name}
     for file in sorted(named):
         try:
@@ -96,3 +100,9 @@ def _check(path: Path, result: Verification, add_missing: bool) -> set[Path]:
                                    f"check that it is the run's own file, then `medibio results verify "
                                    f"{result.root} --add-digests`")
     return named
+
+
+def _work_folder(folder: Path) -> bool:
+    """The work folder of a run that has not finished (``.seed<N>.work``, killed or still training): it has
+    no record yet by definition, and the protocol resumes from it."""
+    return folder.name.startswith(".seed") and folder.name.endswith(".work")
