@@ -14,6 +14,7 @@ import pytest
 from medibio.book import verdicts as V
 from medibio.results.significance import Runs, multi_bootstrap
 from medibio.tasks.bootstrap import (
+    alpha_of,
     bootstrap_distribution,
     bootstrap_p,
     order_interval,
@@ -22,7 +23,7 @@ from medibio.tasks.bootstrap import (
 )
 from medibio.tasks.units import unit_stats
 
-ALPHA = 1 - 0.95  # as the code computes it: the iff must hold in floating point too
+ALPHA = alpha_of(0.95)  # as the code computes it: the iff must hold in floating point too
 GOLD = np.linspace(0.0, 4.0, 40)  # 40 BIOSSES-like pairs
 
 
@@ -43,7 +44,8 @@ def test_tail_rank_is_the_smallest_tail_count_whose_p_is_not_below_alpha(resampl
 
 def test_too_few_resamples_are_refused() -> None:
     with pytest.raises(ValueError, match="B ≥ 20"):
-        tail_rank(18)
+        tail_rank(19)  # p can be no smaller than 1 / 20 = 0.05, which is not below alpha = 0.05
+    assert tail_rank(20) == 1 and alpha_of(0.95) == 0.05
 
 
 def test_interval_excludes_zero_exactly_when_p_is_below_alpha_on_random_draws() -> None:
@@ -190,10 +192,17 @@ def test_a_rebuild_within_the_seed_spread_flips_a_verdict_only_across_a_boundary
 
 def test_the_draws_do_not_depend_on_the_scores() -> None:
     """What makes the previous test hold: two builds draw the same resamples whatever their predictions."""
-    a, b = _runs("a", [0.0, 0.3], 0.3), _runs("b", [0.0, 0.3], 0.9)
-    one = multi_bootstrap([(a, b)], resamples=299, seed=7)["mean"]
-    same = multi_bootstrap([(a, b)], resamples=299, seed=7)["mean"]
-    assert np.array_equal(one.draws, same.draws)
+    a, a2 = _runs("a", [0.0, 0.3], 0.3), _runs("a2", [0.1, 0.2], 0.6)
+    b, b2 = _runs("b", [0.0, 0.3], 0.9), _runs("b2", [0.2, 0.1], 0.4)
+
+    def draws(x: Runs, y: Runs) -> np.ndarray:
+        return multi_bootstrap([(x, y)], resamples=299, seed=7)["mean"].draws
+
+    assert np.array_equal(draws(a, b), draws(a, b))
+    # other predictions, same resamples: in each draw, B's statistic cancels from (A - B) - (A2 - B) whatever B
+    # is, which holds only if the units and seeds drawn do not depend on what the runs predicted
+    assert not np.allclose(draws(a, b), draws(a2, b))
+    assert np.allclose(draws(a, b) - draws(a2, b), draws(a, b2) - draws(a2, b2))
     assert V.claim_seed("ift-biosses") == V.claim_seed("ift-biosses") != V.claim_seed("ift-hoc")
 
 

@@ -135,3 +135,16 @@ def test_the_pilot_fine_tunes_finished_arms_and_names_unfinished_ones(settings, 
     result = pilot.pilot(here, **options)
     assert set(result["scores"]) == {"0", "3"} and len(result["scores"]["3"]["BC5-chem"]) == 1
     assert result["mean_gain"] == result["scratch_minus_random"]["BC5-chem"] and isinstance(result["go"], bool)
+
+
+def test_the_pilot_names_a_run_without_a_test_score(monkeypatch) -> None:
+    from medibio.book import study as pilot
+    from medibio.core.errors import MedibioError
+    from medibio.runs.records import RunRecord
+
+    skipped = RunRecord(dataset="BC5-chem", model={"tag": "study-3"}, profile="cpu-study", seed=1, status="skipped",
+                        reason="no training split", run_id="finetune/cpu-study/x/base/BC5-chem/seed1@abc")
+    monkeypatch.setattr(pilot, "finetune_arms", lambda settings, **options: {"3": [skipped]})
+    with pytest.raises(MedibioError, match=r"pilot arm 3: finetune/cpu-study/x/base/BC5-chem/seed1@abc has no "
+                                           r"test score \(skipped: no training split\)"):
+        pilot.pilot(Settings())

@@ -271,3 +271,12 @@ def test_without_the_declared_profile_the_judged_profiles_runs_of_the_declared_a
     row = V.rows(made.settings, "cpu", [V.get("ift-biosses")], resamples=499, recorded=None)[0]
     assert row.verdict == V.SUPPORTED and row.ours.runs.startswith("cpu/minilm: ift-STS-B (2 seeds) vs base")
     assert "ift-SICK-R" in row.ours.beside[0].runs
+
+
+def test_runs_made_under_a_limit_say_so_where_a_claim_is_judged_on_them() -> None:
+    full = records.RunRecord(dataset="BIOSSES", model={"tag": "minilm"}, profile="cpu", seed=1,
+                             request={"limit": None})
+    limited = records.RunRecord(dataset="BIOSSES", model={"tag": "minilm"}, profile="cpu", seed=2,
+                                request={"limit": 8})
+    assert V._describe("base", [full]) == "base (1 seed)"
+    assert V._describe("base", [limited, limited]) == "base (2 seeds, LIMITED to 8 examples per split)"

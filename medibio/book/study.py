@@ -52,5 +52,8 @@ def pilot(settings: Settings, **options: Any) -> dict[str, Any]:
     scores = {arm: {} for arm in records}
     for arm, runs in records.items():
         for run in runs:
+            if not run.ok or run.score_test is None:
+                raise MedibioError(f"pilot arm {arm}: {run.run_id} has no test score ({run.status}: "
+                                   f"{run.reason or 'no reason recorded'}); the gate needs every run")
             scores[arm].setdefault(run.dataset, []).append(float(run.score_test))
     return {"scores": scores, **study.pilot_gate(scores)}

@@ -48,7 +48,7 @@ from medibio.results.recorded import REFERENCE_ROOT
 from medibio.results.significance import VERDICT_RESAMPLES, MultiComparison, multi_bootstrap, runs_of
 from medibio.runs.records import RunRecord, load_records
 from medibio.tasks import registry
-from medibio.tasks.bootstrap import CONFIDENCE, bootstrap_p, order_interval
+from medibio.tasks.bootstrap import CONFIDENCE, alpha_of, bootstrap_p, order_interval
 
 SUPPORTED, CONTRADICTED, EQUIVALENT, INCONCLUSIVE, NOT_TESTABLE = (
     "supported", "contradicted", "no difference larger than δ", "inconclusive", "not testable here")
@@ -57,7 +57,7 @@ SIGNIFICANT, NOT_SIGNIFICANT, NO_SPREAD, NO_NUMBERS, INCONSISTENT, DISAGREE = (
     "significant", "not significant", "no spread printed", "no numbers printed", "numbers inconsistent",
     "printed numbers disagree")
 PAPER_VERDICTS = (SIGNIFICANT, NOT_SIGNIFICANT, NO_SPREAD, NO_NUMBERS, INCONSISTENT, DISAGREE)
-ALPHA = 1.0 - CONFIDENCE
+ALPHA = alpha_of(CONFIDENCE)
 
 RULE = (f"Our verdict: the difference A − B between the claim's two systems in the statistic declared for it "
         f"before any run, with its {CONFIDENCE:.0%} interval from a multi-bootstrap (Sellam et al. 2022): "
@@ -65,7 +65,7 @@ RULE = (f"Our verdict: the difference A − B between the claim's two systems in
         "system's fine-tuning seeds (and pretraining seeds where a system has several pretrained models). The "
         "interval is the percentile interval of those draws by order statistics, and p is read from the same "
         "draws (the smallest level at which that interval would exclude zero), so the interval excludes zero "
-        f"exactly when p < {1 - CONFIDENCE:g}. *supported* when the interval lies entirely on "
+        f"exactly when p < {ALPHA:g}. *supported* when the interval lies entirely on "
         "the claimed side of zero (above it for 'A beats B', below it for 'A does not beat B'), *contradicted* "
         "when it lies entirely on the other side, *no difference larger than δ* when it contains zero and lies "
         "inside ±δ (δ declared per claim), *inconclusive* otherwise, *not testable here* when "
@@ -425,7 +425,11 @@ def _best(by_variant: dict[str, list[RunRecord]], intermediates: Sequence[str]) 
 
 
 def _describe(variant: str, records: Sequence[RunRecord]) -> str:
-    return f"{variant} ({len(records)} seed{'s' if len(records) != 1 else ''})"
+    """``base (3 seeds)``; runs made under ``--limit`` (judged only where the profile has no full runs of
+    the variant) say so, since they are another experiment than the profile's."""
+    limits = sorted({r.limited for r in records if r.limited is not None})
+    limited = f", LIMITED to {'/'.join(map(str, limits))} examples per split" if limits else ""
+    return f"{variant} ({len(records)} seed{'s' if len(records) != 1 else ''}{limited})"
 
 
 def _millions(n: float) -> str:
@@ -453,15 +457,6 @@ def scale_of(records: Sequence[RunRecord], root: Path) -> str:
         budget += (f"; intermediate {'+'.join(chain)}: {size} examples × {hp.get('intermediate_epochs') or '?'} "
                    f"epoch, {'one stage per seed' if hp.get('intermediate_seed') is None else 'one stage for all'}")
     return f"{model.get('tag', '?')} ({_millions(model.get('parameters') or 0)} parameters), {pretrained}; {budget}"
-
-
-def _records_root(settings: Settings, profile: str, recorded: Path | None) -> Path | None:
-    """Where a profile's runs are: this build's results root when it holds any, else the ``recorded`` root
-    (``reference/``: a profile of its own, such as ``cpu-ift``, is recorded once rather than rerun by every
-    build; a build from ``reference/`` has copied them into its results root)."""
-    if load_records(settings.results_root, profile=profile):
-        return settings.results_root
-    return recorded
 
 
 def _compare(claim: Claim, by_variant: dict[str, list[RunRecord]], a: str, b: str, root: Path,
@@ -500,10 +495,10 @@ def _ift_evidence(claim: Claim, settings: Settings, profile: str, resamples: int
     judged_model = model_tag(model or profiles.get(profile).model)
     beside = _dev_selected(claim, settings, profile, judged_model, resamples)
     places = [(profile, judged_model, settings.results_root)]
-    if test.profile and test.profile != profile:
-        root = _records_root(settings, test.profile, recorded)
-        if root is not None:
-            places.insert(0, (test.profile, model_tag(profiles.get(test.profile).model), root))
+    if test.profile and test.profile != profile:  # the build's runs of the declared profile, else the recorded
+        declared = model_tag(profiles.get(test.profile).model)
+        roots = [settings.results_root, *([recorded] if recorded not in (None, settings.results_root) else [])]
+        places[:0] = [(test.profile, declared, root) for root in roots]
     for runs_profile, tag, root in places:
         by_variant = _newest(load_records(root, profile=runs_profile, model=tag, dataset=test.dataset))
         if test.a in by_variant and test.b in by_variant:
@@ -755,7 +750,8 @@ def beside_recorded(settings: Settings, profile: str, recorded: Path = REFERENCE
                     resamples: int = VERDICT_RESAMPLES) -> pd.DataFrame:
     """Each claim's verdict on this build's runs beside its verdict on the recorded runs (``reference/``),
     judged by the same rule with the same draws; where they differ, which boundary an interval end crossed
-    (a verdict changes only then: the draws depend on the claim, never on the predictions)."""
+    (a verdict changes only then: the draws depend on the claim and the evidence's shape — runs, units,
+    datasets — never on the predictions; where the shapes differ the draws are not common)."""
     ours = rows(settings, profile, resamples=resamples, recorded=recorded)
     theirs = rows(dataclasses.replace(settings, results_root=Path(recorded)), profile, resamples=resamples,
                   recorded=recorded)

@@ -57,6 +57,7 @@ from medibio.tasks.bootstrap import (
     CONFIDENCE,
     DEFAULT_RESAMPLES,
     Interval,
+    alpha_of,
     bootstrap_distribution,
     bootstrap_interval,
     bootstrap_p,
@@ -302,7 +303,7 @@ class Comparison:
     @property
     def significant(self) -> bool:
         """p below 1 - confidence (0.05 at 95%)."""
-        return self.p_value < 1.0 - self.confidence
+        return self.p_value < alpha_of(self.confidence)
 
     @property
     def citation(self) -> str:

@@ -19,7 +19,7 @@ legacy and never reused.
 A record is the evidence for its files: ``digests`` holds the SHA-256 of each file it publishes beside it
 (its test predictions), and :meth:`RunRecord.predictions_file` — the one way to reach them — refuses a file
 that is missing or differs (:class:`EvidenceError`), so that no table, chapter or interval is ever computed
-from predictions other than the ones the record's scores came from. :func:`verify_root` checks a whole
+from predictions other than the ones the record's scores came from. :func:`medibio.results.verify.verify` checks a whole
 results root (``medibio results verify``).
 """
 

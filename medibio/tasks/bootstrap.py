@@ -111,6 +111,12 @@ def bootstrap_interval(stats: UnitStats | Sequence[UnitStats], resamples: int = 
 # draws by the two functions below, defined so that they cannot disagree (see ``tail_rank``).
 
 
+def alpha_of(confidence: float = CONFIDENCE) -> float:
+    """1 − ``confidence``, rounded so that 95% gives exactly 0.05 (``1.0 - 0.95`` is 0.050000000000000044,
+    under which a p of exactly 0.05 would count as below it)."""
+    return round(1.0 - confidence, 12)
+
+
 def tail_rank(resamples: int, confidence: float = CONFIDENCE) -> int:
     """k, the rank of the interval's ends among ``resamples`` sorted draws: the smallest m for which the
     p-value of :func:`bootstrap_p`, (1 + 2m) / (B + 1), is not below alpha = 1 − confidence.
@@ -121,7 +127,7 @@ def tail_rank(resamples: int, confidence: float = CONFIDENCE) -> int:
     comparison is made in the same floating-point arithmetic as the p-value, so no rounding can separate
     them. For B = 1999 at 95%, k = 50 = (B + 1) × 0.025, Davison & Hinkley's (1997) percentile ends.
     """
-    alpha = 1.0 - confidence
+    alpha = alpha_of(confidence)
     if (1 + 2 * 0) / (resamples + 1) >= alpha:
         raise ValueError(f"{resamples} resamples cannot give a {confidence:.0%} interval that excludes 0 "
                          f"(need (1 + 0) / (B + 1) < {alpha:g}, i.e. B ≥ {math.ceil(1 / alpha)})")
