@@ -438,6 +438,14 @@ def test_a_partial_build_never_mixes_two_profiles(tmp_path: Path, monkeypatch) -
         build.execute_all("cpu", settings, book_dir=book, execute=False)
     assert [r.status for r in build.execute_all("smoke", settings, book_dir=book, execute=False)] == ["kept",
                                                                                                       "copied"]
+    # a chapter's own parameters (its tasks, its seeds) may differ within one book: only profile and model count
+    import nbformat
+
+    kept = nbformat.read(str(book / "one.ipynb"), as_version=4)
+    kept.metadata["papermill"]["parameters"]["seeds"] = [1]
+    nbformat.write(kept, str(book / "one.ipynb"))
+    assert [r.status for r in build.execute_all("smoke", settings, book_dir=book, execute=False,
+                                                extra={"seeds": [1, 2]})] == ["kept", "kept"]
 
 
 class _FakeJupyterBook:

@@ -255,6 +255,11 @@ def _copy_unexecuted(chapter: TocEntry, book_dir: Path) -> ChapterResult:
     return ChapterResult(chapter.slug, "copied", output=str(out))
 
 
+# the parameters that say which book a chapter belongs to; the others (a chapter's tasks, seeds ...) may
+# differ from chapter to chapter within one book
+_BOOK_IDENTITY = ("profile", "model")
+
+
 def _refuse_mixing(book_dir: Path, params: dict[str, Any], kept: Sequence[TocEntry]) -> None:
     """Raise when a chapter this build keeps as it is was executed with other parameters (another profile,
     another model): one book would show two builds, and its run pages (this build's profile's) would not be
@@ -270,11 +275,12 @@ def _refuse_mixing(book_dir: Path, params: dict[str, Any], kept: Sequence[TocEnt
             used = nbformat.read(str(path), as_version=4).metadata.get("papermill", {}).get("parameters", {})
         except Exception:  # noqa: BLE001 - an unreadable kept chapter is reported by the HTML build
             continue
-        changed = [f"{key} {used[key]!r}" for key in params if key in used and used[key] != params[key]]
+        changed = [f"{key} {used[key]!r}" for key in _BOOK_IDENTITY
+                   if key in used and key in params and used[key] != params[key]]
         if changed:
             differ.append(f"{chapter.slug} ({', '.join(changed)})")
     if differ:
-        wanted = ", ".join(f"{k} {v!r}" for k, v in params.items())
+        wanted = ", ".join(f"{k} {params[k]!r}" for k in _BOOK_IDENTITY if k in params)
         raise MedibioError(f"{book_dir} holds chapters executed with other parameters than this build's ({wanted}): "
                            f"{'; '.join(differ)}. Keeping them would mix two builds in one book, and the run pages "
                            "they link to would be replaced: execute every chapter (no --only), or build with their "
