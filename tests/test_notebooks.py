@@ -213,7 +213,7 @@ def test_first_page_indexes_every_artefact_from_the_chapters_records(smoke) -> N
     assert t56["reproductions"]["Table 6"]["runs"] >= 1
     # on smoke the scaled-down Table 5 experiments are off: that artefact shows the paper's numbers only
     assert "Table 5" not in t56["reproductions"]
-    assert s["tables"]["profiles"]["rows"] == ["smoke", "cpu", "gpu", "paper", "cpu-ift"]
+    assert s["tables"]["profiles"]["rows"] == ["smoke", "cpu", "gpu", "paper", "cpu-ift", "cpu-study"]
 
 
 def test_claims_chapter_judges_every_claim(smoke) -> None:
