@@ -15,14 +15,13 @@ pessimistic (a chapter's runs then get more threads). ``docs/benchmarks.md`` com
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from medibio.book import background
 from medibio.book.chapters import TocEntry, execution_order
-from medibio.core import profiles
+from medibio.core import capacity, profiles
 from medibio.core.settings import Settings
 from medibio.results.recorded import REFERENCE_ROOT
 from medibio.runs.records import KINDS, RunRecord, load_records
@@ -124,7 +123,7 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
 
     ``step(precision)`` measures this CPU (default: :func:`medibio.core.speed.training_step_seconds` on one
     thread); ``precision_here(requested)``: what a run asking for ``requested`` computes in here (default: this
-    CPU's answer); ``cores``: this machine's (default ``os.cpu_count()``). Each run's recorded time is scaled by
+    CPU's answer); ``cores``: this machine's (default :func:`medibio.core.capacity.usable_cores`). Each run's recorded time is scaled by
     the step in the precision it will use here over the recording machine's step in the precision it used."""
     if not execute:
         return "no estimate: nothing executes (--no-execute)"
@@ -159,7 +158,7 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
     overall = sum(r.wall_time_s * scale(r) for r in timed) / sum(r.wall_time_s for r in timed)
     # the work besides training (kernels, imports, pandas, Sphinx) is fp32 work whatever the runs use
     other = steps["no"] / RECORDING_STEP_S["no"] if "no" in steps else overall
-    processes = 2 if in_background and (cores or os.cpu_count() or 1) >= 2 else 1
+    processes = 2 if in_background and (cores or capacity.usable_cores()) >= 2 else 1
     chapters = _by_chapter(slugs, [(r, r.wall_time_s * scale(r)) for r in train], other, processes)
     return Estimate(sum(chapters.values()), chapters, len(train), here, sum(r.wall_time_s for r in train), overall,
                     steps, processes)

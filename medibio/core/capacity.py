@@ -44,7 +44,8 @@ class Capacity:
         return f"{self.cores} CPU core(s), {gpus}, {memory}"
 
 
-def _cores() -> int:
+def usable_cores() -> int:
+    """The cores this process may use: its CPU affinity, capped by a container's CPU quota."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -86,7 +87,7 @@ def _gpus() -> int:
 
 def capacity() -> Capacity:
     """This machine's cores, GPUs and available memory, now."""
-    return Capacity(_cores(), _gpus(), _memory_gib())
+    return Capacity(usable_cores(), _gpus(), _memory_gib())
 
 
 def check_processes(processes: int, given_as: str = "--processes / $MEDIBIO_PROCESSES") -> int:
