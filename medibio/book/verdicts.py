@@ -45,10 +45,11 @@ from medibio.paper import audit, sources
 from medibio.paper import claims as printed_claims
 from medibio.results.aggregate import newest_configurations
 from medibio.results.recorded import REFERENCE_ROOT
-from medibio.results.significance import VERDICT_RESAMPLES, MultiComparison, multi_bootstrap, runs_of
+from medibio.results.significance import VERDICT_RESAMPLES, MultiComparison, cv_runs, multi_bootstrap, runs_of
 from medibio.runs.records import RunRecord, load_records
 from medibio.tasks import registry
 from medibio.tasks.bootstrap import CONFIDENCE, alpha_of, bootstrap_p, order_interval
+from medibio.training.config import CV_FOLDS
 
 SUPPORTED, CONTRADICTED, EQUIVALENT, INCONCLUSIVE, NOT_TESTABLE = (
     "supported", "contradicted", "no difference larger than δ", "inconclusive", "not testable here")
@@ -198,7 +199,7 @@ CLAIMS: tuple[Claim, ...] = (
           "§V-D, Tables 6–7", "with IFT", "without", (f"T7|{_IFT}|BIOSSES", "T6|#1|BIOSSES"),
           Test("ift-gain", "BIOSSES", a="ift-STS-B", b="base", profile=_IFT_PROFILE, delta=_IFT_DELTA,
                primary="Pearson r × 100 on the official 20 test pairs, mean over 5 seeds (each with its own STS-B "
-                       "stage); 5-fold cross-validation over the 100 pairs, planned beside it, is not run yet",
+                       "stage); beside it, 5-fold cross-validation over all 100 pairs (each seed's five folds pooled)",
                needs="the cpu-ift runs (docs/verdicts.md): BIOSSES after STS-B and without, seeds 1-5"),
           "tables_1_2_intermediate_finetuning", "ift-for-sentence-similarity",
           checks=("vd-ift-biosses", f"t7-vs-t6-{_BASE}-BIOSSES"), paper_scale=_PAPER_IFT_SCALE),
@@ -470,11 +471,31 @@ def _compare(claim: Claim, by_variant: dict[str, list[RunRecord]], a: str, b: st
     return found, runs
 
 
+def _cv_variant(arm: str, fold: int) -> str:
+    """The variant name of ``arm``'s run on one cross-validation fold (``cv2``, ``ift-STS-B+cv2``), as
+    :func:`medibio.finetune.runner.variant_name` names it."""
+    return f"cv{fold}" if arm == "base" else f"{arm}+cv{fold}"
+
+
+def _cross_validated(claim: Claim, by_variant: dict[str, list[RunRecord]], root: Path, settings: Settings,
+                     resamples: int) -> tuple[Beside, ...]:
+    """The declared arms scored by cross-validation over every example of the dataset (each seed's folds
+    pooled), a labelled row beside the declared statistic; none when either arm lacks complete seeds."""
+    test = claim.test
+    sides = [cv_runs([r for fold in range(1, CV_FOLDS + 1) for r in by_variant.get(_cv_variant(arm, fold), [])],
+                     root, arm, test.dataset, settings.data_root) for arm in (test.a, test.b)]
+    if sides[0] is None or sides[1] is None:
+        return ()
+    found = multi_bootstrap([(sides[0], sides[1])], {"cv": [test.dataset]}, resamples, claim_seed(claim.id))["cv"]
+    label = f"{CV_FOLDS}-fold cross-validation over all {len(sides[0].ids)} examples (secondary, not the verdict's)"
+    return (_beside(label, found, f"{sides[0].system} vs {sides[1].system} on {test.dataset}"),)
+
+
 def _dev_selected(claim: Claim, settings: Settings, profile: str, model: str, resamples: int) -> tuple[Beside, ...]:
     """The judged profile's intermediate picked by dev score (a labelled row beside the declared one)."""
     dataset = claim.test.dataset
     by_variant = _newest(load_records(settings.results_root, profile=profile, model=model, dataset=dataset))
-    intermediates = [v[len(IFT_PREFIX):] for v in by_variant if v.startswith(IFT_PREFIX)]
+    intermediates = [v[len(IFT_PREFIX):] for v in by_variant if v.startswith(IFT_PREFIX) and "+cv" not in v]
     general = [t for t in intermediates if t in GENERAL_DOMAIN]
     if claim.test.kind == "ift-gain":
         a, b = _best(by_variant, intermediates), "base" if "base" in by_variant else None
@@ -505,8 +526,9 @@ def _ift_evidence(claim: Claim, settings: Settings, profile: str, resamples: int
             found = _compare(claim, by_variant, test.a, test.b, root, settings, resamples)
             if found is not None:
                 where = "" if root == settings.results_root else " (recorded in reference/)"
+                cv = _cross_validated(claim, by_variant, root, settings, resamples)
                 return _from(found[0], f"{runs_profile}/{tag}{where}: {found[1]}",
-                             scale_of(by_variant[test.a], root), beside)
+                             scale_of(by_variant[test.a], root), beside + cv)
     return Evidence(needs=test.needs, beside=beside)
 
 

@@ -102,6 +102,10 @@ def register(app: typer.Typer) -> None:
                                               callback=check.option("longer_training")),
         class_weighting: Weighting = typer.Option(None, "--class-weighting", case_sensitive=False,
                                                   help="class-weighted loss for RE/QA (1/count, 1/sqrt(count))"),
+        cv_fold: int = typer.Option(None, "--cv-fold", help="train, select and test on fold K of a 5-fold "
+                                    "cross-validation over all of the task's examples instead of the official "
+                                    "splits (BIOSSES: 20 test pairs per fold, 100 over the five)",
+                                    callback=check.option("cv_fold")),
         variant: str = typer.Option(None, "--variant", help="name of this variant in the results tree",
                                     callback=check.path_component("variant name")),
         results_root: Path = typer.Option(None, "--results-root", help="default $MEDIBIO_RESULTS or results/"),
@@ -126,7 +130,7 @@ def register(app: typer.Typer) -> None:
                                max_length=max_length, grad_accum=grad_accum, max_train_examples=max_train_examples,
                                max_dev_examples=max_dev_examples, freeze_lower=freeze_lower or None, llrd=llrd,
                                reinit_top=reinit_top, bias_correction=False if no_bias_correction else None,
-                               longer_training=longer_training,
+                               longer_training=longer_training, cv_fold=cv_fold,
                                class_weighting=class_weighting.value if class_weighting else None)
         records = runner.run_finetune(task, model, seeds, profile, overrides, intermediate, force, variant,
                                       settings=settings, allow_overlap=allow_overlap)

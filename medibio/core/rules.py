@@ -96,9 +96,12 @@ def _to_text(value: Any) -> str:
     return value
 
 
-def integer(minimum: int) -> Rule:
-    """A whole number ``>= minimum`` (epochs, batch sizes: 1; layers to re-initialise: 0)."""
-    return Rule(f"an integer >= {minimum}", _to_int, lambda x: x >= minimum)
+def integer(minimum: int, maximum: int | None = None) -> Rule:
+    """A whole number ``>= minimum`` (epochs, batch sizes: 1; layers to re-initialise: 0), and
+    ``<= maximum`` where there is one (a fold number)."""
+    if maximum is None:
+        return Rule(f"an integer >= {minimum}", _to_int, lambda x: x >= minimum)
+    return Rule(f"an integer in [{minimum}, {maximum}]", _to_int, lambda x: minimum <= x <= maximum)
 
 
 def seed() -> Rule:

@@ -61,6 +61,8 @@ def variant_name(cfg: config.FinetuneConfig, chain: Sequence[str] = (), base: st
         parts.append("nobiascorr")
     if cfg.longer_training != 1.0:
         parts.append(f"long{cfg.longer_training:g}")
+    if cfg.cv_fold:
+        parts.append(f"cv{cfg.cv_fold}")
     return "+".join(parts) or "base"
 
 
@@ -185,8 +187,13 @@ class FinetuneKind:
                        f"{loaders.OPTIONAL_SPLITS[(spec.name, 'train')]}",
                 hyperparameters=cfg.to_dict(), details=details))
 
+        official = {split: data[split] for split in ("train", "dev", "test")}
+        if cfg.cv_fold:
+            official, note = features.cv_splits(official, cfg.cv_fold, config.CV_FOLDS, SUBSET_SEED)
+            data_notes.append(note)
+            details.update(cv_fold=cfg.cv_fold, cv_folds=config.CV_FOLDS, official_splits=False)
         splits, notes = features.capped_splits(
-            {split: data[split] for split in ("train", "dev", "test")},
+            official,
             {"train": cfg.max_train_examples, "dev": cfg.max_dev_examples, "test": cfg.max_test_examples},
             SUBSET_SEED, "examples", job.profile.name)
         source = zoo.resolve(job.model, ctx.settings.cache_root)

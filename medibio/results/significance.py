@@ -227,6 +227,44 @@ def runs_of(records: Iterable[RunRecord], results_root: str | Path, label: str, 
     return Runs(str(system), name, tuple(seeds), tuple(files), first[1], tuple(stats), labels)
 
 
+def cv_runs(records: Iterable[RunRecord], results_root: str | Path, label: str, dataset: str,
+            data_root: str | Path | None = None) -> Runs | None:
+    """The cross-validated seeds among ``records`` (runs with ``details.cv_fold``) as :class:`Runs` named
+    ``label``: each seed's folds pooled, so that every example of the official splits is scored once, as a
+    test example of its fold (:func:`medibio.training.features.cv_splits`). A seed lacking a fold is left out
+    (the label says how many seeds are complete); None when no seed has every fold."""
+    name = registry.get(dataset).name
+    by_seed: dict[int, dict[int, RunRecord]] = {}
+    folds = 0
+    for rec in records:
+        if rec.dataset == name and rec.ok and rec.predictions and rec.details.get("cv_fold"):
+            by_seed.setdefault(rec.seed, {})[int(rec.details["cv_fold"])] = rec
+            folds = max(folds, int(rec.details.get("cv_folds", 0)))
+    complete = sorted(seed for seed, got in by_seed.items() if folds and len(got) == folds)
+    if not complete:
+        return None
+    root = str(resolve_data_root(data_root))
+    columns = [blurb_predictions.load_gold(name, split, root) for split in ("train", "dev", "test")]
+    gold = blurb_predictions.Gold(name, "all", [i for g in columns for i in g.ids],
+                                  [r for g in columns for r in g.references])
+    stats, files = [], []
+    for seed in complete:
+        pooled: dict[str, Any] = {}
+        for fold in sorted(by_seed[seed]):
+            path = by_seed[seed][fold].predictions_file(results_root)
+            fold_predictions = blurb_predictions.read_predictions(path, name)
+            twice = sorted(set(pooled) & set(fold_predictions))
+            if twice:
+                raise SelectionError(f"{label} seed {seed}: fold {fold} ({path}) scores examples another fold "
+                                     f"scored too ({', '.join(twice[:3])}): not one cross-validation")
+            pooled.update(fold_predictions)
+        files.append(path.parent)  # the seed's folds lie in folders of their own; the last one names it
+        values = blurb_predictions.align(path.parent, pooled, gold)
+        stats.append(unit_stats(name, gold.references, values, gold.ids))
+    system = f"{label} ({folds}-fold CV, {len(complete)} seeds)"
+    return Runs(system, name, tuple(complete), tuple(files), frozenset(gold.ids), tuple(stats))
+
+
 def _as_list(stats: UnitStats | Sequence[UnitStats] | Runs) -> list[UnitStats]:
     if isinstance(stats, Runs):
         return list(stats.stats)

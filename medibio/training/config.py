@@ -30,6 +30,7 @@ from medibio.tasks.spec import TaskSpec
 BLURB_LEARNING_RATES = (1e-5, 3e-5, 5e-5)
 BLURB_BATCH_SIZES = (16, 32)
 CLASS_WEIGHTINGS = ("none", "sqrt", "balanced")
+CV_FOLDS = 5  # the folds of a cross-validated run (FinetuneConfig.cv_fold)
 
 
 @dataclass
@@ -77,6 +78,10 @@ class FinetuneConfig:
     # spread over seeds is the target stage's (the cpu profile: it saves two stage trainings per chain).
     # Left out of to_dict() when None (as pooling), so earlier runs keep their digests.
     intermediate_seed: int | None = None
+    # Fold 1..CV_FOLDS of a cross-validation over all of a task's examples (medibio.training.features.cv_splits)
+    # instead of the official splits: BIOSSES's 20 test pairs are too few to judge an IFT gain alone. Left out
+    # of to_dict() when None (as pooling).
+    cv_fold: int | None = None
 
     def __post_init__(self) -> None:
         for name, rule in OPTION_RULES.items():  # one check for flags, --config files, overrides and profiles
@@ -105,6 +110,8 @@ class FinetuneConfig:
             del data["head_lr_scale"]
         if data["intermediate_seed"] is None:
             del data["intermediate_seed"]
+        if data["cv_fold"] is None:
+            del data["cv_fold"]
         data["effective_epochs"] = self.effective_epochs
         return data
 
@@ -148,6 +155,7 @@ OPTION_RULES: dict[str, checks.Rule] = {
     "intermediate_max_train_examples": checks.integer(1).or_none(),
     "intermediate_epochs": checks.integer(1).or_none(),
     "intermediate_seed": checks.integer(0).or_none(),
+    "cv_fold": checks.integer(1, CV_FOLDS).or_none(),
 }
 
 
