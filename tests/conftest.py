@@ -22,11 +22,20 @@ from medibio.core.settings import Settings
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+# Modules whose fixtures build for minutes (a book, a packed GPU check), longest first: they start first, so that
+# under `pytest -n 2 --dist loadfile` (make test) the two workers share them rather than one of them finishing
+# the longest alone at the end.
+FIRST = ("test_gpu_profile_limited.py", "test_notebooks.py", "test_book_model.py", "test_gpu_check.py",
+         "test_book_browser.py")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that asks for the real data root is a ``realdata`` test (the fast tier leaves those out)."""
+    """A test that asks for the real data root is a ``realdata`` test (the fast tier leaves those out); the
+    modules of :data:`FIRST` run first (a stable sort: the order is otherwise the collection's)."""
     for item in items:
         if "data_root" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.realdata)
+    items.sort(key=lambda item: FIRST.index(item.path.name) if item.path.name in FIRST else len(FIRST))
 
 
 def require_data() -> bool:
@@ -58,6 +67,27 @@ def data_root(session_settings: Settings) -> Path:
             pytest.fail(reason + " (MEDIBIO_REQUIRE_DATA=1 forbids skipping)")
         pytest.skip(reason)
     return session_settings.data_root.resolve()
+
+
+@pytest.fixture(scope="session")
+def shared_tmp(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """A temporary folder every process of this test session sees: under ``pytest -n`` (xdist) the workers'
+    common parent, else the session's own; for what is built once and read by tests in several modules."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if worker_id != "master" else base
+
+
+@pytest.fixture(scope="session")
+def smoke(shared_tmp: Path, data_root: Path, session_settings: Settings) -> dict:
+    """The smoke book (every chapter executed, the HTML built), once per session: the first process that asks
+    builds it under a file lock, the others wait and read its report."""
+    from filelock import FileLock
+
+    from tests.support import book
+
+    base = shared_tmp / "smoke-book"
+    with FileLock(str(shared_tmp / "smoke-book.lock")):
+        return book.smoke_book(base, session_settings)
 
 
 @pytest.fixture()

@@ -23,21 +23,19 @@ PAGES_WITH_MATH = ("intro", "figures_2_4_field_correlation", "table_3_pretrainin
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory, data_root, session_settings) -> dict[str, testing.PageCheck]:
+def pages(tmp_path_factory, smoke) -> dict[str, testing.PageCheck]:
     if not Path(testing.CHROMIUM).exists() or shutil.which("chromium") is None:
         if os.environ.get("MEDIBIO_REQUIRE_DATA", "") not in ("", "0", "false", "False"):  # CI
             pytest.fail("Chromium is missing (.ci/run installs it with apt-get)")
         pytest.skip("Chromium is not installed (apt-get install chromium)")
-    base = tmp_path_factory.getbasetemp() / "smoke-book"
-    report = testing.smoke_book(base, session_settings)
-    assert report["html_dir"], "the smoke book did not render"
-    checks = testing.check_pages(Path(report["html_dir"]), tmp_path_factory.getbasetemp() / "screenshots")
+    assert smoke["html_dir"], "the smoke book did not render"
+    checks = testing.check_pages(Path(smoke["html_dir"]), tmp_path_factory.getbasetemp() / "screenshots")
     return {c.slug: c for c in checks}
 
 
 @pytest.fixture(scope="module")
-def summaries(pages, tmp_path_factory) -> dict[str, dict]:
-    results = tmp_path_factory.getbasetemp() / "smoke-book" / "results"
+def summaries(pages, smoke) -> dict[str, dict]:
+    results = Path(smoke["results_root"])
     return {c.slug: notebook.read_summary(results, "smoke", c.slug) for c in chapters.CHAPTERS if c.is_notebook}
 
 
@@ -78,8 +76,8 @@ def test_equations_render_with_the_local_mathjax(pages, slug) -> None:
     assert page.math_errors == 0
 
 
-def test_mathjax_is_served_from_the_book(pages, tmp_path_factory) -> None:
-    html = Path(testing.smoke_book(tmp_path_factory.getbasetemp() / "smoke-book")["html_dir"])
+def test_mathjax_is_served_from_the_book(pages, smoke) -> None:
+    html = Path(smoke["html_dir"])
     assert (html / "_static" / "mathjax" / MATHJAX_ENTRY).is_file()
     intro = (html / "book" / "intro.html").read_text(encoding="utf-8")
     assert f"_static/mathjax/{MATHJAX_ENTRY}" in intro
@@ -87,8 +85,8 @@ def test_mathjax_is_served_from_the_book(pages, tmp_path_factory) -> None:
 
 
 @pytest.fixture(scope="module")
-def run_page(pages, tmp_path_factory) -> testing.RunPageCheck:
-    html = Path(testing.smoke_book(tmp_path_factory.getbasetemp() / "smoke-book")["html_dir"])
+def run_page(pages, smoke) -> testing.RunPageCheck:
+    html = Path(smoke["html_dir"])
     return testing.check_run_page(html)
 
 

@@ -40,7 +40,7 @@ def limited(tmp_path_factory, data_root) -> dict:
     code = ("import sys; from pathlib import Path; from tests.support import book; "
             "book.limited_book(Path(sys.argv[1]), processes=2)")
     proc = subprocess.run([sys.executable, "-c", code, str(base)], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=2400)
+                          text=True, timeout=3600)
     report_path = base / "limited-book.json"
     assert proc.returncode == 0 and report_path.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(report_path.read_text(encoding="utf-8"))
@@ -65,7 +65,7 @@ def test_finetuning_ran_the_gpu_presets_from_the_hub_name(limited) -> None:
             ("PubMedQA", "base")} <= by_dataset
     assert any(v.startswith("ift-") for _, v in by_dataset)  # intermediate fine-tuning
     biosses = [r for r in records if r.dataset == "BIOSSES" and r.variant == "base"]
-    assert sorted(r.seed for r in biosses) == [1, 2]
+    assert sorted(r.seed for r in biosses) == [1]
     # the gpu presets themselves (BLURB epochs, bf16 requested), not the cpu ones
     assert all(r.hyperparameters["epochs"] == 30 and r.hyperparameters["mixed_precision"] == "bf16" for r in biosses)
     assert all("NOT an official score" in " ".join(r.notes) for r in biosses)
@@ -89,7 +89,7 @@ def test_limited_pretraining_wrote_into_folders_of_its_own(limited) -> None:
 
 def test_the_five_table5_stages_were_pretrained_and_fine_tuned(limited) -> None:
     """Table 5 on the gpu profile: five gpu-mini stages (limited to 4 steps) each fine-tuned on BIOSSES with
-    both seeds, from the limited pretraining folder (never from a real gpu-mini result)."""
+    the plan's seed, from the limited pretraining folder (never from a real gpu-mini result)."""
     records = load_records(limited["results_root"], profile="gpu")
     stages = {}
     for r in records:
@@ -97,6 +97,6 @@ def test_the_five_table5_stages_were_pretrained_and_fine_tuned(limited) -> None:
             stages.setdefault(r.variant, set()).add(r.seed)
             assert f"/pretrain/gpu-mini-limit{limited['limit']}/" in r.model["name"], r.model["name"]
             assert r.ok and r.dataset == "BIOSSES" and r.num_processes == 2
-    assert stages == {f"pretrain-table5-{i}": {1, 2} for i in range(1, 6)}
+    assert stages == {f"pretrain-table5-{i}": {1} for i in range(1, 6)}
     kinds = {r.variant: r.model["model_type"] for r in records if r.variant.startswith("pretrain-table5-")}
     assert kinds["pretrain-table5-2"] == "bert" and kinds["pretrain-table5-1"] == "deberta-v2"

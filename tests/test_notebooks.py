@@ -22,11 +22,6 @@ from tests.support import book as testing
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 
 
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory, data_root, session_settings) -> dict:
-    return testing.smoke_book(tmp_path_factory.getbasetemp() / "smoke-book", session_settings)
-
-
 def _summary(smoke: dict, slug: str) -> dict:
     return notebook.read_summary(smoke["results_root"], "smoke", slug)
 
