@@ -140,3 +140,20 @@ def test_the_ift_claim_shows_the_cross_validation_beside_its_declared_statistic(
     assert cv[0].runs == "ift-STS-B (5-fold CV, 3 seeds) vs base (5-fold CV, 3 seeds) on BIOSSES"
     assert cv[0].low > 0 and cv[0].p < 0.05  # less noise after IFT, on 50 pairs: a clear gain
     assert cv[0].low <= cv[0].diff <= cv[0].high
+
+
+def test_a_run_from_our_pretrained_model_records_the_tokens_it_was_pretrained_on(tmp_path) -> None:
+    """The verdicts' scale column reads ``details.pretraining_tokens`` (issue 35 §1)."""
+    from medibio.finetune.runner import _pretraining_of
+
+    made = records.RunRecord(kind="pretrain", dataset="biomed-abstracts", model={"tag": "scratch"}, profile="mini",
+                             seed=42, variant="book", config_digest="0123456789ab",
+                             artifacts={"model": "seed42/model"}, details={"tokens_seen": 307200})
+    path = records.write_record(made, tmp_path)
+    model = path.with_suffix("") / "model"
+    model.mkdir(parents=True)
+    assert records.producer_of(model).run_id == made.run_id
+    assert _pretraining_of(str(model)) == {"pretraining_tokens": 307200, "pretraining_run": made.run_id}
+    assert _pretraining_of("minilm") == {} and _pretraining_of(str(tmp_path)) == {}  # made elsewhere
+    (model.parent / "tokenizer").mkdir()
+    assert records.producer_of(model.parent / "tokenizer") is None  # not an artifact the record names

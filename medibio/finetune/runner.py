@@ -179,7 +179,7 @@ class FinetuneKind:
                       if not o.known]
         sizes = {split: d.select_columns(["tags"]) if "tags" in d.column_names else d for split, d in data.items()}
         data_notes += [f"not BLURB's official {d}" for d in datacheck.departures(spec, sizes)]
-        details = {"intermediate": list(job.chain), "official_splits": not data_notes}
+        details = {"intermediate": list(job.chain), "official_splits": not data_notes, **_pretraining_of(job.model)}
         if "train" not in data:
             return Outcome(ctx.record(
                 model=zoo.model_info(job.model, cache_root=ctx.settings.cache_root), status="skipped",
@@ -230,6 +230,15 @@ class FinetuneKind:
                                           if job.chain else []),
         )
         return Outcome(record, result.test_predictions)
+
+
+def _pretraining_of(model: str) -> dict[str, Any]:
+    """The scale of the model a run starts from when one of our pretraining runs made it (the tokens it saw,
+    its run id), for the verdicts' scale column; nothing for a model made elsewhere."""
+    made = rec.producer_of(model)
+    if made is None or made.kind != "pretrain":
+        return {}
+    return {"pretraining_tokens": made.details.get("tokens_seen"), "pretraining_run": made.run_id}
 
 
 def check_data(plans: Sequence[Plan], settings: Settings, force: bool) -> None:

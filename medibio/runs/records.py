@@ -339,6 +339,17 @@ def run_lock(key: RunKey, results_root: str | Path, wait: bool = True, poll_s: f
         raise RunLockedError(key, path, exc.holder) from None
 
 
+def producer_of(folder: str | Path) -> RunRecord | None:
+    """The run record that wrote ``folder`` as one of its artifacts (``<run folder>/seed<N>/model`` beside
+    ``seed<N>.json``), or None: what a fine-tuning run records of the model it starts from when one of our
+    runs made it (a pretraining run: how many tokens it saw)."""
+    path = Path(folder).resolve()
+    if not path.is_dir() or not path.parent.name or not (record_path := path.parent.with_suffix(".json")).is_file():
+        return None
+    record = read_record(record_path)
+    return record if f"{path.parent.name}/{path.name}" in record.artifacts.values() else None
+
+
 def read_record(path: str | Path) -> RunRecord:
     """Read one record; malformed content raises :class:`InputFormatError` naming the file."""
     path = Path(path)
