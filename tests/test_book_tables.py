@@ -120,7 +120,8 @@ def _tiny_book(root: Path, prose: str) -> Path:
     if not assets.kernel_ready():
         assets.install_kernel()
     papermill.execute_notebook(str(source), str(root / "book" / "page.ipynb"), kernel_name=assets.KERNEL_NAME,
-                               cwd=str(root / "book"), progress_bar=False)
+                               cwd=str(root / "book"), progress_bar=False,
+                               kernel_manager_class=build.socket_kernels())
     return build.build_html(root)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from medibio.book import chapters, notebook
+from medibio.book import build, chapters, notebook
 from tests.support import book as testing
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
@@ -252,7 +252,6 @@ def test_pages_read_like_a_paper(smoke) -> None:
 def test_a_changed_preset_reaches_the_page(tmp_path, data_root) -> None:
     """Change a fine-tuning value, re-execute the chapter: the page shows the new run's number and digest,
     and the old record is neither reused nor overwritten."""
-    from medibio.book import build
     from medibio.runs import records
 
     entry = chapters.get("tables_5_6_pretraining_configurations")
@@ -285,7 +284,8 @@ def _papermill(source: Path, out: Path, **parameters):
     import papermill
 
     return papermill.execute_notebook(str(source), str(out), parameters=parameters, kernel_name="python3",
-                                      progress_bar=False, cwd=str(out.parent))
+                                      progress_bar=False, cwd=str(out.parent),
+                                      kernel_manager_class=build.socket_kernels())
 
 
 def test_papermill_bad_profile_fails_in_the_first_cell_with_one_clear_error(tmp_path) -> None:
@@ -331,7 +331,8 @@ def test_papermill_tasks_given_as_one_string_runs_that_dataset(tmp_path, data_ro
     papermill.execute_notebook(str(trimmed), str(out), parameters={"profile": "smoke", "tasks": "BIOSSES",
                                                                    "results_root": str(tmp_path / "results"),
                                                                    "data_root": str(data_root)},
-                               kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
+                               kernel_name="python3", progress_bar=False, cwd=str(tmp_path),
+                               kernel_manager_class=build.socket_kernels())
     printed = "".join(o.get("text", "") for o in nbformat.read(out, as_version=4).cells[-1].outputs)
     assert printed.strip() == "['BIOSSES'] ['BIOSSES']"
     summary = notebook.read_summary(tmp_path / "results", "smoke", entry.slug)

@@ -21,7 +21,7 @@ import math
 import nbformat
 import pytest
 
-from medibio.book import chapters
+from medibio.book import build, chapters
 from medibio.results import drift
 from medibio.results.recorded import REFERENCE_ROOT
 from medibio.runs import records
@@ -54,7 +54,8 @@ def test_a_small_chapter_re_executed_on_cpu_lands_on_its_recorded_runs(tmp_path,
     out = tmp_path / entry.output_name()
     papermill.execute_notebook(str(entry.source_path), str(out), kernel_name="python3", progress_bar=False,
                                cwd=str(tmp_path), parameters={**PARAMETERS, "results_root": str(results),
-                                                              "data_root": str(data_root)})
+                                                              "data_root": str(data_root)},
+                               kernel_manager_class=build.socket_kernels())
     code = [c for c in nbformat.read(out, as_version=4).cells if c.cell_type == "code"]
     assert not [o for c in code for o in c.outputs if o.output_type == "error"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from medibio.book import notebook
+from medibio.book import build, notebook
 from medibio.core.paths import REPO_ROOT
 from medibio.paper import table4 as published
 from medibio.paper import tables
@@ -25,7 +25,8 @@ def test_chapter_shows_ours_next_to_table4(tmp_path, data_root) -> None:
     papermill.execute_notebook(str(REPO_ROOT / "notebooks" / "table_4_scierc.ipynb"), str(tmp_path / "out.ipynb"),
                                parameters={"profile": "smoke", "data_root": str(data_root),
                                            "results_root": str(tmp_path / "results")},
-                               cwd=str(REPO_ROOT / "notebooks"), progress_bar=False)
+                               cwd=str(REPO_ROOT / "notebooks"), progress_bar=False,
+                               kernel_manager_class=build.socket_kernels())
     s = notebook.read_summary(tmp_path / "results", "smoke", "table_4_scierc")
     assert s["tables"]["table4"]["rows"] == ["NER", "JRE", "Coref"]
     assert s["tables"]["ours_vs_table4"]["rows"] == ["NER", "JRE", "Coref", "REL+ (strict)"]

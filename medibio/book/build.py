@@ -22,6 +22,7 @@ its run and its predictions; Sphinx never sees them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import shutil
 import subprocess
@@ -150,6 +151,25 @@ def _declared_parameters(path: Path) -> set[str]:
     return set(papermill.inspect_notebook(str(path)).keys())
 
 
+@functools.cache
+def socket_kernels() -> type:
+    """The kernel manager a chapter executes under (papermill's ``kernel_manager_class``): the kernel talks
+    over Unix sockets of a name of its own instead of TCP ports. A TCP kernel is given ports found free and
+    binds them later, so two builds (or test workers) starting kernels at once have met on one port
+    (``ZMQError: Address already in use``)."""
+    import uuid
+
+    from jupyter_client import AsyncKernelManager
+
+    class SocketKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs: Any) -> None:
+            kwargs.setdefault("transport", "ipc")
+            kwargs.setdefault("ip", str(Path(tempfile.gettempdir()) / f"medibio-kernel-{uuid.uuid4().hex[:16]}"))
+            super().__init__(**kwargs)
+
+    return SocketKernelManager
+
+
 def execute_chapter(chapter: TocEntry, book_dir: Path, parameters: dict[str, Any],
                     kernel_name: str = assets.KERNEL_NAME, keep_failed: bool = True) -> ChapterResult:
     """Execute (or copy) one chapter into ``book_dir``; a failing notebook is reported, never raised.
@@ -178,7 +198,7 @@ def execute_chapter(chapter: TocEntry, book_dir: Path, parameters: dict[str, Any
     try:
         papermill.execute_notebook(str(chapter.source_path), str(partial), parameters=injected,
                                    kernel_name=kernel_name, cwd=str(book_dir), progress_bar=False,
-                                   log_output=False, report_mode=False,
+                                   log_output=False, report_mode=False, kernel_manager_class=socket_kernels(),
                                    # the kernel's own log (transport notices, shutdown) is not the book's;
                                    # errors in cells still surface as PapermillExecutionError
                                    # and with fd capture off, what the library writes to the process's
