@@ -208,3 +208,12 @@ def test_launched_processes_repeat_the_request() -> None:
     assert command_args("HoC") == ["finetune", "--task", "HoC", "--profile", "cpu"]
     assert request_args(["scierc", "train"], "smoke", None, [3], False) == [
         "scierc", "train", "--profile", "smoke", "--seeds", "3"]
+
+
+def test_a_limited_run_also_cuts_its_sequences() -> None:
+    """``--limit`` checks that a profile's code runs: few examples, and sequences of at most 128 sub-tokens
+    (a model pretrained for a few limited steps splits a BIOSSES pair into 512 pieces)."""
+    full = presets.preset("BIOSSES", "gpu")
+    limited = presets.preset("BIOSSES", profiles.get("gpu").limited(4))
+    assert full.max_length > presets.LIMITED_MAX_LENGTH == limited.max_length == 128
+    assert (limited.max_train_examples, limited.epochs) == (4, full.epochs)  # the rest is the profile's

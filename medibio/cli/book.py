@@ -63,8 +63,8 @@ def register(app: typer.Typer) -> None:
         results_root: Path = typer.Option(None, "--results-root", help="Results root (default: "
                                           "$MEDIBIO_RESULTS or results/)."),
         as_json: bool = typer.Option(False, "--json", help="Print the build report as JSON."),
-        limit: int = typer.Option(None, "--limit", help="At most N examples per split and N pretraining steps in "
-                                  "every run: the profile's whole code path in minutes (results are not "
+        limit: int = typer.Option(None, "--limit", help="At most N examples per split (of at most 128 "
+                                  "sub-tokens) and N pretraining steps in every run: the profile's whole code path in minutes (results are not "
                                   "the profile's; they go to records of their own).", callback=check.at_least(1)),
         from_recorded: Path = typer.Option(None, "--from", help="Render from recorded results (a results "
                                            "folder such as reference/) without training: they are copied into "

@@ -115,7 +115,8 @@ def register(app: typer.Typer) -> None:
                                            "examples (by id or content) beyond BLURB's own documented overlaps; "
                                            "the record says so"),
         as_json: bool = typer.Option(False, "--json", help="print the records as JSON"),
-        limit: int = typer.Option(None, "--limit", help="at most N examples per split: the profile's exact code "
+        limit: int = typer.Option(None, "--limit", help="at most N examples per split, of at most 128 sub-tokens: "
+                                  "the profile's exact code "
                                   "path on a few examples (records of their own)", callback=check.at_least(1)),
     ) -> None:
         """Fine-tune a model on BLURB tasks x seeds and write one run record per run.

@@ -30,6 +30,10 @@ from medibio.tasks.spec import TaskSpec
 BLURB_LEARNING_RATES = (1e-5, 3e-5, 5e-5)
 BLURB_BATCH_SIZES = (16, 32)
 CLASS_WEIGHTINGS = ("none", "sqrt", "balanced")
+# Under --limit, sequences are cut at this many sub-tokens too: a model pretrained for a few limited steps has a
+# vocabulary learnt from a few sentences, which splits text into hundreds of pieces (512-token BIOSSES pairs,
+# 4 s a forward pass on a 2-core CPU), and the check is that the code runs, not what it scores.
+LIMITED_MAX_LENGTH = 128
 CV_FOLDS = 5  # the folds of a cross-validated run (FinetuneConfig.cv_fold)
 
 
@@ -260,8 +264,9 @@ def preset(dataset: str, profile: str | Profile = DEFAULT_PROFILE, max_length: i
         cfg = cfg.replace(max_length=min(cfg.max_length, prof.finetune_base["max_length"]))
     else:
         cfg = cfg.replace(max_length=min(cfg.max_length, max_length or spec_len))
-    if prof.limit is not None:
-        cfg = cfg.replace(max_train_examples=prof.cap(cfg.max_train_examples),
+    if prof.limit is not None:  # a check that the code path runs: few examples, short sequences
+        cfg = cfg.replace(max_length=min(cfg.max_length, LIMITED_MAX_LENGTH),
+                          max_train_examples=prof.cap(cfg.max_train_examples),
                           max_dev_examples=prof.cap(cfg.max_dev_examples),
                           max_test_examples=prof.cap(cfg.max_test_examples),
                           intermediate_max_train_examples=prof.cap(cfg.intermediate_max_train_examples))
