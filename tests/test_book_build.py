@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -408,3 +409,26 @@ def test_table5_stage_failure_names_the_command(tmp_path) -> None:
 
     with pytest.raises(MedibioError, match="--config no-such-config"):
         table5.pretrain_experiments("no-such-config", Settings(results_root=tmp_path))
+
+
+def test_chapters_started_together_each_get_sockets_of_their_own(tmp_path) -> None:
+    """Chapter kernels talk over Unix sockets named for each kernel (build.socket_kernels), not TCP ports:
+    two executions started at once (two test workers, two builds) cannot meet on one port."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    src = tmp_path / "one.ipynb"
+    nbformat.write(_nb(["from ipykernel import get_connection_info\nprint(get_connection_info())"]), str(src))
+    books = [tmp_path / f"book{i}" for i in range(2)]
+    for book in books:
+        book.mkdir()
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda b: build.execute_chapter(chapters.TocEntry("one", "One", str(src)), b,
+                                                                {"profile": "smoke"}), books))
+    assert [r.status for r in results] == ["executed", "executed"], [r.error for r in results]
+    infos = []
+    for book in books:
+        cell = nbformat.read(str(book / "one.ipynb"), as_version=4).cells[-1]
+        infos.append(json.loads("".join(o.get("text", "") for o in cell.outputs)))
+    assert {i["transport"] for i in infos} == {"ipc"}
+    assert infos[0]["ip"] != infos[1]["ip"] and all(i["ip"].startswith(tempfile.gettempdir()) for i in infos)
+    assert not list(Path(tempfile.gettempdir()).glob(f"{Path(infos[0]['ip']).name}-*"))  # sockets cleaned up
