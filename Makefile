@@ -69,11 +69,12 @@ lab: install
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(AS_ROOT) $(LAB_ARGS)
 
 # The whole suite in two workers, a test file each (--dist loadfile keeps a module's fixtures in one process);
-# much of it waits on launched processes and notebook kernels, so two workers keep both cores busy (the
-# longest modules start first: tests/conftest.py). The 25 slowest tests close the report.
+# much of it waits on launched processes and notebook kernels, so two workers keep both cores busy. Files go
+# out in collection order (--no-loadscope-reorder; xdist would send the files with most tests first), which
+# starts the modules that build for minutes first (tests/conftest.py). The 25 slowest tests close the report.
 TEST_WORKERS ?= 2
 test: install
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 $(PYTEST_ARGS)
 
 # The fast tier: no data root, no training beyond a few tiny steps (the edit loop; `make test` is the full suite).
 test-fast: install

@@ -23,8 +23,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 # Modules whose fixtures build for minutes (a book, a packed GPU check), longest first: they start first, so that
-# under `pytest -n 2 --dist loadfile` (make test) the two workers share them rather than one of them finishing
-# the longest alone at the end.
+# under `pytest -n 2 --dist loadfile --no-loadscope-reorder` (make test) the two workers share them rather than
+# one of them finishing the longest alone at the end.
 FIRST = ("test_gpu_profile_limited.py", "test_notebooks.py", "test_book_model.py", "test_gpu_check.py",
          "test_book_browser.py")
 
