@@ -49,7 +49,7 @@ from medibio.results.significance import VERDICT_RESAMPLES, MultiComparison, cv_
 from medibio.runs.records import RunRecord, load_records
 from medibio.tasks import registry
 from medibio.tasks.bootstrap import CONFIDENCE, alpha_of, bootstrap_p, order_interval
-from medibio.training.config import CV_FOLDS
+from medibio.training.config import CV_FOLDS, FinetuneConfig
 
 SUPPORTED, CONTRADICTED, EQUIVALENT, INCONCLUSIVE, NOT_TESTABLE = (
     "supported", "contradicted", "no difference larger than δ", "inconclusive", "not testable here")
@@ -472,9 +472,12 @@ def _compare(claim: Claim, by_variant: dict[str, list[RunRecord]], a: str, b: st
 
 
 def _cv_variant(arm: str, fold: int) -> str:
-    """The variant name of ``arm``'s run on one cross-validation fold (``cv2``, ``ift-STS-B+cv2``), as
-    :func:`medibio.finetune.runner.variant_name` names it."""
-    return f"cv{fold}" if arm == "base" else f"{arm}+cv{fold}"
+    """The variant name of ``arm``'s run on one cross-validation fold (``cv2``, ``ift-STS-B+cv2``), from the
+    one place that names variants (imported here: the runner brings torch, which the claims need nowhere else)."""
+    from medibio.finetune.runner import variant_name
+
+    chain = arm[len(IFT_PREFIX):].split("+") if arm.startswith(IFT_PREFIX) else []
+    return variant_name(FinetuneConfig(cv_fold=fold), chain)
 
 
 def _cross_validated(claim: Claim, by_variant: dict[str, list[RunRecord]], root: Path, settings: Settings,
