@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from benchmarks import limits
@@ -146,7 +147,8 @@ def main(argv: list[str] | None = None) -> None:
         cmd = [sys.executable, "-m", "benchmarks.scierc_speed", "--child", "--profile", args.profile,
                "--docs", str(args.docs), "--mode", args.mode] + (["--model", args.model] if args.model else []) \
             + (["--epochs", str(args.epochs)] if args.epochs else []) + (["--full-encoder"] if args.full_encoder else [])
-        subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": threads.strip()})
+        subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": threads.strip()},
+                       cwd=Path(__file__).resolve().parents[1])
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ def test_dynamic_and_fixed_padding_rows(session_settings, data_root):
     assert "ChemProt" in text and len(lines) == 4 and "x" in lines[2]
 
 
-def test_child_process_measurement_matches_the_schema(session_settings, data_root):
+def test_child_process_measurement_matches_the_schema(session_settings, data_root, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the child finds `benchmarks` from the repository whatever the caller's cwd
     row = benchmark.measure_in_child(session_settings, task="BIOSSES", model_name="tiny-deberta", examples=8,
                                      profile="smoke", pad_to_max_length=False, max_length=None, fp32=True)
     assert row["task"] == "BIOSSES" and row["precision"] == "fp32" and row["memory_kind"] == "process max RSS"
