@@ -228,6 +228,10 @@ def test_cli_json(build: Build) -> None:
     assert biosses["ours"]["resampled"] == "test units, fine-tuning seeds" and "minilm" in biosses["ours"]["scale"]
     assert biosses["ours"]["beside"][0]["label"].startswith("dev-selected")
     assert "proxy" in by_id["ift-hoc"]["proxy"] and "GAD" in by_id["ift-hoc"]["proxy"]
+    # reference/ holds HoC runs but this data root has no HoC gold labels: that claim waits, naming the file
+    hoc = by_id["ift-hoc"]
+    assert hoc["verdict"] == V.NOT_TESTABLE and "missing data" in hoc["ours"]["needs"] \
+        and "HoC/test.tsv" in hoc["ours"]["needs"]
     for claim in out["claims"]:  # interval and p from the same draws: they never disagree
         ours = claim["ours"]
         if ours["low"] is not None:
