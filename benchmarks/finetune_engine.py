@@ -45,10 +45,10 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from benchmarks import limits
+from medibio.core.paths import REPO_ROOT
 from medibio.core.settings import Settings
 
 DEFAULT_TASKS = ("BC5-chem", "ChemProt", "GAD", "BIOSSES", "HoC", "PubMedQA")
@@ -529,16 +529,13 @@ def compare_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-REPO_ROOT = Path(__file__).resolve().parents[1]  # where `python -m benchmarks.<name>` finds the package
-
-
 def _child(kind: str, kwargs: dict[str, Any], what: str, settings: Settings | None = None) -> dict[str, Any]:
     """A measurement in a fresh interpreter, which rebuilds ``settings`` from its environment."""
     from medibio.core import launch
 
     cmd = [sys.executable, "-m", "benchmarks.finetune_engine", f"--child-{kind}", json.dumps(kwargs, default=str)]
     done = launch.run(cmd, settings, {"TOKENIZERS_PARALLELISM": "false"}, capture_output=True, text=True,
-                      check=False, cwd=REPO_ROOT)  # `-m benchmarks...` resolves from the repository, whatever the caller's cwd
+                      check=False, cwd=REPO_ROOT)  # where `-m benchmarks...` resolves, whatever the caller's cwd
     if done.returncode != 0:
         raise RuntimeError(f"benchmark of {what} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -22,10 +22,10 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from benchmarks import limits
+from medibio.core.paths import REPO_ROOT
 from medibio.core.settings import Settings
 
 
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
                "--docs", str(args.docs), "--mode", args.mode] + (["--model", args.model] if args.model else []) \
             + (["--epochs", str(args.epochs)] if args.epochs else []) + (["--full-encoder"] if args.full_encoder else [])
         subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": threads.strip()},
-                       cwd=Path(__file__).resolve().parents[1])
+                       cwd=REPO_ROOT)
 
 
 if __name__ == "__main__":
