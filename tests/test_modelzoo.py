@@ -260,3 +260,28 @@ def test_missing_model_files_of_a_local_folder(tmp_path: Path) -> None:
     (tmp_path / "spm.model").write_bytes(b"x")
     assert modelzoo.missing_model_files(tmp_path) == [
         "config.json", "weights (" + " or ".join(modelzoo.WEIGHT_PATTERNS) + ")"]
+
+
+def test_a_pretraining_run_names_its_model_without_its_weights(tmp_path) -> None:
+    """``pretrain-run:<place>`` is its own fingerprint (the run's digest and seed), so runs planned from it are
+    found in a results folder of records only; loading it needs the weights, and the error says what is there."""
+    key = "study/scratch/study-3/biomed-abstracts/4c8431d3e779/seed1"
+    name = modelzoo.run_reference(key)
+    assert modelzoo.run_key(name) == key and modelzoo.fingerprint(name) == name
+    assert modelzoo.model_tag(name) == "study-3-s1" and modelzoo.display_name(name) == "study-3-s1"
+    assert modelzoo.run_key("minilm") is None
+    with pytest.raises(ValueError, match="not a pretraining run's place"):
+        modelzoo.run_reference("study/seed1")
+    with pytest.raises(ModelUnavailableError, match="is named pretrain-run:<config>"):
+        modelzoo.fingerprint("pretrain-run:../elsewhere")
+    with pytest.raises(ModelUnavailableError, match="needs the results root"):
+        modelzoo.resolve(name)
+    with pytest.raises(ModelUnavailableError, match="holds neither its record nor its weights"):
+        modelzoo.resolve(name, results_root=tmp_path)
+    record = tmp_path / "pretrain" / f"{key}.json"
+    record.parent.mkdir(parents=True)
+    record.write_text("{}")
+    with pytest.raises(ModelUnavailableError, match="holds its record but not its weights"):
+        modelzoo.resolve(name, results_root=tmp_path)
+    (record.parent / "seed1" / "model").mkdir(parents=True)
+    assert modelzoo.resolve(name, results_root=tmp_path) == str(record.parent / "seed1" / "model")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -135,6 +136,19 @@ def test_the_pilot_fine_tunes_finished_arms_and_names_unfinished_ones(settings, 
     result = pilot.pilot(here, **options)
     assert set(result["scores"]) == {"0", "3"} and len(result["scores"]["3"]["BC5-chem"]) == 1
     assert result["mean_gain"] == result["scratch_minus_random"]["BC5-chem"] and isinstance(result["go"], bool)
+
+    # the runs start from the pretraining run by name: planned from its digest, found where its weights are not
+    runs = pilot.finetune_arms(here, **options)
+    scratch = runs["3"][0]
+    assert scratch.model["name"].startswith("pretrain-run:smoke/scratch/study-3/biomed-abstracts/")
+    assert scratch.model["tag"] == "study-3-s1" and scratch.variant == f"study-3-{TOKENS}tokens"
+    assert scratch.details["pretraining_tokens"] == TOKENS
+    records_only = tmp_path / "records-only"
+    shutil.copytree(here.results_root, records_only, ignore=shutil.ignore_patterns("model", "checkpoints"))
+    assert not list(records_only.rglob("*.safetensors"))
+    again = pilot.finetune_arms(dataclasses.replace(here, results_root=records_only), **options)
+    assert [r.run_id for rs in again.values() for r in rs] == [r.run_id for rs in runs.values() for r in rs]
+    assert again["3"][0].score_test == scratch.score_test
 
 
 def test_the_pilot_names_a_run_without_a_test_score(monkeypatch) -> None:

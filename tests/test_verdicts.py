@@ -200,6 +200,27 @@ def test_table5_claims_read_the_declared_statistic_only(build: Build) -> None:
     assert "seven large BLURB sets" in row.primary and row.delta == 1.0
 
 
+def test_table5_claims_read_the_cpu_study_recorded_runs(tmp_path: Path) -> None:
+    """The CPU study's arms (``study-N`` on ``cpu-study``) test the Table 5 claims from a recorded root; every
+    pretraining seed is its own model, resampled beside fine-tuning seeds and test units."""
+    recorded = Build(tmp_path / "recorded")
+    for pretrain_seed in (1, 2):
+        for arm, noise in (("3", 0.3), ("4", 2.0)):
+            model = {**MODEL, "name": f"pretrain-run:study/scratch/study-{arm}/c/{pretrain_seed}abc/seed{pretrain_seed}",
+                     "tag": f"study-{arm}-s{pretrain_seed}", "hash": f"pretrain-run:{arm}/{pretrain_seed}"}
+            for seed in (1, 2):
+                recorded.write(f"study-{arm}", 10 * pretrain_seed + seed, noise=noise, model=model,
+                               profile="cpu-study")
+    build = Build(tmp_path / "build")
+    row = V.rows(build.settings, "cpu", [V.get("fulltext")], resamples=499, recorded=recorded.results)[0]
+    assert row.verdict == V.NOT_TESTABLE and "large BLURB sets" in row.ours.needs  # BIOSSES alone
+    (plain,) = row.ours.beside
+    assert plain.runs == "BIOSSES" and plain.high < 0  # full text (noisier here) below abstracts
+    alone = V.rows(build.settings, "cpu", [V.get("fulltext"), V.get("science-base")], resamples=499,
+                   recorded=None)
+    assert [r.ours.beside for r in alone] == [(), ()] and "CPU study" in alone[0].ours.needs
+
+
 def test_field_margin_by_hand() -> None:
     fields = ["Medicine", "Biology", "Chemistry", "Psychology", "Physics"]
     bit = {f: 1 << i for i, f in enumerate(fields)}

@@ -505,12 +505,13 @@ class FrozenKind:
         job: Job = plan.job
         spec, data_root = job.spec, ctx.settings.data_root
         started = time.perf_counter()
-        source = zoo.resolve(job.model, ctx.settings.cache_root)
+        roots = {"cache_root": ctx.settings.cache_root, "results_root": ctx.settings.results_root}
+        source = zoo.resolve(job.model, **roots)
         if job.method != "cosine" and spec.is_blurb:
             here = loaders.required_splits(spec.name, data_root)  # only a documented absence may be missing
             if "train" not in here:
                 return Outcome(ctx.record(
-                    model=zoo.model_info(job.model, cache_root=ctx.settings.cache_root), status="skipped",
+                    model=zoo.model_info(job.model, **roots), status="skipped",
                     reason=f"train split absent in the data root (has {', '.join(here)}): no probe can be "
                            f"trained. {loaders.OPTIONAL_SPLITS[(spec.name, 'train')]}",
                     hyperparameters=dict(job.caps)))
@@ -522,7 +523,7 @@ class FrozenKind:
         refs = features.references(test, Problem(spec.problem))
         low, high, n_units = score_interval(spec, refs, outcome.predictions, test["id"], job.probe.resamples)
         record = ctx.record(
-            model=zoo.model_info(job.model, encoder.net, ctx.settings.cache_root),
+            model=zoo.model_info(job.model, encoder.net, **roots),
             group=spec.group.value if spec.is_blurb else "IFT", problem=Problem(spec.problem).value,
             hyperparameters={**job.caps, **plan.payload["probe"], **outcome.settings}, dev=outcome.dev,
             test={**outcome.test, "ci95_low": low, "ci95_high": high, "units": n_units},

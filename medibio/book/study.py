@@ -16,33 +16,44 @@ from medibio.core.settings import Settings
 from medibio.finetune.runner import run_finetune
 from medibio.pretrain import study
 from medibio.pretrain.configs import PretrainConfig
-from medibio.pretrain.trainer import model_folder
+from medibio.pretrain.trainer import model_reference
 from medibio.runs.records import RunRecord
 
 PILOT_TASKS = ("BC5-chem", "NCBI-disease", "ChemProt")
 PILOT_ARMS = ("0", "3", "4")
 
 
+def variant(arm: str, tokens: int) -> str:
+    """The fine-tuning runs' variant of an arm: ``study-3`` at the study's budget, ``study-3-5M`` at another
+    (the pilot's). Every pretraining seed of an arm shares it; the model (``study-3-s1``) tells them apart."""
+    name = f"study-{study.get_arm(arm).id}"
+    if tokens == study.TOKENS:
+        return name
+    return f"{name}-{tokens // 1_000_000}M" if tokens % 1_000_000 == 0 else f"{name}-{tokens}tokens"
+
+
 def finetune_arms(settings: Settings, arms: Sequence[str] = PILOT_ARMS, tasks: Sequence[str] = PILOT_TASKS,
-                  tokens: int = study.PILOT_TOKENS, pretrain_seed: int = 1, seeds: Sequence[int] = (1,),
-                  profile: str = "cpu-study",
+                  tokens: int = study.PILOT_TOKENS, pretrain_seeds: Sequence[int] = (1,),
+                  seeds: Sequence[int] | None = None, profile: str = "cpu-study",
                   config: PretrainConfig | str = study.CONFIG) -> dict[str, list[RunRecord]]:
-    """Fine-tune every arm's finished pretrained model on ``tasks`` (records by arm); a run whose pretraining
-    has not finished stops it, naming the command that goes on with it. The fine-tuning runs are variant
-    ``study-<arm>-p<pretraining seed>``."""
+    """Fine-tune every arm's finished pretrained models on ``tasks`` with ``seeds`` (None: the profile's) and
+    return the records by arm. The runs start from ``pretrain-run:`` names, so they are planned from the
+    pretraining runs' identities and found without their weights. A pretraining run not finished stops it,
+    naming the command that goes on with it."""
     records: dict[str, list[RunRecord]] = {}
     for arm_id in arms:
         arm = study.get_arm(arm_id)
-        pretrained = study.finished(arm, pretrain_seed, tokens, settings, config)
-        if pretrained is None:
-            done = study.steps_done(arm, pretrain_seed, tokens, settings, config)
-            total = study.arm_config(arm, pretrain_seed, tokens, config).max_steps
-            raise MedibioError(f"arm #{arm.id} (pretraining seed {pretrain_seed}) has {done} of {total} steps; "
-                               f"`medibio study unit --arm {arm.id} --seed {pretrain_seed} --tokens {tokens}` "
-                               "goes on with it")
-        records[arm.id] = run_finetune(list(tasks), model=str(model_folder(pretrained, settings)), seeds=list(seeds),
-                                       profile=profile, variant=f"study-{arm.id}-p{pretrain_seed}",
-                                       settings=settings)
+        for pretrain_seed in pretrain_seeds:
+            pretrained = study.finished(arm, pretrain_seed, tokens, settings, config)
+            if pretrained is None:
+                done = study.steps_done(arm, pretrain_seed, tokens, settings, config)
+                total = study.arm_config(arm, pretrain_seed, tokens, config).max_steps
+                raise MedibioError(f"arm #{arm.id} (pretraining seed {pretrain_seed}) has {done} of {total} steps; "
+                                   f"`medibio study unit --arm {arm.id} --seed {pretrain_seed} --tokens {tokens}` "
+                                   "goes on with it")
+            records.setdefault(arm.id, []).extend(
+                run_finetune(list(tasks), model=model_reference(pretrained), seeds=seeds, profile=profile,
+                             variant=variant(arm.id, tokens), settings=settings))
     return records
 
 

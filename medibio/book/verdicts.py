@@ -154,13 +154,15 @@ def _t6(config: str) -> tuple[str, ...]:
 
 _SCIDEBERTA = Test("none", needs="no profile: SciDeBERTa v2 is not among the models medibio can load (the "
                                  "`paper` profile fine-tunes SciDeBERTa v1 on SciERC)")
-_TABLE5 = "PROFILE=gpu or paper: pretrains the five configurations and fine-tunes each on BLURB"
-# The seven BLURB sets with large test sets: the mean over them is the Table 5 claims' primary statistic, since
-# the plain mean moves mostly with the four small sets (BIOSSES 20 pairs, PubMedQA 500, BioASQ 140, GAD ~530).
-LARGE_SETS = ("BC5-chem", "BC5-disease", "NCBI-disease", "BC2GM", "JNLPBA", "ChemProt", "DDI")
-_T5_PRIMARY = ("mean over the seven large BLURB sets (" + ", ".join(LARGE_SETS) + "); the plain mean over every "
-               "tested BLURB set beside it")
+_TABLE5 = ("the CPU study's runs of both arms (docs/pretraining.md: #0, #2, #3, #4 pretrained on 10M tokens with 2 "
+           "seeds, each fine-tuned on the seven large BLURB sets with 3 seeds); or PROFILE=gpu or paper: pretrains "
+           "the five configurations and fine-tunes each on BLURB")
+# The mean over the seven BLURB sets with large test sets is the Table 5 claims' primary statistic, since the
+# plain mean moves mostly with the four small sets (BIOSSES 20 pairs, PubMedQA 500, BioASQ 140, GAD ~530).
+_T5_PRIMARY = ("mean over the seven large BLURB sets (" + ", ".join(registry.LARGE_SETS) + "); the plain mean "
+               "over every tested BLURB set beside it")
 _T5_DELTA = 1.0  # Table 6's differences on the large sets are 0.02-0.85 points
+_STUDY_PROFILE = "cpu-study"  # the Table 5 study on this CPU (medibio.pretrain.study), recorded in reference/
 _IFT_PROFILE = "cpu-ift"  # MiniLM, 5 seeds, a full-data intermediate stage per seed (medibio.core.profiles)
 _IFT_DELTA = 2.0  # points of the target's metric: smaller than every IFT gain the paper prints but PubMedQA's
 _PAPER_IFT_SCALE = ("MediBioDeBERTa (base-size DeBERTa; SciDeBERTa v2's 500K steps × 8,192 sequences, then 10K × "
@@ -447,9 +449,13 @@ def scale_of(records: Sequence[RunRecord], root: Path) -> str:
     hp = first.hyperparameters or {}
     model = first.model or {}
     tokens = (first.details or {}).get("pretraining_tokens")
-    pretrained = f"pretrained on {_millions(tokens)} tokens here" if tokens else "pretrained elsewhere (off the shelf)"
+    models = len({(r.model or {}).get("hash") for r in records})
+    pretrained = ("pretrained elsewhere (off the shelf)" if tokens is None else "not pretrained (random init)"
+                  if tokens == 0 else f"pretrained on {_millions(tokens)} tokens here"
+                  + (f", {models} pretraining seeds" if models > 1 else ""))
     budget = (f"fine-tuned on {first.train_examples or '?'} training examples × {hp.get('effective_epochs', '?')} "
-              f"epochs ({hp.get('optimizer_steps', '?')} steps), {len(records)} seeds")
+              f"epochs ({hp.get('optimizer_steps', '?')} steps), {len({r.seed for r in records})} seeds"
+              + (" per pretrained model" if models > 1 else ""))
     chain = (first.details or {}).get("intermediate") or []
     if chain:
         stages = load_records(root, kind="ift-stage", profile=first.profile, variant="+".join(chain),
@@ -536,31 +542,47 @@ def _ift_evidence(claim: Claim, settings: Settings, profile: str, resamples: int
     return Evidence(needs=test.needs, beside=beside)
 
 
-def _table5_evidence(claim: Claim, settings: Settings, profile: str, resamples: int) -> Evidence:
-    va, vb = (TABLE5_VARIANT.format(c.lstrip("#")) for c in (claim.test.a, claim.test.b))
-    sides = [newest_configurations(load_records(settings.results_root, profile=profile, variant=v))[0]
-             for v in (va, vb)]
-    pairs = []
-    for dataset in registry.names():
-        ra, rb = (runs_of(recs, settings.results_root, v, dataset, settings.data_root,
-                          pretraining=lambda r: str((r.model or {}).get("hash", "")))
-                  for recs, v in zip(sides, (va, vb), strict=True))
-        if ra is not None and rb is not None:
-            pairs.append((ra, rb))
-    if not pairs:
+def _table5_places(claim: Claim, settings: Settings, profile: str,
+                   recorded: Path | None) -> list[tuple[str, str, str, Path]]:
+    """Where a Table 5 claim's runs may be, in order: the judged profile's scaled-down experiments
+    (``pretrain-table5-N``, the gpu and paper profiles), then the CPU study's arms (``study-N`` on
+    ``cpu-study``, :mod:`medibio.pretrain.study`) in the build's results root, then recorded in ``reference/``."""
+    a, b = (c.lstrip("#") for c in (claim.test.a, claim.test.b))
+    places = [(profile, TABLE5_VARIANT.format(a), TABLE5_VARIANT.format(b), settings.results_root)]
+    roots = [settings.results_root, *([recorded] if recorded not in (None, settings.results_root) else [])]
+    return places + [(_STUDY_PROFILE, f"study-{a}", f"study-{b}", root) for root in roots]
+
+
+def _table5_evidence(claim: Claim, settings: Settings, profile: str, resamples: int,
+                     recorded: Path | None) -> Evidence:
+    """Configurations ``a`` vs ``b`` on the first place that has runs of both (:func:`_table5_places`):
+    pretraining seeds, fine-tuning seeds and test units all resampled (a run's pretraining is its model)."""
+    for runs_profile, va, vb, root in _table5_places(claim, settings, profile, recorded):
+        sides = [newest_configurations(load_records(root, profile=runs_profile, variant=v))[0] for v in (va, vb)]
+        pairs = []
+        for dataset in registry.names():
+            ra, rb = (runs_of(recs, root, v, dataset, settings.data_root,
+                              pretraining=lambda r: str((r.model or {}).get("hash", "")))
+                      for recs, v in zip(sides, (va, vb), strict=True))
+            if ra is not None and rb is not None:
+                pairs.append((ra, rb))
+        if pairs:
+            break
+    else:
         return Evidence(needs=claim.test.needs)
     names = [x.dataset for x, _ in pairs]
-    found = multi_bootstrap(pairs, {"primary": [d for d in names if d in LARGE_SETS], "plain": names}, resamples,
-                            claim_seed(claim.id))
-    plain = found["plain"]
-    beside = (_beside(f"plain mean over {len(names)} BLURB datasets", plain, ", ".join(names)),)
+    large = [d for d in names if d in registry.LARGE_SETS]
+    found = multi_bootstrap(pairs, {"primary": large, "plain": names}, resamples, claim_seed(claim.id))
+    beside = (_beside(f"plain mean over {len(names)} BLURB datasets", found["plain"], ", ".join(names)),)
     if "primary" not in found:
-        return Evidence(needs=f"runs of both configurations on the large BLURB sets ({', '.join(LARGE_SETS)}): "
-                              f"the declared statistic; {claim.test.needs}", beside=beside)
+        return Evidence(needs=f"runs of both configurations on the large BLURB sets "
+                              f"({', '.join(registry.LARGE_SETS)}): the declared statistic; {claim.test.needs}",
+                        beside=beside)
     primary = found["primary"]
-    runs = (f"{profile}: {va} vs {vb}, mean over {len(primary.datasets)} large BLURB sets "
+    where = "" if root == settings.results_root else " (recorded in reference/)"
+    runs = (f"{runs_profile}{where}: {va} vs {vb}, mean over {len(primary.datasets)} large BLURB sets "
             f"({', '.join(primary.datasets)})")
-    return _from(primary, runs, scale_of(sides[0], settings.results_root), beside)
+    return _from(primary, runs, scale_of(sides[0], root), beside)
 
 
 def field_margin(masks: dict[int, int], fields: Sequence[str], field: str, claimed: Sequence[str],
@@ -624,7 +646,7 @@ def our_evidence(claim: Claim, settings: Settings, profile: str, resamples: int 
         return Evidence(needs=f"a data root (the gold test labels), then: {claim.test.needs}")
     try:
         if kind == "table5":
-            return _table5_evidence(claim, settings, profile, resamples)
+            return _table5_evidence(claim, settings, profile, resamples, recorded)
         return _ift_evidence(claim, settings, profile, resamples, model, recorded)
     except DataMissingError as exc:  # runs without their gold labels here: this claim waits, the others stand
         return Evidence(needs=f"{exc}; then: {claim.test.needs}")

@@ -20,6 +20,7 @@ import typer
 from medibio.cli import session
 from medibio.cli import values as check
 from medibio.core import profiles
+from medibio.tasks import registry
 
 
 class Show(str, Enum):
@@ -214,6 +215,28 @@ def study_status(
         for seed in SEEDS:
             total = arm_config(arm, seed, tokens, CONFIG).max_steps
             typer.echo(f"#{arm.id} seed {seed}: {steps_done(arm, seed, tokens, settings)}/{total} steps")
+
+
+@study_app.command("finetune")
+def study_finetune(
+    arm: str = typer.Option(..., "--arm", help="0, 2, 3 or 4 (see `medibio study unit`)."),
+    pretrain_seeds: str = typer.Option("1", "--pretrain-seeds", help="Pretraining seeds, e.g. 1,2."),
+    tokens: int = typer.Option(10_000_000, "--tokens", help="The pretraining runs' tokens (the pilot: 5000000).",
+                               callback=check.at_least(1)),
+    tasks: str = typer.Option(",".join(registry.LARGE_SETS), "--task", help="BLURB datasets (default: the seven large "
+                              "sets).", show_default=False),
+    seeds: str = typer.Option(None, "--seeds", help="Fine-tuning seeds (default: the cpu-study profile's, 1-3)."),
+    work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
+    data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
+) -> None:
+    """Fine-tune an arm's finished pretrained models (variant study-<arm>, or study-<arm>-5M for the pilot's)."""
+    from medibio.book.study import finetune_arms
+    from medibio.core.profiles import parse_seeds
+
+    done = finetune_arms(_study_settings(work_root, data_root), [arm], tasks.split(","), tokens,
+                         parse_seeds(pretrain_seeds), parse_seeds(seeds) if seeds else None)
+    for run in done.get(arm.lstrip("#"), []):
+        typer.echo(f"{run.run_id}: {run.status}, test {run.score_test}")
 
 
 @study_app.command("pilot")

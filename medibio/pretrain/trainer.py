@@ -363,6 +363,14 @@ def model_folder(record: rec.RunRecord, settings: Settings) -> Path:
     return record.artifact("model", settings.results_root)
 
 
+def model_reference(record: rec.RunRecord) -> str:
+    """The name runs starting from a pretraining record's model use (``pretrain-run:<its place>``): they are
+    planned from the pretraining run's identity, so its records are found where its weights are not."""
+    key = record.key
+    return zoo.run_reference(f"{key.profile}/{key.model_tag}/{key.variant}/{key.dataset}/{key.config_digest}/"
+                             f"seed{key.seed}")
+
+
 def curve_frame(record: rec.RunRecord):
     """The training curve of a pretraining record as a DataFrame for plotting."""
     import pandas as pd
