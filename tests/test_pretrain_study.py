@@ -8,12 +8,14 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from medibio.core.errors import UnknownNameError
 from medibio.core.settings import Settings
 from medibio.pretrain import study
 from medibio.pretrain.configs import get_config
+from medibio.runs import records
 
 WORDS = ["the", "patient", "kidney", "liver", "insulin", "glucose", "protein", "receptor", "expression", "cdk-",
          "<dig>", "cells", "blood", "dose", "mg", "were", "in", "of", "and", "with"]
@@ -138,7 +140,7 @@ def test_the_pilot_fine_tunes_finished_arms_and_names_unfinished_ones(settings, 
     assert result["mean_gain"] == result["scratch_minus_random"]["BC5-chem"] and isinstance(result["go"], bool)
 
     # the runs start from the pretraining run by name: planned from its digest, found where its weights are not
-    runs = pilot.finetune_arms(here, **options)
+    runs = pilot.finetune_arms(here, **options, probes=True)
     scratch = runs["3"][0]
     assert scratch.model["name"].startswith("pretrain-run:smoke/scratch/study-3/biomed-abstracts/")
     assert scratch.model["tag"] == "study-3-s1" and scratch.variant == f"study-3-{TOKENS}tokens"
@@ -146,9 +148,22 @@ def test_the_pilot_fine_tunes_finished_arms_and_names_unfinished_ones(settings, 
     records_only = tmp_path / "records-only"
     shutil.copytree(here.results_root, records_only, ignore=shutil.ignore_patterns("model", "checkpoints"))
     assert not list(records_only.rglob("*.safetensors"))
-    again = pilot.finetune_arms(dataclasses.replace(here, results_root=records_only), **options)
+    again = pilot.finetune_arms(dataclasses.replace(here, results_root=records_only), **options, probes=True)
     assert [r.run_id for rs in again.values() for r in rs] == [r.run_id for rs in runs.values() for r in rs]
     assert again["3"][0].score_test == scratch.score_test
+    probe = records.load_records(records_only, kind="frozen", model="study-3-s1")
+    assert [(r.dataset, r.model["hash"]) for r in probe] == [("BC5-chem", scratch.model["hash"])]
+
+    # the chapter's tables read the records alone
+    assert pilot.recorded_pilot(records_only, TOKENS, "smoke")["mean_gain"] == result["mean_gain"]
+    made = pilot.pretraining_frame(records_only, "smoke")
+    scratch_rows, floor_rows = made[made["arm"] == "#3"], made[made["arm"] == "#0"]
+    assert set(scratch_rows["tokens seen (M)"]) == {round(TOKENS / 1e6, 2)} and set(floor_rows["steps"]) == {0}
+    assert set(scratch_rows["starts from"]) == {"random initialisation"} and set(scratch_rows["reads"]) == {"abstract"}
+    table = pilot.micro_table6(records_only, TOKENS, "smoke")
+    assert list(table.index) == ["ours #0", "ours #3", "paper #3"] and list(table.columns)[0] == "BC5-chem"
+    assert table.loc["ours #3", "BC5-chem"] == round(scratch.score_test, 2) and table.loc["paper #3", "BC5-chem"] == 92.39
+    assert pd.isna(table.loc["ours #3", "mean of the 7 large sets"])  # one set fine-tuned: no mean of seven
 
 
 def test_the_pilot_names_a_run_without_a_test_score(monkeypatch) -> None:
@@ -162,3 +177,22 @@ def test_the_pilot_names_a_run_without_a_test_score(monkeypatch) -> None:
     with pytest.raises(MedibioError, match=r"pilot arm 3: finetune/cpu-study/x/base/BC5-chem/seed1@abc has no "
                                            r"test score \(skipped: no training split\)"):
         pilot.pilot(Settings())
+
+
+def test_the_two_queues_make_every_run_once_pretraining_first() -> None:
+    steps = [step for queue in study.QUEUES.values() for step in queue]
+    assert sorted(steps) == sorted((kind, arm, seed) for kind in ("pretrain", "finetune") for arm in study.ARMS
+                                   for seed in study.SEEDS)
+    for queue in study.QUEUES.values():
+        for k, (kind, arm, seed) in enumerate(queue):
+            if kind == "finetune":
+                assert ("pretrain", arm, seed) in queue[:k]
+
+
+def test_an_unknown_queue_is_named_with_the_known_ones() -> None:
+    from typer.testing import CliRunner
+
+    from medibio.cli.main import app
+
+    result = CliRunner().invoke(app, ["study", "queue", "z"])
+    assert result.exit_code != 0 and "unknown queue 'z'; known: a, b" in result.output

@@ -9,15 +9,24 @@ by ``GO_MARGIN`` F1 points on the mean over the three sets (:func:`medibio.pretr
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
+from medibio.baselines import frozen
 from medibio.core.errors import MedibioError
 from medibio.core.settings import Settings
 from medibio.finetune.runner import run_finetune
+from medibio.paper import tables
 from medibio.pretrain import study
-from medibio.pretrain.configs import PretrainConfig
+from medibio.pretrain.configs import PretrainConfig, get_config
 from medibio.pretrain.trainer import model_reference
-from medibio.runs.records import RunRecord
+from medibio.results.aggregate import newest_configurations
+from medibio.results.recorded import REFERENCE_ROOT
+from medibio.runs.records import RunRecord, load_records
+from medibio.tasks import registry
 
 PILOT_TASKS = ("BC5-chem", "NCBI-disease", "ChemProt")
 PILOT_ARMS = ("0", "3", "4")
@@ -35,9 +44,10 @@ def variant(arm: str, tokens: int) -> str:
 def finetune_arms(settings: Settings, arms: Sequence[str] = PILOT_ARMS, tasks: Sequence[str] = PILOT_TASKS,
                   tokens: int = study.PILOT_TOKENS, pretrain_seeds: Sequence[int] = (1,),
                   seeds: Sequence[int] | None = None, profile: str = "cpu-study",
-                  config: PretrainConfig | str = study.CONFIG) -> dict[str, list[RunRecord]]:
+                  config: PretrainConfig | str = study.CONFIG, probes: bool = False) -> dict[str, list[RunRecord]]:
     """Fine-tune every arm's finished pretrained models on ``tasks`` with ``seeds`` (None: the profile's) and
-    return the records by arm. The runs start from ``pretrain-run:`` names, so they are planned from the
+    return the records by arm; with ``probes``, also the frozen-encoder probes of each model on the same tasks
+    (no fine-tuning noise). The runs start from ``pretrain-run:`` names, so they are planned from the
     pretraining runs' identities and found without their weights. A pretraining run not finished stops it,
     naming the command that goes on with it."""
     records: dict[str, list[RunRecord]] = {}
@@ -51,9 +61,12 @@ def finetune_arms(settings: Settings, arms: Sequence[str] = PILOT_ARMS, tasks: S
                 raise MedibioError(f"arm #{arm.id} (pretraining seed {pretrain_seed}) has {done} of {total} steps; "
                                    f"`medibio study unit --arm {arm.id} --seed {pretrain_seed} --tokens {tokens}` "
                                    "goes on with it")
+            model = model_reference(pretrained)
             records.setdefault(arm.id, []).extend(
-                run_finetune(list(tasks), model=model_reference(pretrained), seeds=seeds, profile=profile,
+                run_finetune(list(tasks), model=model, seeds=seeds, profile=profile,
                              variant=variant(arm.id, tokens), settings=settings))
+            if probes:
+                frozen.baselines(profile, list(tasks), model=model, settings=settings)
     return records
 
 
@@ -68,3 +81,115 @@ def pilot(settings: Settings, **options: Any) -> dict[str, Any]:
                                    f"{run.reason or 'no reason recorded'}); the gate needs every run")
             scores[arm].setdefault(run.dataset, []).append(float(run.score_test))
     return {"scores": scores, **study.pilot_gate(scores)}
+
+
+# --------------------------------------------------------------------------- the chapter's tables (records only)
+
+PROFILE = "cpu-study"
+PAPER_ROW = {"2": "#2", "3": "#3", "4": "#4"}  # study arm -> paper Table 5/6 configuration
+
+
+def study_root(results_root: str | Path) -> Path:
+    """Where the study's records are: the build's results root when it holds any, else ``reference/`` (the
+    default book does not run the study; its runs are recorded once, see docs/pretraining.md)."""
+    here = Path(results_root)
+    return here if load_records(here, profile=study.CONFIG, kind="pretrain", legacy=False) else REFERENCE_ROOT
+
+
+def _arm_of(variant: str) -> str:
+    return variant.split("-")[1]
+
+
+def _budget(steps: int) -> str:
+    """``pilot`` (5M tokens), ``study`` (10M) or the steps of another budget, from a run's planned steps."""
+    config = get_config(study.CONFIG)
+    names = {study.steps_for(study.PILOT_TOKENS, config): "pilot", study.steps_for(study.TOKENS, config): "study"}
+    return names.get(steps, f"{steps:,} steps")
+
+
+def pretraining_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFrame:
+    """One row per recorded pretraining run of the study: arm, budget, seed, what it starts from and reads,
+    its size, tokens seen, the final MLM loss, and the time and machine it took."""
+    rows = []
+    for r in load_records(root, profile=config, kind="pretrain", legacy=False):
+        arm = study.ARMS.get(_arm_of(r.variant))
+        if arm is None or not r.ok:
+            continue
+        d, env = r.details or {}, r.environment or {}
+        steps = int((r.hyperparameters or {}).get("max_steps", 0))
+        rows.append({"arm": f"#{arm.id}", "budget": _budget(steps) if arm.pretrained else "—", "seed": r.seed,
+                     "starts from": "MiniLM (all-MiniLM-L6-v2)" if arm.init else "random initialisation",
+                     "reads": arm.variant if arm.pretrained else "nothing",
+                     "parameters (M)": round((d.get("architecture") or {}).get("parameters", 0) / 1e6, 1),
+                     "tokens seen (M)": round(d.get("tokens_seen", 0) / 1e6, 2), "steps": d.get("steps_done"),
+                     "final MLM loss": None if not d.get("steps_done") else round(float(d["final_loss"]), 3),
+                     "hours": round((r.wall_time_s or 0) / 3600, 2), "device": env.get("device", "?"),
+                     "threads": env.get("torch_threads"), "run": r.run_id})
+    return pd.DataFrame(rows)
+
+
+def recorded_runs(root: str | Path, tokens: int = study.TOKENS, profile: str = PROFILE) -> dict[str, list[RunRecord]]:
+    """The recorded fine-tuning runs of each arm at a pretraining budget (the study's, or the pilot's), every
+    pretraining seed's newest configuration, by arm id."""
+    by_arm: dict[str, list[RunRecord]] = {}
+    for arm in study.ARMS:
+        name = variant(arm, tokens)
+        runs = newest_configurations(load_records(root, profile=profile, variant=name, legacy=False))[0]
+        if runs := [r for r in runs if r.ok and r.score_test is not None]:
+            by_arm[arm] = runs
+    return by_arm
+
+
+def recorded_pilot(root: str | Path, tokens: int = study.PILOT_TOKENS, profile: str = PROFILE) -> dict[str, Any] | None:
+    """The pilot's gate judged on its recorded runs (no training), or None before they are recorded."""
+    scores: dict[str, dict[str, list[float]]] = {}
+    for arm, runs in recorded_runs(root, tokens, profile).items():
+        for run in runs:
+            scores.setdefault(arm, {}).setdefault(run.dataset, []).append(float(run.score_test))
+    if "0" not in scores or "3" not in scores:
+        return None
+    return {"scores": scores, **study.pilot_gate(scores)}
+
+
+def micro_table6(root: str | Path, tokens: int = study.TOKENS, profile: str = PROFILE) -> pd.DataFrame:
+    """The study's Table 6: each arm's mean test score (over pretraining and fine-tuning seeds) on the sets it
+    was fine-tuned on, their mean over the seven large sets, beside the paper's Table 6 column of the same
+    configuration; with the runs and tokens behind each column."""
+    rows: dict[str, dict[str, Any]] = {}
+    for arm, runs in recorded_runs(root, tokens, profile).items():
+        by_set: dict[str, list[float]] = {}
+        for run in runs:
+            by_set.setdefault(run.dataset, []).append(float(run.score_test))
+        ours = {name: float(np.mean(v)) for name, v in by_set.items()}
+        large = [ours[name] for name in registry.LARGE_SETS if name in ours]
+        seeds = {(r.model or {}).get("hash") for r in runs}
+        column = {**{name: round(v, 2) for name, v in ours.items()},
+                  "mean of the 7 large sets": round(float(np.mean(large)), 2)
+                  if len(large) == len(registry.LARGE_SETS) else None,
+                  "runs": len(runs), "pretraining seeds": len(seeds),
+                  "tokens seen (M)": round(float(runs[0].details.get("pretraining_tokens") or 0) / 1e6, 2)}
+        rows[f"ours #{arm}"] = column
+        if arm in PAPER_ROW:
+            paper = tables.column_scores(6, PAPER_ROW[arm])
+            rows[f"paper {PAPER_ROW[arm]}"] = {
+                **{name: paper.get(name) for name in ours},
+                "mean of the 7 large sets": round(float(np.mean([paper[n] for n in registry.LARGE_SETS])), 2),
+                "runs": None, "pretraining seeds": 1, "tokens seen (M)": None}
+    frame = pd.DataFrame(rows).T
+    return frame.reindex(columns=[c for c in [*registry.names(), "mean of the 7 large sets", "runs",
+                                              "pretraining seeds", "tokens seen (M)"] if c in frame.columns])
+
+
+def curves_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFrame:
+    """The MLM loss curves of the study's recorded pretraining runs against tokens seen (millions), one line
+    per arm, seed and budget."""
+    frames = []
+    for r in load_records(root, profile=config, kind="pretrain", legacy=False):
+        curve = (r.details or {}).get("curve") or []
+        if r.ok and curve:
+            frame = pd.DataFrame(curve)[["tokens_seen", "loss"]]
+            frame["tokens (M)"] = frame.pop("tokens_seen") / 1e6
+            steps = int((r.hyperparameters or {}).get("max_steps", 0))
+            frame["run"] = f"#{_arm_of(r.variant)} seed {r.seed} ({_budget(steps)})"
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["tokens (M)", "loss", "run"])

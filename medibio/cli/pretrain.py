@@ -226,6 +226,7 @@ def study_finetune(
     tasks: str = typer.Option(",".join(registry.LARGE_SETS), "--task", help="BLURB datasets (default: the seven large "
                               "sets).", show_default=False),
     seeds: str = typer.Option(None, "--seeds", help="Fine-tuning seeds (default: the cpu-study profile's, 1-3)."),
+    probes: bool = typer.Option(True, "--probes/--no-probes", help="Also the frozen-encoder probes of each model."),
     work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
     data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
 ) -> None:
@@ -234,9 +235,41 @@ def study_finetune(
     from medibio.core.profiles import parse_seeds
 
     done = finetune_arms(_study_settings(work_root, data_root), [arm], tasks.split(","), tokens,
-                         parse_seeds(pretrain_seeds), parse_seeds(seeds) if seeds else None)
+                         parse_seeds(pretrain_seeds), parse_seeds(seeds) if seeds else None, probes=probes)
     for run in done.get(arm.lstrip("#"), []):
         typer.echo(f"{run.run_id}: {run.status}, test {run.score_test}")
+
+
+@study_app.command("queue")
+def study_queue(
+    name: str = typer.Argument(..., help="a or b: the two queues of the study, one per core, run side by side."),
+    tokens: int = typer.Option(10_000_000, "--tokens", help="Tokens per pretraining run.", callback=check.at_least(1)),
+    work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
+    data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
+) -> None:
+    """Run one queue of the study to its end (medibio.pretrain.study.QUEUES): every step in a child process with
+    one thread, pretraining in units of 25 steps; run it again after an interruption and it goes on."""
+    import os
+    import subprocess
+    import sys
+
+    from medibio.pretrain.study import QUEUES
+
+    if name not in QUEUES:
+        raise typer.BadParameter(f"unknown queue {name!r}; known: {', '.join(QUEUES)}")
+    common = ["--tokens", str(tokens), *(["--work-root", str(work_root)] if work_root else []),
+              *(["--data-root", str(data_root)] if data_root else [])]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    for step, arm, seed in QUEUES[name]:
+        typer.echo(f"queue {name}: {step} #{arm} seed {seed}")
+        if step == "pretrain":
+            cmd = [sys.executable, "-m", "medibio", "study", "unit", "--arm", arm, "--seed", str(seed), *common]
+            while "finished" not in (out := subprocess.run(cmd, env=env, check=True, stdout=subprocess.PIPE,
+                                                              text=True).stdout):
+                typer.echo(out.strip())
+        else:
+            subprocess.run([sys.executable, "-m", "medibio", "study", "finetune", "--arm", arm,
+                            "--pretrain-seeds", str(seed), *common], env=env, check=True)
 
 
 @study_app.command("pilot")

@@ -171,6 +171,20 @@ def run_unit(arm: Arm, seed: int, tokens: int, settings: Settings, unit_steps: i
         return stopped.steps_done
 
 
+# The study after its pilot, as two queues for the two cores (``medibio study queue a`` and ``... b``, side by
+# side): each step pretrains (in units, each in a fresh process) or fine-tunes one arm and pretraining seed on the
+# seven large BLURB sets. The claims' arms come first: #3 and #4 with both seeds (full text vs abstracts), then
+# #2 (from scratch vs a general model). Every step is idempotent, so a queue restarted after an interruption
+# goes on where it stopped.
+QUEUES: dict[str, tuple[tuple[str, str, int], ...]] = {
+    "a": (("pretrain", "3", 1), ("finetune", "3", 1), ("pretrain", "3", 2), ("finetune", "3", 2),
+          ("pretrain", "2", 1), ("finetune", "2", 1)),
+    "b": (("pretrain", "4", 1), ("finetune", "4", 1), ("pretrain", "4", 2), ("finetune", "4", 2),
+          ("pretrain", "0", 1), ("finetune", "0", 1), ("pretrain", "0", 2), ("finetune", "0", 2),
+          ("pretrain", "2", 2), ("finetune", "2", 2)),
+}
+
+
 def pilot_gate(scores: Mapping[str, Mapping[str, Sequence[float]]], margin: float = GO_MARGIN) -> dict[str, Any]:
     """The pilot's go/no-go from test scores (0-100) by arm and task over fine-tuning seeds: go on when #3
     beats #0 by at least ``margin`` points on the mean over the tasks. Also #4 - #3 (full text against
