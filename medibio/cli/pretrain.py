@@ -249,27 +249,27 @@ def study_queue(
 ) -> None:
     """Run one queue of the study to its end (medibio.pretrain.study.QUEUES): every step in a child process with
     one thread, pretraining in units of 25 steps; run it again after an interruption and it goes on."""
-    import os
     import subprocess
     import sys
 
+    from medibio.core import launch
     from medibio.pretrain.study import QUEUES
 
     if name not in QUEUES:
         raise typer.BadParameter(f"unknown queue {name!r}; known: {', '.join(QUEUES)}")
     common = ["--tokens", str(tokens), *(["--work-root", str(work_root)] if work_root else []),
               *(["--data-root", str(data_root)] if data_root else [])]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    one_thread = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     for step, arm, seed in QUEUES[name]:
         typer.echo(f"queue {name}: {step} #{arm} seed {seed}")
         if step == "pretrain":
             cmd = [sys.executable, "-m", "medibio", "study", "unit", "--arm", arm, "--seed", str(seed), *common]
-            while "finished" not in (out := subprocess.run(cmd, env=env, check=True, stdout=subprocess.PIPE,
-                                                              text=True).stdout):
+            while "finished" not in (out := launch.run(cmd, extra=one_thread, check=True, stdout=subprocess.PIPE,
+                                                       text=True).stdout):
                 typer.echo(out.strip())
         else:
-            subprocess.run([sys.executable, "-m", "medibio", "study", "finetune", "--arm", arm,
-                            "--pretrain-seeds", str(seed), *common], env=env, check=True)
+            launch.run([sys.executable, "-m", "medibio", "study", "finetune", "--arm", arm, "--pretrain-seeds",
+                        str(seed), *common], extra=one_thread, check=True)
 
 
 @study_app.command("pilot")
