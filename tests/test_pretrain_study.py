@@ -196,3 +196,34 @@ def test_an_unknown_queue_is_named_with_the_known_ones() -> None:
 
     result = CliRunner().invoke(app, ["study", "queue", "z"])
     assert result.exit_code != 0 and "unknown queue 'z'; known: a, b" in result.output
+
+
+@pytest.mark.slow
+def test_a_run_records_its_held_out_mlm_loss_on_blurb_text(settings, tmp_path) -> None:
+    """With ``heldout_per_set`` the record holds the MLM loss on BLURB's NER dev sentences, the same masked
+    pieces for every model of one tokenizer; the setting is not part of the run's identity."""
+    import dataclasses
+    import os
+
+    from medibio.pretrain import heldout, mlm
+    from medibio.pretrain.trainer import model_folder
+
+    root = tmp_path / "data"
+    (root / "corpora").mkdir(parents=True)
+    os.symlink(Path(settings.data_root) / "corpora" / "sumpubmed", root / "corpora" / "sumpubmed")
+    chem = root / "blurb" / "BC5CDR-chem"
+    chem.mkdir(parents=True)
+    rng = np.random.default_rng(1)
+    for split in ("train", "dev", "test"):
+        sentences = ["".join(f"{w}\tO\n" for w in rng.choice(WORDS, size=12)) for _ in range(40)]
+        (chem / f"{split}.tsv").write_text("\n".join(sentences) + "\n")
+    here = dataclasses.replace(settings, data_root=root, results_root=tmp_path / "results")
+    config = CONFIG.with_overrides(heldout_per_set=30)
+    assert study._plan(study.ARMS["3"], 1, TOKENS, here, config).key == study._plan(
+        study.ARMS["3"], 1, TOKENS, here, CONFIG).key
+    record = study.run_unit(study.get_arm("3"), 1, TOKENS, here, unit_steps=6, config=config)
+    found = record.details["heldout"]
+    assert found["sets"] == ["BC5-chem"] and found["sentences"] == 30 and found["masked_pieces"] > 0
+    model, tokenizer = mlm.load_checkpoint(str(model_folder(record, here)))[:2]
+    again = heldout.heldout_loss(model, tokenizer, config, root, 30)
+    assert again == found and np.isfinite(found["loss"])

@@ -60,6 +60,7 @@ class PretrainConfig:
     whole_word_mask: bool = False
     save_every: int = 100
     keep_checkpoints: int = 2
+    heldout_per_set: int = 0  # >0: the record gets the held-out MLM loss on this many BLURB dev sentences a set
     log_every: int = 10
     seed: int = 42
     mixed_precision: str = "gpu"  # mixed precision on a GPU, fp32 on a CPU (medibio.core.precision)
@@ -128,7 +129,7 @@ CONFIGS: dict[str, PretrainConfig] = {
                          position_buckets=128),
         max_steps=1_221, warmup_steps=122, effective_batch=64, per_device_batch=64, learning_rate=5e-4,
         seq_length=128, save_every=25, log_every=5, corpus_max_mb=None, vocab_sample_mb=50.0,
-        mixed_precision="auto", text_form="sumpubmed",
+        mixed_precision="auto", text_form="sumpubmed", heldout_per_set=400,
     ),
     "smoke": PretrainConfig(
         name="smoke",

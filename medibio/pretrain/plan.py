@@ -9,8 +9,9 @@ its checkpoints) sit in ``seed<N>/`` beside it: the same configuration finds (an
 run; a changed one trains into a new record and leaves the old one alone.
 
 Left out, because they do not change the model: how many checkpoints are kept and how often, how often the
-curve is logged, the description, and the per-device batch (the data, masks and dropout of a step depend on
-an example's slot in the effective batch only, so 2 x 4 per device and 1 x 8 train on the same examples).
+curve is logged, the held-out evaluation at the end, the description, and the per-device batch (the data,
+masks and dropout of a step depend on an example's slot in the effective batch only, so 2 x 4 per device and
+1 x 8 train on the same examples).
 Fields added to the configuration later (``LATER_FIELDS``) count only where they differ from the value that
 runs before them implied.
 """
@@ -32,7 +33,7 @@ from medibio.runs import protocol
 from medibio.runs.protocol import Plan
 
 KIND = "pretrain"
-NOT_IDENTITY = ("description", "save_every", "keep_checkpoints", "log_every", "per_device_batch")
+NOT_IDENTITY = ("description", "save_every", "keep_checkpoints", "log_every", "per_device_batch", "heldout_per_set")
 # fields added after runs were recorded: at these values they are left out of the identity, so that those
 # runs keep their digests (and recorded results stay current)
 LATER_FIELDS = {"text_form": "as-is", "head_warmup_steps": 0}

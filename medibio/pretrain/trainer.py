@@ -311,6 +311,11 @@ class PretrainKind:
                 shutil.rmtree(out / "model")
             building.rename(out / "model")
         accelerator.wait_for_everyone()
+        heldout = None
+        if cfg.heldout_per_set and accelerator.is_main_process:
+            from medibio.pretrain.heldout import heldout_loss
+
+            heldout = heldout_loss(accelerator.unwrap_model(model).lm, tokenizer, cfg, data_root, cfg.heldout_per_set)
 
         architecture = {"model_type": accelerator.unwrap_model(model).lm.config.model_type, "parameters": n_params}
         model_block = ({"name": SCRATCH, "path": "", "tag": SCRATCH, "hash": None, **architecture} if init is None
@@ -329,7 +334,7 @@ class PretrainKind:
             "mixed_precision": str(accelerator.mixed_precision), "steps_done": step, "max_steps": cfg.max_steps,
             "curve": curve, "final_loss": curve[-1]["loss"] if curve else None, "tokens_seen": tokens_seen,
             "tokens_per_s": tokens_seen / elapsed if elapsed > 0 else None, "checkpoints": checkpoints,
-            "resumed_from": resumed_from}
+            "resumed_from": resumed_from, **({"heldout": heldout} if heldout else {})}
         record = ctx.record(model=model_block, hyperparameters=cfg.to_dict(), wall_time_s=round(elapsed, 3),
                             peak_memory_mb=round(_peak_memory_mb(device_type), 1), notes=notes, details=details)
         built = ("model", "checkpoints") + (("tokenizer",) if (out / "tokenizer").is_dir() else ())
