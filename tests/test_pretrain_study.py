@@ -54,7 +54,8 @@ def test_every_arm_sees_the_same_tokens() -> None:
     cfg = get_config(study.CONFIG)
     assert study.steps_for(study.TOKENS, cfg) == 1_221 and study.steps_for(study.PILOT_TOKENS, cfg) == 611
     steps = {a: study.arm_config(study.get_arm(a), 1, study.TOKENS).max_steps for a in study.ARMS}
-    assert steps == {"0": 0, "2": 1_221, "3": 1_221, "4": 1_221}
+    assert steps == {"0": 0, "2": 1_221, "3": 1_221, "4": 1_221, "cs": 611, "1": 1_221}
+    assert study.arm_config(study.ARMS["1"], 1, study.TOKENS).head_warmup_steps == 0  # the stage trained it
     minilm = study.arm_config(study.get_arm("#2"), 1, study.TOKENS)
     assert minilm.head_warmup_steps == 61 and study.arm_config(study.ARMS["3"], 1, study.TOKENS).head_warmup_steps == 0
     assert minilm.warmup_steps == 122 and minilm.seed == 1 and minilm.text_form == "sumpubmed"
@@ -100,7 +101,8 @@ def test_status_command_reads_the_work_root_and_trains_nothing(tmp_path) -> None
                            "--tokens", "5000000"], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
-    assert "#3 seed 1: 0/611 steps" in lines and "#0 seed 2: 0/0 steps" in lines and len(lines) == 8
+    assert "#3 seed 1: 0/611 steps" in lines and "#0 seed 2: 0/0 steps" in lines and len(lines) == 12
+    assert "#1 seed 1: 0/611 steps" in lines and "#cs seed 1: 0/306 steps" in lines
     assert not any(tmp_path.iterdir())  # no vocabulary built, no folder made
 
 
@@ -182,11 +184,13 @@ def test_the_pilot_names_a_run_without_a_test_score(monkeypatch) -> None:
 def test_the_two_queues_make_every_run_once_pretraining_first() -> None:
     steps = [step for queue in study.QUEUES.values() for step in queue]
     assert sorted(steps) == sorted((kind, arm, seed) for kind in ("pretrain", "finetune") for arm in study.ARMS
-                                   for seed in study.SEEDS)
+                                   for seed in study.SEEDS if not (kind == "finetune" and arm == study.CS_STAGE))
     for queue in study.QUEUES.values():
         for k, (kind, arm, seed) in enumerate(queue):
             if kind == "finetune":
                 assert ("pretrain", arm, seed) in queue[:k]
+            if study.ARMS[arm].init == study.CS_STAGE:  # a stage before the arm that starts from it
+                assert ("pretrain", study.CS_STAGE, seed) in queue[:k]
 
 
 def test_an_unknown_queue_is_named_with_the_known_ones() -> None:
@@ -227,3 +231,26 @@ def test_a_run_records_its_held_out_mlm_loss_on_blurb_text(settings, tmp_path) -
     model, tokenizer = mlm.load_checkpoint(str(model_folder(record, here)))[:2]
     again = heldout.heldout_loss(model, tokenizer, config, root, 30)
     assert again == found and np.isfinite(found["loss"])
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_the_science_route_starts_from_its_own_cs_stage(data_root, tmp_path) -> None:
+    """#1 continues the same seed's ``cs`` stage (MiniLM continued on computer-science text), named by that run
+    rather than by its weights; it waits for the stage, and its new head is the stage's (no second warm-up)."""
+    from medibio.core.errors import MedibioError
+    from medibio.models import zoo
+
+    here = Settings(data_root=data_root, results_root=tmp_path / "results", cache_root=tmp_path / "cache",
+                    progress=False)
+    tokens = 4 * 256
+    science = study.get_arm("1")
+    assert study.steps_done(science, 1, tokens, here, CONFIG) == 0  # waits for its stage, trains nothing
+    with pytest.raises(MedibioError, match="starts from the stage `cs`, which has not finished"):
+        study.run_unit(science, 1, tokens, here, unit_steps=2, config=CONFIG)
+    stage = study.run_unit(study.get_arm("cs"), 1, tokens, here, unit_steps=2, config=CONFIG)
+    assert stage.details["steps_done"] == 2 and stage.details["corpus"]["spec"] == "cs"
+    assert study.run_unit(science, 1, tokens, here, unit_steps=2, config=CONFIG) == 2
+    record = study.run_unit(science, 1, tokens, here, unit_steps=2, config=CONFIG)
+    assert record.details["steps_done"] == 4 and record.details["init"]["from"].startswith(zoo.RUN_PREFIX)
+    assert record.model["tag"] == "study-cs-s1" and record.hyperparameters["head_warmup_steps"] == 0

@@ -86,7 +86,7 @@ def pilot(settings: Settings, **options: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the chapter's tables (records only)
 
 PROFILE = "cpu-study"
-PAPER_ROW = {"2": "#2", "3": "#3", "4": "#4"}  # study arm -> paper Table 5/6 configuration
+PAPER_ROW = {"1": "#1", "2": "#2", "3": "#3", "4": "#4"}  # study arm -> paper Table 5/6 configuration
 
 
 def study_root(results_root: str | Path) -> Path:
@@ -118,11 +118,14 @@ def pretraining_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFr
         d, env = r.details or {}, r.environment or {}
         steps = int((r.hyperparameters or {}).get("max_steps", 0))
         rows.append({"arm": f"#{arm.id}", "budget": _budget(steps) if arm.pretrained else "—", "seed": r.seed,
-                     "starts from": "MiniLM (all-MiniLM-L6-v2)" if arm.init else "random initialisation",
+                     "starts from": {None: "random initialisation", "minilm": "MiniLM (all-MiniLM-L6-v2)",
+                                     study.CS_STAGE: "MiniLM after the cs stage"}[arm.init],
                      "reads": arm.variant if arm.pretrained else "nothing",
                      "parameters (M)": round((d.get("architecture") or {}).get("parameters", 0) / 1e6, 1),
                      "tokens seen (M)": round(d.get("tokens_seen", 0) / 1e6, 2), "steps": d.get("steps_done"),
                      "final MLM loss": None if not d.get("steps_done") else round(float(d["final_loss"]), 3),
+                     "held-out MLM loss (BLURB dev)": None if (d.get("heldout") or {}).get("loss") is None
+                     else round(float(d["heldout"]["loss"]), 3),
                      "hours": round((r.wall_time_s or 0) / 3600, 2), "device": env.get("device", "?"),
                      "threads": env.get("torch_threads"), "run": r.run_id})
     return pd.DataFrame(rows)

@@ -12,6 +12,10 @@ Arms (paper Table 5 numbering; the paper's models and S2ORC replaced by what run
   gradients dropped), so that a random head does not send random gradients into the encoder.
   MiniLM keeps its own shape (6 x 384) and WordPiece vocabulary; the scratch arms have the study's.
 * ``#3`` from scratch on SumPubMed abstracts; ``#4`` from scratch on SumPubMed full texts.
+* ``#1`` the science-model route: MiniLM continued first on computer-science text (the ``cs`` corpus:
+  SciTLDR, ScisummNet, unarXive; the stage ``cs``, half the arm's tokens, the stand-in for SciDeBERTa v2),
+  then on SumPubMed abstracts like #2. #1 against #2 is then "a science stage first, or not", on equal
+  biomedical tokens; #1 has seen more tokens in all, as the paper's #1 had.
 
 Every arm sees the same number of tokens (``tokens`` rounds up to whole steps of the study config's
 8,192 tokens) and each is pretrained with at least two seeds. All tokenizers are in the SumPubMed form
@@ -32,11 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medibio.core.errors import UnknownNameError
+from medibio.core.errors import MedibioError, UnknownNameError
 from medibio.core.settings import Settings
 from medibio.pretrain.configs import PretrainConfig, get_config
 from medibio.pretrain.plan import effective_config, plan_pretraining
-from medibio.pretrain.trainer import Stopped, latest_checkpoint, run_pretraining
+from medibio.pretrain.trainer import Stopped, latest_checkpoint, model_reference, run_pretraining
 from medibio.pretrain.vocab import train_corpus_vocabulary
 from medibio.runs import records as rec
 
@@ -49,13 +53,16 @@ HEAD_WARMUP_SHARE = 0.05  # of #2's steps
 GO_MARGIN = 3.0  # the pilot goes on when #3 beats #0 by this many F1 points (mean over its tasks)
 
 
+CS_STAGE = "cs"  # an arm's init naming the study's own stage: the same seed's run of that arm
+
+
 @dataclass(frozen=True)
 class Arm:
     """One row of the study's Table 5: where it starts, what it reads."""
 
     id: str
     paper_row: int
-    init: str | None  # None: the study's shape from scratch
+    init: str | None  # None: the study's shape from scratch; CS_STAGE: that stage's run of the same seed
     corpus: str
     variant: str
     pretrained: bool = True
@@ -69,6 +76,10 @@ ARMS: dict[str, Arm] = {a.id: a for a in (
         description="#2: MiniLM (new MLM head) continued on SumPubMed abstracts"),
     Arm("3", 3, None, "biomed-abstracts", "abstract", description="#3: from scratch on SumPubMed abstracts"),
     Arm("4", 4, None, "biomed-fulltext", "fulltext", description="#4: from scratch on SumPubMed full texts"),
+    Arm("cs", 1, "minilm", "cs", "fulltext",
+        description="#1's first stage: MiniLM (new MLM head) continued on computer-science text"),
+    Arm("1", 1, CS_STAGE, "biomed-abstracts", "abstract",
+        description="#1: MiniLM continued on computer-science text, then on SumPubMed abstracts"),
 )}
 
 
@@ -86,10 +97,11 @@ def steps_for(tokens: int, config: PretrainConfig) -> int:
 
 
 def arm_config(arm: Arm, seed: int, tokens: int, config: PretrainConfig | str = CONFIG) -> PretrainConfig:
-    """The pretraining configuration of one arm and seed: ``tokens`` worth of steps (none for #0)."""
+    """The pretraining configuration of one arm and seed: ``tokens`` worth of steps (none for #0, half for the
+    ``cs`` stage); a new MLM head (MiniLM's) learns alone first."""
     base = get_config(config) if isinstance(config, str) else config
-    steps = steps_for(tokens, base) if arm.pretrained else 0
-    warmup = round(steps * HEAD_WARMUP_SHARE) if arm.init is not None else 0
+    steps = steps_for(tokens // 2 if arm.id == CS_STAGE else tokens, base) if arm.pretrained else 0
+    warmup = round(steps * HEAD_WARMUP_SHARE) if arm.init == "minilm" else 0
     return base.with_overrides(seed=seed, max_steps=steps, head_warmup_steps=warmup)  # warm-up share kept
 
 
@@ -114,10 +126,23 @@ def study_tokenizer(settings: Settings, config: PretrainConfig | str = CONFIG) -
     return folder
 
 
+def _init(arm: Arm, seed: int, tokens: int, settings: Settings, config: PretrainConfig | str) -> str | None:
+    """What an arm starts from: a model name, the finished stage run of the same seed (a clear error before
+    it finished), or None (scratch)."""
+    if arm.init != CS_STAGE:
+        return arm.init
+    stage = finished(ARMS[CS_STAGE], seed, tokens, settings, config)
+    if stage is None:
+        raise MedibioError(f"arm #{arm.id} (seed {seed}) starts from the stage `{CS_STAGE}`, which has not finished: "
+                           f"`medibio study unit --arm {CS_STAGE} --seed {seed} --tokens {tokens}` goes on with it")
+    return model_reference(stage)
+
+
 def _call(arm: Arm, seed: int, tokens: int, settings: Settings, config: PretrainConfig | str) -> dict[str, Any]:
     """The arguments of :func:`medibio.pretrain.trainer.run_pretraining` for one arm and seed."""
     return {"config": arm_config(arm, seed, tokens, config), "corpus": arm.corpus, "variant": arm.variant,
-            "init": arm.init, "tokenizer_dir": None if arm.init else study_tokenizer(settings, config),
+            "init": _init(arm, seed, tokens, settings, config),
+            "tokenizer_dir": None if arm.init else study_tokenizer(settings, config),
             "tag": f"study-{arm.id}", "notes": [arm.description], "settings": settings}
 
 
@@ -128,15 +153,18 @@ def _plan(arm: Arm, seed: int, tokens: int, settings: Settings, config: Pretrain
                             settings)
 
 
-def _needs_vocabulary(arm: Arm, settings: Settings, config: PretrainConfig | str) -> bool:
+def _waits(arm: Arm, seed: int, tokens: int, settings: Settings, config: PretrainConfig | str) -> bool:
+    """Whether an arm cannot be planned yet: the shared vocabulary is not built, or its stage not finished."""
     cfg = get_config(config) if isinstance(config, str) else config
+    if arm.init == CS_STAGE:
+        return finished(ARMS[CS_STAGE], seed, tokens, settings, config) is None
     return arm.init is None and not (tokenizer_folder(settings, cfg) / "tokenizer.json").exists()
 
 
 def finished(arm: Arm, seed: int, tokens: int, settings: Settings,
              config: PretrainConfig | str = CONFIG) -> rec.RunRecord | None:
     """The record of an arm's finished run, or None (nothing trained or built to find out)."""
-    if _needs_vocabulary(arm, settings, config):
+    if _waits(arm, seed, tokens, settings, config):
         return None
     record = _plan(arm, seed, tokens, settings, config).key.path(settings.results_root)
     return rec.read_record(record) if record.exists() else None
@@ -144,8 +172,8 @@ def finished(arm: Arm, seed: int, tokens: int, settings: Settings,
 
 def steps_done(arm: Arm, seed: int, tokens: int, settings: Settings, config: PretrainConfig | str = CONFIG) -> int:
     """Steps an arm's run has behind it: its record's, else its newest checkpoint's, else 0 (also before the
-    shared vocabulary exists, which this does not build)."""
-    if _needs_vocabulary(arm, settings, config):
+    shared vocabulary exists, which this does not build, or the stage it starts from has finished)."""
+    if _waits(arm, seed, tokens, settings, config):
         return 0
     plan = _plan(arm, seed, tokens, settings, config)
     record = plan.key.path(settings.results_root)
@@ -178,10 +206,12 @@ def run_unit(arm: Arm, seed: int, tokens: int, settings: Settings, unit_steps: i
 # goes on where it stopped.
 QUEUES: dict[str, tuple[tuple[str, str, int], ...]] = {
     "a": (("pretrain", "3", 1), ("finetune", "3", 1), ("pretrain", "3", 2), ("finetune", "3", 2),
-          ("pretrain", "2", 1), ("finetune", "2", 1)),
+          ("pretrain", "2", 1), ("finetune", "2", 1), ("pretrain", "cs", 1), ("pretrain", "1", 1),
+          ("finetune", "1", 1)),
     "b": (("pretrain", "4", 1), ("finetune", "4", 1), ("pretrain", "4", 2), ("finetune", "4", 2),
           ("pretrain", "0", 1), ("finetune", "0", 1), ("pretrain", "0", 2), ("finetune", "0", 2),
-          ("pretrain", "2", 2), ("finetune", "2", 2)),
+          ("pretrain", "2", 2), ("finetune", "2", 2), ("pretrain", "cs", 2), ("pretrain", "1", 2),
+          ("finetune", "1", 2)),
 }
 
 

@@ -194,7 +194,7 @@ class PretrainKind:
         # loaded: a model of another size would otherwise fail on a tensor size mismatch first
         ckpt = latest_checkpoint(out)
         state = _resumable_state(ckpt, digest, layout.effective, cfg.seed) if ckpt is not None else {}
-        init = None if job.init is None else zoo.resolve(job.init, ctx.settings.cache_root)
+        init = None if job.init is None else zoo.resolve(job.init, ctx.settings.cache_root, ctx.settings.results_root)
         with accelerator.main_process_first():
             tokenizer = prepare_tokenizer(cfg, job.corpus, job.variant, out, init, data_root, job.tokenizer_dir)
             blocks = corpora.cached_blocks(job.corpus, tokenizer, cfg.seq_length, variant=job.variant,
@@ -319,7 +319,8 @@ class PretrainKind:
 
         architecture = {"model_type": accelerator.unwrap_model(model).lm.config.model_type, "parameters": n_params}
         model_block = ({"name": SCRATCH, "path": "", "tag": SCRATCH, "hash": None, **architecture} if init is None
-                       else {**zoo.model_info(job.init, cache_root=ctx.settings.cache_root), "parameters": n_params})
+                       else {**zoo.model_info(job.init, cache_root=ctx.settings.cache_root,
+                                              results_root=ctx.settings.results_root), "parameters": n_params})
         details = {
             "init": {"kind": "scratch" if init is None else "continual", "from": job.init},
             "corpus": {"spec": job.corpus, "variant": job.variant, "blocks": len(blocks),
