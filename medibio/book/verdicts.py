@@ -154,9 +154,9 @@ def _t6(config: str) -> tuple[str, ...]:
 
 _SCIDEBERTA = Test("none", needs="no profile: SciDeBERTa v2 is not among the models medibio can load (the "
                                  "`paper` profile fine-tunes SciDeBERTa v1 on SciERC)")
-_TABLE5 = ("the CPU study's runs of both arms (docs/pretraining.md: #0, #2, #3, #4 pretrained on 10M tokens with 2 "
-           "seeds, each fine-tuned on the seven large BLURB sets with 3 seeds); or PROFILE=gpu or paper: pretrains "
-           "the five configurations and fine-tunes each on BLURB")
+_TABLE5 = ("the CPU study's runs of both arms (docs/pretraining.md: #1-#4 analogs pretrained on 10M tokens with 2 "
+           "seeds, each fine-tuned on the seven large BLURB sets with 3 seeds; `medibio study queue a|b`); or "
+           "PROFILE=gpu or paper: pretrains the five configurations and fine-tunes each on BLURB")
 # The mean over the seven BLURB sets with large test sets is the Table 5 claims' primary statistic, since the
 # plain mean moves mostly with the four small sets (BIOSSES 20 pairs, PubMedQA 500, BioASQ 140, GAD ~530).
 _T5_PRIMARY = ("mean over the seven large BLURB sets (" + ", ".join(registry.LARGE_SETS) + "); the plain mean "
