@@ -162,6 +162,29 @@ def test_cosine_head_is_refused_outside_sentence_pair_regression(model_dirs):
         modeling.build_model(registry.get("ChemProt"), str(model_dirs["bert"]), pooling="cosine")
 
 
+def test_deberta_mean_pools_in_its_head(model_dirs):
+    """DeBERTa keeps its pooler (a dense layer over the first token) in the classification head: pooling="mean"
+    replaces that one, so the classifier reads the masked mean of the last layer (the ChemProt/DDI presets of
+    the cpu profiles, applied to the CPU study's DeBERTa models)."""
+    import copy
+
+    spec = registry.get("ChemProt", "blurb")
+    model = modeling.build_model(spec, "tiny-deberta", seed=0, pooling="mean").eval()
+    ids = torch.randint(5, 60, (3, 7))
+    mask = torch.ones(3, 7, dtype=torch.long)
+    mask[0, 4:] = 0
+    with torch.no_grad():
+        hidden = model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
+        m = mask.unsqueeze(-1).float()
+        expected = model.classifier((hidden * m).sum(1) / m.sum(1))
+        logits = model(input_ids=ids, attention_mask=mask).logits
+        assert torch.allclose(logits, expected, atol=1e-5)
+        model(input_ids=torch.randint(5, 60, (2, 11)), attention_mask=torch.ones(2, 11, dtype=torch.long))
+        assert torch.equal(copy.deepcopy(model)(input_ids=ids, attention_mask=mask).logits, logits)
+    with pytest.raises(ValueError, match="pooler to replace"):
+        modeling.use_mean_pooling(modeling.build_model(registry.get("BC5-chem", "blurb"), "tiny-deberta", seed=0))
+
+
 def test_a_copy_of_a_mean_pooled_model_pools_with_its_own_mask(model_dirs):
     """The bf16 copy that evaluates (medibio.core.precision.evaluation_model) is a deep copy: its pooler
     must get the mask of its own call, not the original's last one."""

@@ -138,24 +138,32 @@ def masked_mean_pooler() -> Any:
 
 
 def use_mean_pooling(model: Any) -> Any:
-    """Replace ``model.base_model.pooler`` (BERT, MiniLM, RoBERTa ...) by :func:`masked_mean_pooler`, in place;
-    architectures without such a pooler (DeBERTa's sits in the head) raise ``ValueError``."""
+    """Replace the model's pooler by :func:`masked_mean_pooler`, in place: the encoder's own pooler in the BERT
+    family (BERT, MiniLM, RoBERTa ...), the head's ``ContextPooler`` in DeBERTa's (which pools the first token
+    through a dense layer, as BERT's pooler does); a model with neither raises ``ValueError``."""
     base = model.base_model
-    if getattr(base, "pooler", None) is None:
-        raise ValueError(f"pooling='mean' needs an encoder with a pooler module (BERT family); "
+    pooler = masked_mean_pooler()
+    if getattr(base, "pooler", None) is not None:
+        owner = base
+    elif hasattr(getattr(model, "pooler", None), "output_dim"):  # DeBERTa-v2/v3 sequence classification
+        owner = model
+        pooler.output_dim = model.pooler.output_dim  # what the classifier reads off its pooler
+    else:
+        raise ValueError(f"pooling='mean' needs a pooler to replace (BERT's encoder or DeBERTa's head); "
                          f"{type(model).__name__} has none")
-    base.pooler = masked_mean_pooler()
-    base.register_forward_pre_hook(_remember_mask, with_kwargs=True)
+    owner.pooler = pooler
+    owner.register_forward_pre_hook(_remember_mask, with_kwargs=True)
     return model
 
 
-def _remember_mask(encoder: Any, args: tuple, kwargs: dict) -> None:
-    """Hand the encoder's attention mask to its pooler. The hook reaches the pooler through the module it
-    is called on, so a copy of the model (the bf16 copy that evaluates) feeds its own pooler."""
+def _remember_mask(owner: Any, args: tuple, kwargs: dict) -> None:
+    """Hand the attention mask of the call to the pooler of the module it is called on (the encoder, or
+    DeBERTa's classification model). The hook reaches the pooler through that module, so a copy of the model
+    (the bf16 copy that evaluates) feeds its own pooler."""
     mask = kwargs.get("attention_mask")
     if mask is None and len(args) > 1:
         mask = args[1]
-    encoder.pooler.mask = mask
+    owner.pooler.mask = mask
 
 
 def split_pairs(input_ids: Any, attention_mask: Any, token_type_ids: Any, cls_id: int,
