@@ -166,6 +166,13 @@ def test_pretraining_configurations_chapter(smoke) -> None:
     assert all(isinstance(v, float) for v in s["values"]["frozen"].values())
     _figure_ok(s, "table6_heatmap")
     _figure_ok(s, "ours_vs_paper")
+    # the CPU study's section reads reference/'s records (no weights): the pilot's gate and its Table 6
+    pilot = s["values"]["study_pilot"]
+    assert set(pilot["scores"]) == {"0", "3", "4"} and isinstance(pilot["go"], bool)
+    assert s["tables"]["study_pilot_table6"]["rows"] == ["ours #0", "ours #3", "paper #3", "ours #4", "paper #4"]
+    made = s["tables"]["study_pretraining"]["rows"]
+    assert all(any(f"'#{arm}'" in row for row in made) for arm in "034")
+    _figure_ok(s, "study_curves")
 
 
 def test_intermediate_finetuning_chapter(smoke) -> None:

@@ -185,6 +185,7 @@ def test_table5_fine_tuning_without_the_pretrained_weights_says_what_is_missing(
                                profile="mini", variant="table5-1", seed=42, config_digest="abcabcabcabc",
                                artifacts={"model": "seed42/model"})
     settings = session_settings.replace(results_root=tmp_path / "results")
-    with pytest.raises(MedibioError, match="table5-1: the pretrained model .*seed42/model is not there"):
+    with pytest.raises(MedibioError, match=r"pretrain-run:mini/scratch/table5-1/biomed-abstracts/abcabcabcabc/seed42: "
+                                           r"the results root .* holds neither its record nor its weights"):
         table5.finetune_experiments({"table5-1": pretrained}, "BIOSSES", profile="cpu", seeds=[1],
                                     settings=settings)

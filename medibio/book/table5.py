@@ -16,7 +16,7 @@ from medibio.core import launch
 from medibio.core.errors import MedibioError
 from medibio.core.settings import Settings
 from medibio.finetune.runner import run_finetune
-from medibio.pretrain.trainer import model_folder
+from medibio.pretrain.trainer import model_reference
 from medibio.runs.records import RunRecord
 
 
@@ -33,16 +33,12 @@ def pretrain_experiments(config: str, settings: Settings, selection: str = "all"
 def finetune_experiments(experiments: Mapping[str, RunRecord], tasks: str, *, profile: str,
                          seeds: Sequence[int] | None, settings: Settings) -> list[Any]:
     """Fine-tune every finished ``table5-N`` checkpoint on ``tasks`` and return the run records; they get
-    variant ``pretrain-table5-N`` (the checkpoints all live in folders named ``model``, so the variant is
-    what tells them apart in tables; their digests differ through the weights)."""
+    variant ``pretrain-table5-N``. The runs start from ``pretrain-run:`` names (the pretraining run, not its
+    weights' bytes), so a build from recorded results finds them without the weights; training one needs the
+    weights, and the error says so."""
     records: list[Any] = []
     for eid, record in experiments.items():
         if eid.startswith("table5-") and record.ok:
-            weights = model_folder(record, settings)
-            if not weights.is_dir():  # e.g. a build from recorded results: records travel without weights
-                raise MedibioError(f"{eid}: the pretrained model {weights} is not there; its fine-tuning runs "
-                                   "are planned from the weights' fingerprint, so they cannot be found or run "
-                                   "without it (recorded results hold no weights)")
-            records += run_finetune(tasks, model=str(weights), seeds=seeds, profile=profile,
+            records += run_finetune(tasks, model=model_reference(record), seeds=seeds, profile=profile,
                                     variant=f"pretrain-{eid}", settings=settings)
     return records
