@@ -21,13 +21,14 @@ from medibio.core.settings import Settings
 from medibio.finetune.runner import run_finetune
 from medibio.paper import tables
 from medibio.pretrain import study
-from medibio.pretrain.configs import PretrainConfig, get_config
+from medibio.pretrain.configs import PretrainConfig
 from medibio.pretrain.trainer import model_reference
 from medibio.results.aggregate import newest_configurations
 from medibio.results.recorded import REFERENCE_ROOT
 from medibio.runs.records import RunRecord, load_records
 from medibio.tasks import registry
 
+PROFILE = "cpu-study"  # the study's fine-tuning runs (the cpu budgets, 3 seeds)
 PILOT_TASKS = ("BC5-chem", "NCBI-disease", "ChemProt")
 PILOT_ARMS = ("0", "3", "4")
 
@@ -43,7 +44,7 @@ def variant(arm: str, tokens: int) -> str:
 
 def finetune_arms(settings: Settings, arms: Sequence[str] = PILOT_ARMS, tasks: Sequence[str] = PILOT_TASKS,
                   tokens: int = study.PILOT_TOKENS, pretrain_seeds: Sequence[int] = (1,),
-                  seeds: Sequence[int] | None = None, profile: str = "cpu-study",
+                  seeds: Sequence[int] | None = None, profile: str = PROFILE,
                   config: PretrainConfig | str = study.CONFIG, probes: bool = False) -> dict[str, list[RunRecord]]:
     """Fine-tune every arm's finished pretrained models on ``tasks`` with ``seeds`` (None: the profile's) and
     return the records by arm; with ``probes``, also the frozen-encoder probes of each model on the same tasks
@@ -85,7 +86,6 @@ def pilot(settings: Settings, **options: Any) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- the chapter's tables (records only)
 
-PROFILE = "cpu-study"
 PAPER_ROW = {"1": "#1", "2": "#2", "3": "#3", "4": "#4"}  # study arm -> paper Table 5/6 configuration
 
 
@@ -100,10 +100,11 @@ def _arm_of(variant: str) -> str:
     return variant.split("-")[1]
 
 
-def _budget(steps: int) -> str:
-    """``pilot`` (5M tokens), ``study`` (10M) or the steps of another budget, from a run's planned steps."""
-    config = get_config(study.CONFIG)
-    names = {study.steps_for(study.PILOT_TOKENS, config): "pilot", study.steps_for(study.TOKENS, config): "study"}
+def _budget(arm: study.Arm, steps: int) -> str:
+    """``pilot`` (5M tokens an arm), ``study`` (10M) or the steps of another budget, from a run's planned
+    steps (the ``cs`` stage has half its arm's)."""
+    names = {study.arm_config(arm, 1, tokens).max_steps: name
+             for tokens, name in ((study.PILOT_TOKENS, "pilot"), (study.TOKENS, "study"))}
     return names.get(steps, f"{steps:,} steps")
 
 
@@ -117,7 +118,7 @@ def pretraining_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFr
             continue
         d, env = r.details or {}, r.environment or {}
         steps = int((r.hyperparameters or {}).get("max_steps", 0))
-        rows.append({"arm": f"#{arm.id}", "budget": _budget(steps) if arm.pretrained else "—", "seed": r.seed,
+        rows.append({"arm": f"#{arm.id}", "budget": _budget(arm, steps) if arm.pretrained else "—", "seed": r.seed,
                      "starts from": {None: "random initialisation", "minilm": "MiniLM (all-MiniLM-L6-v2)",
                                      study.CS_STAGE: "MiniLM after the cs stage"}[arm.init],
                      "reads": arm.variant if arm.pretrained else "nothing",
@@ -127,7 +128,7 @@ def pretraining_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFr
                      "held-out MLM loss (BLURB dev)": None if (d.get("heldout") or {}).get("loss") is None
                      else round(float(d["heldout"]["loss"]), 3),
                      "hours": round((r.wall_time_s or 0) / 3600, 2), "device": env.get("device", "?"),
-                     "threads": env.get("torch_threads"), "run": r.run_id})
+                     "run": r.run_id})
     return pd.DataFrame(rows)
 
 
@@ -193,6 +194,7 @@ def curves_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFrame:
             frame = pd.DataFrame(curve)[["tokens_seen", "loss"]]
             frame["tokens (M)"] = frame.pop("tokens_seen") / 1e6
             steps = int((r.hyperparameters or {}).get("max_steps", 0))
-            frame["run"] = f"#{_arm_of(r.variant)} seed {r.seed} ({_budget(steps)})"
+            arm = study.ARMS[_arm_of(r.variant)]
+            frame["run"] = f"#{arm.id} seed {r.seed} ({_budget(arm, steps)})"
             frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["tokens (M)", "loss", "run"])
