@@ -160,6 +160,10 @@ def test_environment_info_reports_versions_and_commit():
     env = provenance.environment()
     assert env["versions"]["torch"] and env["versions"]["transformers"]
     assert env["torch_threads"] >= 1 and env["device"]
+    cpuinfo = Path("/proc/cpuinfo")
+    named = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+             if line.startswith("model name")] if cpuinfo.is_file() else []
+    assert env["cpu"] == (named[0] if named else env["cpu"]) and env["cpu"]  # lscpu's model name
     assert env["git_commit"] is None or len(env["git_commit"].split("+")[0]) == 40
 
 

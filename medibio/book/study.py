@@ -128,6 +128,7 @@ def pretraining_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFr
                      "held-out MLM loss (BLURB dev)": None if (d.get("heldout") or {}).get("loss") is None
                      else round(float(d["heldout"]["loss"]), 3),
                      "hours": round((r.wall_time_s or 0) / 3600, 2), "device": env.get("device", "?"),
+                     "CPU": env.get("cpu") or "not recorded (docs/pretraining.md names it)",
                      "run": r.run_id})
     return pd.DataFrame(rows)
 

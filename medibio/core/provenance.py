@@ -70,8 +70,21 @@ def device() -> str:
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``lscpu``'s, from ``/proc/cpuinfo``), else what ``platform`` knows: CPU results
+    and times depend on it (AMX, AVX-512 bf16 or neither), so records and pages name it."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def environment() -> dict[str, Any]:
-    """``{"versions": {...}, "device": str, "git_commit": str | None, "torch_threads": int}``.
+    """``{"versions": {...}, "device": str, "cpu": str, "git_commit": str | None, "torch_threads": int}``.
 
     ``versions`` also carries ``torch_num_threads``: CPU results depend on it (reductions in another order).
     """
@@ -84,4 +97,5 @@ def environment() -> dict[str, Any]:
         pass
     vers: dict[str, Any] = dict(versions())
     vers["torch_num_threads"] = threads
-    return {"versions": vers, "device": device(), "git_commit": git_commit(), "torch_threads": threads}
+    return {"versions": vers, "device": device(), "cpu": cpu_model(), "git_commit": git_commit(),
+            "torch_threads": threads}
