@@ -177,7 +177,7 @@ WORK_HELP = "Folder of the study's results/ and cache/ (default ~/.cache/medibio
 @study_app.command("unit")
 def study_unit(
     arm: str = typer.Option(..., "--arm", help="0 (random init), 2 (MiniLM continued), 3 (scratch, abstracts), "
-                            "4 (scratch, full text)."),
+                            "4 (scratch, full text), cs (MiniLM continued on CS text), 1 (cs, then abstracts)."),
     seed: int = typer.Option(..., "--seed", help="Pretraining seed.", callback=check.at_least(0)),
     tokens: int = typer.Option(10_000_000, "--tokens", help="Tokens the arm's run sees in all (the pilot: "
                                "5000000).", callback=check.at_least(1)),
@@ -219,7 +219,7 @@ def study_status(
 
 @study_app.command("finetune")
 def study_finetune(
-    arm: str = typer.Option(..., "--arm", help="0, 2, 3 or 4 (see `medibio study unit`)."),
+    arm: str = typer.Option(..., "--arm", help="0, 1, 2, 3 or 4 (see `medibio study unit`)."),
     pretrain_seeds: str = typer.Option("1", "--pretrain-seeds", help="Pretraining seeds, e.g. 1,2."),
     tokens: int = typer.Option(10_000_000, "--tokens", help="The pretraining runs' tokens (the pilot: 5000000).",
                                callback=check.at_least(1)),

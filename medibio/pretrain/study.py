@@ -172,7 +172,7 @@ def finished(arm: Arm, seed: int, tokens: int, settings: Settings,
 
 def steps_done(arm: Arm, seed: int, tokens: int, settings: Settings, config: PretrainConfig | str = CONFIG) -> int:
     """Steps an arm's run has behind it: its record's, else its newest checkpoint's, else 0 (also before the
-    shared vocabulary exists, which this does not build, or the stage it starts from has finished)."""
+    shared vocabulary exists, which this does not build, or before the stage it starts from has finished)."""
     if _waits(arm, seed, tokens, settings, config):
         return 0
     plan = _plan(arm, seed, tokens, settings, config)
@@ -202,8 +202,8 @@ def run_unit(arm: Arm, seed: int, tokens: int, settings: Settings, unit_steps: i
 # The study after its pilot, as two queues for the two cores (``medibio study queue a`` and ``... b``, side by
 # side): each step pretrains (in units, each in a fresh process) or fine-tunes one arm and pretraining seed on the
 # seven large BLURB sets. The claims' arms come first: #3 and #4 with both seeds (full text vs abstracts), then
-# #2 (from scratch vs a general model). Every step is idempotent, so a queue restarted after an interruption
-# goes on where it stopped.
+# #2 (from scratch vs a general model), then the cs stage and #1 (a science stage first). Every step is
+# idempotent, so a queue restarted after an interruption goes on where it stopped.
 QUEUES: dict[str, tuple[tuple[str, str, int], ...]] = {
     "a": (("pretrain", "3", 1), ("finetune", "3", 1), ("pretrain", "3", 2), ("finetune", "3", 2),
           ("pretrain", "2", 1), ("finetune", "2", 1), ("pretrain", "cs", 1), ("pretrain", "1", 1),
