@@ -95,7 +95,9 @@ def test_the_five_table5_stages_were_pretrained_and_fine_tuned(limited) -> None:
     for r in records:
         if r.variant.startswith("pretrain-table5-"):
             stages.setdefault(r.variant, set()).add(r.seed)
-            assert f"/pretrain/gpu-mini-limit{limited['limit']}/" in r.model["name"], r.model["name"]
+            # named by the limited pretraining run (planned from its digest), loaded from its folder
+            assert r.model["name"].startswith(f"pretrain-run:gpu-mini-limit{limited['limit']}/"), r.model["name"]
+            assert f"/pretrain/gpu-mini-limit{limited['limit']}/" in r.model["path"], r.model["path"]
             assert r.ok and r.dataset == "BIOSSES" and r.num_processes == 2
     assert stages == {f"pretrain-table5-{i}": {1} for i in range(1, 6)}
     kinds = {r.variant: r.model["model_type"] for r in records if r.variant.startswith("pretrain-table5-")}
