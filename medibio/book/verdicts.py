@@ -450,9 +450,13 @@ def scale_of(records: Sequence[RunRecord], root: Path) -> str:
     model = first.model or {}
     tokens = (first.details or {}).get("pretraining_tokens")
     models = len({(r.model or {}).get("hash") for r in records})
-    pretrained = ("pretrained elsewhere (off the shelf)" if tokens is None else "not pretrained (random init)"
-                  if tokens == 0 else f"pretrained on {_millions(tokens)} tokens here"
-                  + (f", {models} pretraining seeds" if models > 1 else ""))
+    if tokens is None:
+        pretrained = "pretrained elsewhere (off the shelf)"
+    elif tokens == 0:
+        pretrained = "not pretrained (random init)"
+    else:
+        pretrained = f"pretrained on {_millions(tokens)} tokens here" + (
+            f", {models} pretraining seeds" if models > 1 else "")
     budget = (f"fine-tuned on {first.train_examples or '?'} training examples × {hp.get('effective_epochs', '?')} "
               f"epochs ({hp.get('optimizer_steps', '?')} steps), {len({r.seed for r in records})} seeds"
               + (" per pretrained model" if models > 1 else ""))

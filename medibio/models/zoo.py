@@ -372,5 +372,5 @@ def model_info(name_or_path: str | Path, model: Any = None, cache_root: str | Pa
         model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
     parameters = sum(p.numel() for p in model.parameters()) if model is not None else None
     return {"name": str(name_or_path), "path": str(path), "tag": model_tag(name_or_path),
-            "hash": fingerprint(name_or_path if run_key(name_or_path) else path), "model_type": model_type,
+            "hash": fingerprint(name_or_path, cache_root), "model_type": model_type,
             "parameters": parameters}

@@ -21,9 +21,10 @@ from medibio.core.errors import DataMissingError
 from medibio.pretrain.configs import PretrainConfig
 from medibio.pretrain.corpus import Document, iter_blocks
 from medibio.pretrain.mlm import MaskedPositionsLM, MLMCollator, mask_seed
-from medibio.tasks import loaders
+from medibio.tasks import loaders, registry
+from medibio.tasks.spec import Group
 
-SETS = ("BC5-chem", "BC5-disease", "NCBI-disease", "BC2GM", "JNLPBA")
+SETS = tuple(name for name in registry.LARGE_SETS if registry.get(name).group is Group.NER)  # the five NER sets
 SEED = 0  # of the masks
 
 
