@@ -6,6 +6,7 @@ folder is refused as such."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -54,8 +55,10 @@ def test_reference_verifies_and_every_record_with_predictions_carries_their_dige
 def test_one_edited_byte_in_a_copy_of_reference_fails_verify(tmp_path: Path, capsys) -> None:
     copy = tmp_path / "reference"
     shutil.copytree(REFERENCE, copy)
-    victim = next(iter(sorted(copy.glob("finetune/cpu/minilm/base/BIOSSES/*/seed2.test.jsonl"))))
-    _flip_one_byte(victim)
+    victim = next(iter(sorted(copy.glob("finetune/cpu/minilm/base/BIOSSES/*/seed2.test.jsonl.gz"))))
+    data = bytearray(gzip.decompress(victim.read_bytes()))  # edited inside, then compressed again
+    data[len(data) // 2] ^= 1
+    victim.write_bytes(gzip.compress(bytes(data)))
     code, out, _ = run_main(["results", "verify", str(copy)], capsys)
     assert code == 1
     assert str(victim) in out and "SHA-256 expected" in out and "seed2" in out
@@ -163,8 +166,39 @@ def test_intact_predictions_are_read_and_the_digest_reaches_the_reference_copy(h
     target = tmp_path / "reference"
     recorded.record([record], root, target)
     copied = rec.read_record(record.path(target))
-    assert copied.digests == {"seed1.test.jsonl": rec.file_sha256(record.path(root).with_name("seed1.test.jsonl"))}
+    plain = record.path(root).with_name("seed1.test.jsonl")
+    assert copied.digests == {"seed1.test.jsonl": rec.file_sha256(plain)}
     assert verify(target).ok
+
+
+def test_recorded_predictions_are_gzipped_and_read_everywhere_as_the_file_their_record_names(
+        hand_runs: HandRuns, tmp_path: Path) -> None:
+    root = hand_runs.results
+    record = rec.read_record(_seal(hand_runs.write("base", 1, wrong={0, 1}), root))
+    plain = record.path(root).with_name("seed1.test.jsonl")
+    target = tmp_path / "reference"
+    recorded.record([record], root, target)
+    packed = record.path(target).with_name("seed1.test.jsonl.gz")
+    assert not packed.with_name("seed1.test.jsonl").exists()  # only the compressed copy
+    assert gzip.decompress(packed.read_bytes()) == plain.read_bytes() and packed.stat().st_size < plain.stat().st_size
+    first = packed.read_bytes()
+    recorded.record([record], root, target)  # recording again writes the same bytes (no time stamp)
+    assert packed.read_bytes() == first
+    copied = rec.read_record(record.path(target))
+    assert copied.predictions == "seed1.test.jsonl" and copied.predictions_file(target) == packed
+    found = verify(target)
+    assert found.ok and found.files == 1, found.describe()
+    # the paired bootstrap reads the gzipped file as the plain one, and drift finds them identical
+    runs = significance.runs_of([copied], target, "a", "BioASQ", hand_runs.data)
+    assert runs is not None and runs.scores == [pytest.approx(95.0)]
+    assert list(drift.drift(root, target)["identical predictions"]) == [True]
+    # a compressed file whose content differs is refused like a plain one
+    packed.write_bytes(gzip.compress(plain.read_bytes().replace(b'"yes"', b'"no"', 1)))
+    with pytest.raises(rec.EvidenceError, match="SHA-256 expected"):
+        copied.predictions_file(target)
+    packed.write_bytes(b"not gzip at all")
+    with pytest.raises(InputFormatError, match=r"seed1.test.jsonl.gz: expected gzip-compressed data"):
+        copied.predictions_file(target)
 
 
 class _Toy:

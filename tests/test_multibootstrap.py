@@ -224,6 +224,7 @@ def test_the_recorded_biosses_claim_survives_perturbations_within_its_seed_sprea
     import json
     from pathlib import Path
 
+    from medibio.core.text import file_bytes
     from medibio.results.recorded import REFERENCE_ROOT
     from medibio.tasks.predictions import load_gold
 
@@ -231,12 +232,12 @@ def test_the_recorded_biosses_claim_survives_perturbations_within_its_seed_sprea
     folder = Path(REFERENCE_ROOT) / "finetune" / "cpu" / "minilm"
     systems = {}
     for variant in ("ift-STS-B", "base"):
-        files = sorted((folder / variant / "BIOSSES").glob("*/seed*.test.jsonl"))
+        files = sorted((folder / variant / "BIOSSES").glob("*/seed*.test.jsonl.gz"))  # recorded: gzipped
         if not files:
             pytest.skip(f"reference/ has no cpu {variant} BIOSSES predictions")
         values = []
         for f in files:
-            by_id = {r["id"]: float(r["prediction"]) for r in map(json.loads, f.read_text().splitlines())}
+            by_id = {r["id"]: float(r["prediction"]) for r in map(json.loads, file_bytes(f).decode().splitlines())}
             values.append(np.array([by_id[i] for i in gold.ids]))
         systems[variant] = values
 

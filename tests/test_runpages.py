@@ -8,6 +8,7 @@ paired view, the index and the links a table gets.
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 import re
@@ -135,6 +136,25 @@ def test_a_page_per_configuration_with_the_downloads_and_their_sha256(bioasq_pag
             assert f'href="{source.name}"' in text and file_sha256(source) in text
     assert "5eed5eed5eed" in text and "c0ffee" in text  # digest and commit
     assert (html / "runs" / "runpages.js").is_file() and "../" * 7 + "runs/runpages.js" in text
+
+
+def test_gzipped_predictions_are_offered_uncompressed_as_their_record_names_them(hand_runs, tmp_path) -> None:
+    record = hand_runs.write("base", 1, wrong=range(0, 10))
+    records.add_digests(record, record.path(hand_runs.results).parent)
+    records.write_record(record, hand_runs.results)
+    plain = record.path(hand_runs.results).with_name(record.predictions)
+    packed = plain.with_name(plain.name + ".gz")  # as reference/ keeps them
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    content = plain.read_bytes()
+    plain.unlink()
+    html = tmp_path / "html"
+    runpages.write_run_pages(hand_runs.results, "cpu", html, data_root=hand_runs.data)
+    page = html / runpages.run_page_url(record)
+    copy = page.parent / "seed1.test.jsonl"
+    assert copy.read_bytes() == content and not (page.parent / packed.name).exists()
+    assert record.digests["seed1.test.jsonl"] in page.read_text(encoding="utf-8")  # the download's SHA-256
+    rows = _examples(page)["rows"]  # the examples are read from the gzipped file
+    assert len(rows) == 40 and {row["id"] for row in rows if not row["ok"]["1"]} == {f"q{i}" for i in range(10)}
 
 
 def test_the_page_lists_every_test_example_with_its_gold_and_whether_it_is_right(bioasq_pages) -> None:

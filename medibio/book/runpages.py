@@ -40,6 +40,7 @@ from medibio.book.notebook import label_text
 from medibio.core import profiles
 from medibio.core.atomic import atomic_open, write_text
 from medibio.core.errors import MedibioError
+from medibio.core.text import file_bytes
 from medibio.core.hashing import file_sha256
 from medibio.results.aggregate import newest_configurations
 from medibio.results.significance import compare_records
@@ -475,9 +476,10 @@ def _seed_rows(records: Sequence[RunRecord], files: Mapping[int, list[dict[str, 
 
 
 def _copy(source: Path, dest: Path) -> dict[str, str]:
-    """Copy a record or predictions file next to its page (atomically) and describe the download."""
-    with source.open("rb") as fh, atomic_open(dest, "wb") as out:
-        shutil.copyfileobj(fh, out)
+    """Copy a record or predictions file next to its page (atomically; gzipped predictions uncompressed, so that
+    the download is the file its record's digest names) and describe the download."""
+    with atomic_open(dest, "wb") as out:
+        out.write(file_bytes(source))
     return {"name": dest.name, "sha256": file_sha256(dest), "bytes": f"{dest.stat().st_size:,}"}
 
 
@@ -487,7 +489,7 @@ def _downloads(config: Configuration, results_root: Path, folder: Path) -> dict[
         files = [_copy(r.path(results_root), folder / r.path(results_root).name)]
         pred = r.predictions_file(results_root)
         if pred is not None and pred.is_file():
-            files.append(_copy(pred, folder / pred.name))
+            files.append(_copy(pred, folder / r.predictions))
         out[r.seed] = files
     return out
 

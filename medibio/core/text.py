@@ -5,16 +5,19 @@ through :func:`text_lines`: files are UTF-8; a leading UTF-8 byte-order mark is 
 one; it never becomes part of the first id) and one anywhere else is an error (files joined with ``cat``);
 CRLF line endings are accepted; blank lines at the end of a file are ignored, blank lines elsewhere are for
 the format to judge (:func:`data_lines` refuses them); compressed, UTF-16 or binary files are rejected at the
-line where they stop being UTF-8 text. A file without a single
+line where they stop being UTF-8 text, except that a file whose name ends in ``.gz`` is gzip by its name and is
+read decompressed (:func:`file_bytes`; recorded predictions are kept so). A file without a single
 record is an error, not an empty dataset. Every error names the file, the line and what was expected there.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
 import stat
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -95,6 +98,23 @@ def require_file(path: str | Path, how_to_get: str = "") -> Path:
     return path
 
 
+GZ = ".gz"
+
+
+def file_bytes(path: str | Path) -> bytes:
+    """A file's content: its bytes, decompressed when its name ends in ``.gz`` (a name that promises gzip and
+    data that is not is an :class:`InputFormatError`)."""
+    path = Path(path)
+    data = path.read_bytes()
+    if not path.name.endswith(GZ):
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputFormatError(path, None, "gzip-compressed data (the name ends in .gz)",
+                               f"{type(exc).__name__}: {exc}") from None
+
+
 def text_lines(path: str | Path, how_to_get: str = "") -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, line without its line ending) of a UTF-8 text file.
 
@@ -104,7 +124,7 @@ def text_lines(path: str | Path, how_to_get: str = "") -> Iterator[tuple[int, st
     directory or a broken link in its place is said to be one (:func:`require_file`).
     """
     path = require_file(path, how_to_get)
-    lines = _decode(path, path.read_bytes()).split("\n")
+    lines = _decode(path, file_bytes(path)).split("\n")
     while lines and not lines[-1].strip():  # the final newline, and blank lines at the end of the file
         lines.pop()
     for number, line in enumerate(lines, start=1):

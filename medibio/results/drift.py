@@ -20,10 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from medibio.core.hashing import file_sha256
 from medibio.results import significance
 from medibio.results.aggregate import seed_stats
-from medibio.runs.records import KINDS, RunRecord, load_records
+from medibio.runs.records import KINDS, RunRecord, evidence_sha256, load_records
 from medibio.tasks.bootstrap import DEFAULT_RESAMPLES
 
 PAIRED_KINDS = ("finetune", "frozen")  # BLURB test predictions, which the paired bootstrap reads
@@ -54,7 +53,7 @@ def _by_identity(records: Iterable[RunRecord]) -> dict[Identity, RunRecord]:
 
 def _predictions_hash(record: RunRecord, root: Path) -> str | None:
     path = record.predictions_file(root)
-    return file_sha256(path) if path is not None and path.is_file() else None
+    return evidence_sha256(path) if path is not None and path.is_file() else None
 
 
 def _score(record: RunRecord) -> float:

@@ -12,6 +12,7 @@ whether that is inside the recorded seed spread (:mod:`medibio.results.drift` do
 
 from __future__ import annotations
 
+import gzip
 import math
 import shutil
 from collections.abc import Iterable
@@ -21,10 +22,11 @@ from typing import Any
 import pandas as pd
 
 from medibio.core import profiles
-from medibio.core.atomic import write_json
+from medibio.core.atomic import atomic_open, write_json
 from medibio.core.errors import MedibioError
 from medibio.core.hashing import file_sha256
 from medibio.core.paths import REPO_ROOT
+from medibio.core.text import GZ, file_bytes
 from medibio.results.aggregate import newest_configurations, seed_stats
 from medibio.runs.records import KINDS, RunRecord, add_digests, load_records
 
@@ -51,9 +53,10 @@ def recordable(results_root: str | Path, profile: str, dataset: str | None = Non
 
 
 def record(records: Iterable[RunRecord], results_root: str | Path, root: str | Path = REFERENCE_ROOT) -> list[Path]:
-    """Copy finished runs (record and test predictions; not artifacts such as weights or encoders) from a
-    results root into the reference folder. Skipped runs are copied too: their record (say, a train split
-    the data root lacks) is what a rebuild reuses instead of trying again."""
+    """Copy finished runs (record and gzipped test predictions; not artifacts such as weights or encoders) from
+    a results root into the reference folder. Skipped runs are copied too: their record (say, a train split
+    the data root lacks) is what a rebuild reuses instead of trying again. The predictions are compressed
+    without a time stamp, so that recording the same run twice writes the same bytes."""
     written = []
     for rec in records:
         if rec.legacy:
@@ -61,8 +64,10 @@ def record(records: Iterable[RunRecord], results_root: str | Path, root: str | P
         source = rec.predictions_file(results_root)  # checked against its digest (EvidenceError)
         target = rec.path(root)
         if source is not None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target.parent / source.name)
+            plain = target.parent / rec.predictions
+            with atomic_open(plain.with_name(plain.name + GZ), "wb", encoding=None) as out:
+                out.write(gzip.compress(file_bytes(source), compresslevel=9, mtime=0))
+            plain.unlink(missing_ok=True)  # an earlier recording's uncompressed copy
             add_digests(rec, source.parent)  # a record written before digests gets them here
         written.append(write_json(target, rec.to_dict()))
     return written

@@ -4,7 +4,7 @@ without a record naming it.
 
 What is checked, under each kind's folder (``finetune/``, ``frozen/`` ...; nothing else of the root, such as
 a build's summaries): each ``seed<N>.json`` is read (:func:`medibio.runs.records.read_record`), its
-predictions are checked against their digest (:meth:`~medibio.runs.records.RunRecord.predictions_file`),
+predictions (plain or gzipped) are checked against their digest (:meth:`~medibio.runs.records.RunRecord.predictions_file`),
 and a record without one is a problem too (it was written before digests: ``--add-digests`` seals it, and
 should only be run on files known to be the run's own). Any other file is an orphan, except what the run
 protocol keeps on purpose: run locks (``seed<N>.lock``), the work folders of unfinished runs
@@ -18,7 +18,8 @@ from pathlib import Path
 
 from medibio.core.atomic import write_json
 from medibio.core.errors import MedibioError
-from medibio.runs.records import KINDS, add_digests, check_evidence, read_record, require_root
+from medibio.core.text import GZ
+from medibio.runs.records import KINDS, add_digests, check_evidence, evidence_file, read_record, require_root
 
 
 @dataclass
@@ -87,7 +88,7 @@ def _check(path: Path, result: Verification, add_missing: bool) -> set[Path]:
     except MedibioError as exc:  # e.g. its predictions are gone: one problem among the others, not the end
         result.problems.append(str(exc))
         return set()
-    named = {path.parent / name for name in (record.predictions, *record.digests) if name}
+    named = {evidence_file(path.parent, name) for name in (record.predictions, *record.digests) if name}
     for file in sorted(named):
         try:
             check_evidence(record, file)
@@ -95,7 +96,7 @@ def _check(path: Path, result: Verification, add_missing: bool) -> set[Path]:
             result.problems.append(str(exc))
             continue
         result.files += 1
-        if file.name not in record.digests and not record.legacy:
+        if file.name.removesuffix(GZ) not in record.digests and not record.legacy:
             result.problems.append(f"{path}: names {file.name} without its digest (written before digests): "
                                    f"check that it is the run's own file, then `medibio results verify "
                                    f"{result.root} --add-digests`")

@@ -28,6 +28,7 @@ from medibio.core.atomic import write_jsonl
 from medibio.core.errors import MedibioError
 from medibio.core.hashing import digest, file_sha256
 from medibio.core.settings import Settings
+from medibio.core.text import GZ
 from medibio.runs import records as rec
 from medibio.runs.identity import RunKey
 
@@ -249,6 +250,7 @@ def _publish(outcome: Outcome, key: RunKey, root: Path, workdir: Path) -> None:
         if outcome.predictions is not None:
             write_jsonl(predictions, outcome.predictions)
             wrote_predictions = True
+            predictions.with_name(predictions.name + GZ).unlink(missing_ok=True)  # an older run's recorded copy
             # the record is the evidence for its predictions: every reader checks the file against this
             outcome.record.digests[predictions.name] = file_sha256(predictions, memo=False)
         if outcome.artifacts:

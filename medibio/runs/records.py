@@ -19,7 +19,9 @@ legacy and never reused.
 A record is the evidence for its files: ``digests`` holds the SHA-256 of each file it publishes beside it
 (its test predictions), and :meth:`RunRecord.predictions_file` — the one way to reach them — refuses a file
 that is missing or differs (:class:`EvidenceError`), so that no table, chapter or interval is ever computed
-from predictions other than the ones the record's scores came from. :func:`medibio.results.verify.verify` checks a whole
+from predictions other than the ones the record's scores came from. A published file may lie gzipped beside
+the record (``seed<seed>.test.jsonl.gz``, as ``reference/`` keeps them): the record still names the plain file,
+its digest is over the uncompressed content, and every reader takes either (:func:`evidence_file`). :func:`medibio.results.verify.verify` checks a whole
 results root (``medibio results verify``).
 """
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -38,7 +41,7 @@ from medibio.core import profiles
 from medibio.core.atomic import LockHeldError, describe_holder, exclusive_lock, write_json
 from medibio.core.errors import InputFormatError, MedibioError, UnknownNameError
 from medibio.core.hashing import file_sha256
-from medibio.core.text import strict_json
+from medibio.core.text import GZ, file_bytes, strict_json
 from medibio.models.zoo import model_tag
 from medibio.runs.identity import RunKey
 from medibio.tasks import registry
@@ -222,7 +225,7 @@ class RunRecord:
         predictions goes through here, so altered evidence is refused wherever it is read."""
         if not self.predictions:
             return None
-        path = self.path(results_root).parent / self.predictions
+        path = evidence_file(self.path(results_root).parent, self.predictions)
         check_evidence(self, path)
         return path
 
@@ -256,6 +259,20 @@ class EvidenceError(MedibioError):
     """A file a run record publishes is missing or is not the file the record was written with."""
 
 
+def evidence_file(folder: Path, name: str) -> Path:
+    """Where a file a record names lies in ``folder``: the plain file, else its gzipped form ``<name>.gz``
+    (the same content), else the plain path (missing, for the caller to say so)."""
+    plain, packed = folder / name, folder / f"{name}{GZ}"
+    return packed if not plain.is_file() and packed.is_file() else plain
+
+
+def evidence_sha256(path: Path) -> str:
+    """SHA-256 of a published file's content (uncompressed, for a gzipped one), read as it is now."""
+    if not path.name.endswith(GZ):
+        return file_sha256(path, memo=False)
+    return hashlib.sha256(file_bytes(path)).hexdigest()
+
+
 def check_evidence(record: RunRecord, path: Path) -> None:
     """Raise :class:`EvidenceError` unless ``path`` (a file the record names) exists and matches its digest
     (a record written before digests is checked for presence only; ``medibio results verify`` flags it)."""
@@ -265,9 +282,9 @@ def check_evidence(record: RunRecord, path: Path) -> None:
         raise EvidenceError(f"{path}: {what}, but {where} names it as its {path.name} — the record's scores came "
                             "from that file; restore it (e.g. from reference/ or git) or delete the record and "
                             "run again")
-    expected = record.digests.get(path.name)
+    expected = record.digests.get(path.name.removesuffix(GZ))
     if expected is not None:
-        found = file_sha256(path, memo=False)
+        found = evidence_sha256(path)
         if found != expected:
             raise EvidenceError(f"{path} is not the file {where} was written with: SHA-256 expected {expected}, "
                                 f"found {found}. It was edited, truncated or replaced after the run; restore "
@@ -279,10 +296,10 @@ def add_digests(record: RunRecord, folder: Path) -> list[str]:
     has); return the names added."""
     added = []
     if record.predictions and record.predictions not in record.digests:
-        path = folder / record.predictions
+        path = evidence_file(folder, record.predictions)
         if not path.is_file():
             raise EvidenceError(f"{path}: missing, but run record {record.run_id} names it as its predictions")
-        record.digests[record.predictions] = file_sha256(path, memo=False)
+        record.digests[record.predictions] = evidence_sha256(path)
         added.append(record.predictions)
     return added
 
