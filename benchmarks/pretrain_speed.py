@@ -17,6 +17,7 @@ device and threads (``--peak-tflops`` overrides it).
     python -m benchmarks.pretrain_speed                      # mini on CPU
     python -m benchmarks.pretrain_speed --configs mini,gpu-mini --steps 50 --json
     python -m benchmarks.pretrain_speed --device cpu --configs study --logits all   # before issue 40
+    python -m benchmarks.pretrain_speed --device cpu --configs study --init minilm  # the study's arm #2
 """
 
 from __future__ import annotations
@@ -25,24 +26,42 @@ import argparse
 import json
 import resource
 import time
+from typing import Any
 
 from benchmarks import limits
 
 
+def _model(cfg: Any, init: str | None) -> tuple[Any, dict[str, int], int]:
+    """(masked-LM model, its encoder shape, vocabulary size): the config's shape from scratch, or ``init`` as
+    the trainer loads it for continued pretraining (MiniLM with its new head)."""
+    import torch
+
+    from medibio.models import zoo
+    from medibio.pretrain.mlm import load_checkpoint, new_model
+
+    if init is None:
+        shape = cfg.model
+        fake_tokenizer = type("Vocab", (), {"pad_token_id": 0, "__len__": lambda self: shape.vocab_size})()
+        return (new_model(shape, fake_tokenizer), {"layers": shape.layers, "hidden": shape.hidden,
+                                                   "buckets": shape.position_buckets}, shape.vocab_size)
+    torch.manual_seed(0)
+    model = load_checkpoint(zoo.resolve(init))[0]
+    return model, limits.encoder_shape(model), model.get_input_embeddings().num_embeddings
+
+
 def bench(config_name: str, steps: int, warmup: int, device: str, batch: int | None,
           peak_override: float | None, logits: str = "masked", requested: str | None = None,
-          assume_native_bf16: bool = False) -> dict:
+          assume_native_bf16: bool = False, init: str | None = None) -> dict:
     import torch
 
     from medibio.core import precision
     from medibio.pretrain.configs import get_config
-    from medibio.pretrain.mlm import MaskedPositionsLM, new_model
+    from medibio.pretrain.mlm import MaskedPositionsLM
 
     cfg = get_config(config_name)
-    shape = cfg.model
     per_device = batch or cfg.per_device_batch
-    fake_tokenizer = type("Vocab", (), {"pad_token_id": 0, "__len__": lambda self: shape.vocab_size})()
-    model = new_model(shape, fake_tokenizer).to(device)
+    model, shape, vocab_size = _model(cfg, init)
+    model = model.to(device)
     params = limits.non_embedding_parameters(model)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     here = precision.Device("cpu", assume_native_bf16 or precision.cpu_has_bf16()) if device == "cpu" \
@@ -51,7 +70,7 @@ def bench(config_name: str, steps: int, warmup: int, device: str, batch: int | N
     net = model if logits == "all" else MaskedPositionsLM(model)
     loss_of = (lambda b: net(**b).loss) if logits == "all" else (lambda b: net(**b))
     gen = torch.Generator().manual_seed(0)
-    ids = torch.randint(5, shape.vocab_size, (per_device, cfg.seq_length), generator=gen)
+    ids = torch.randint(5, vocab_size, (per_device, cfg.seq_length), generator=gen)
     labels = torch.where(torch.rand(ids.shape, generator=gen) < cfg.mlm_probability, ids, torch.full_like(ids, -100))
     batch_t = {"input_ids": ids.to(device), "attention_mask": torch.ones_like(ids).to(device),
                "labels": labels.to(device)}
@@ -76,10 +95,10 @@ def bench(config_name: str, steps: int, warmup: int, device: str, batch: int | N
     # the head (transform and vocabulary projection) runs at the labelled positions only under --logits masked
     head = sum(p.numel() for p in model.cls.parameters())
     executed = params if logits == "all" else params - head * (1 - float((labels != -100).float().mean()))
-    fpt = limits.flops_per_token(round(executed), shape.layers, shape.hidden, cfg.seq_length, shape.position_buckets)
+    fpt = limits.flops_per_token(round(executed), shape["layers"], shape["hidden"], cfg.seq_length, shape["buckets"])
     dtype = "bf16" if use_bf16 else "fp32"
     peak = peak_override or limits.matmul_peak(dtype, device=device)
-    out = {"config": cfg.name, "device": device, "logits": logits, "per_device_batch": per_device,
+    out = {"config": cfg.name if init is None else f"{cfg.name}+{init}", "device": device, "logits": logits, "per_device_batch": per_device,
            "seq_length": cfg.seq_length,
            "non_embedding_parameters": params, "steps_timed": steps, "tokens_per_s": round(tps, 1),
            "step_s": round(timed / steps, 4), "flops_per_token": fpt,
@@ -109,6 +128,8 @@ def main() -> None:
     parser.add_argument("--precision", default=None, help="precision request (default: the config's)")
     parser.add_argument("--assume-native-bf16", action="store_true",
                         help="treat this CPU as computing bf16 natively (measures emulated bf16 elsewhere)")
+    parser.add_argument("--init", default=None,
+                        help="a model to continue from, as the trainer loads it (e.g. minilm: study arm #2)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args()
     import torch
@@ -123,12 +144,12 @@ def main() -> None:
             if device == "cpu" and name != "mini" and args.device == "auto":
                 continue  # only the CPU profile is timed on the CPU by default
             results.append(bench(name, args.steps, args.warmup, device, args.batch, args.peak_tflops, args.logits,
-                                 args.precision, args.assume_native_bf16))
+                                 args.precision, args.assume_native_bf16, args.init))
     if args.json:
         print(json.dumps(results, indent=2))
         return
     for r in results:
-        print(f"{r['config']:>9} {r['device']:>4} {r['precision']} logits {r['logits']}: "
+        print(f"{r['config']:>11} {r['device']:>4} {r['precision']} logits {r['logits']}: "
               f"{r['tokens_per_s']:>12,.0f} tokens/s  "
               f"{r['step_s']:.3f} s/step  peak {r['peak_memory_mb']:,.0f} MB  "
               f"non-embedding params {r['non_embedding_parameters']:,}  {r['tflops']:.3f} TFLOP/s  "
