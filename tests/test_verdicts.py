@@ -221,6 +221,47 @@ def test_table5_claims_read_the_cpu_study_recorded_runs(tmp_path: Path) -> None:
     assert [r.ours.beside for r in alone] == [(), ()] and "CPU study" in alone[0].ours.needs
 
 
+def _ddi_runs(build: Build, arm: str, pretrain_seed: int, wrong: int) -> None:
+    """Two fine-tuning seeds of a study arm on a hand-made DDI test split (60 pairs), ``wrong`` of them
+    answered wrongly (a different one per seed), from the model of one pretraining seed."""
+    gold = ["DDI-effect" if i % 3 == 0 else "DDI-false" for i in range(60)]
+    folder = build.data / "blurb" / "DDI"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "test.tsv").write_text("".join(f"d{i}\tA @DRUG$ b @DRUG$.\t{g}\n" for i, g in enumerate(gold)))
+    model = {**MODEL, "name": f"pretrain-run:study/scratch/study-{arm}/c/{pretrain_seed}abc/seed{pretrain_seed}",
+             "tag": f"study-{arm}-s{pretrain_seed}", "hash": f"pretrain-run:{arm}/{pretrain_seed}"}
+    for seed in (1, 2):
+        miss = {(3 * (seed + k)) % 60 for k in range(wrong)}  # gold DDI-effect answered DDI-false
+        path = RunKey("finetune", "cpu-study", model["tag"], f"study-{arm}", "DDI", seed,
+                      "5eed5eed5eed").predictions_path(build.results)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps({"id": f"d{i}", "prediction": "DDI-false" if i in miss else g}) + "\n"
+                                for i, g in enumerate(gold)))
+        records.write_record(records.RunRecord(
+            dataset="DDI", model=model, profile="cpu-study", seed=10 * pretrain_seed + seed, variant=f"study-{arm}",
+            predictions=path.name, score_test=50.0, score_dev=50.0, config_digest="5eed5eed5eed",
+            environment={"git_commit": "c0ffee", "device": "cpu"}), build.results)
+
+
+def test_the_study_tests_a_table5_claim_only_with_both_pretraining_seeds_of_each_arm(tmp_path: Path) -> None:
+    """One pretraining seed per arm leaves the claim untested (the pretraining seed's variance cannot be
+    resampled): the comparison so far is shown beside, with what has been recorded; both seeds test it."""
+    build = Build(tmp_path / "build")
+    _ddi_runs(build, "3", 1, wrong=2)
+    _ddi_runs(build, "4", 1, wrong=12)
+    row = V.rows(build.settings, "cpu", [V.get("fulltext")], resamples=499, recorded=None)[0]
+    assert row.verdict == V.NOT_TESTABLE
+    assert "the study's 2 pretraining seeds of each arm" in row.ours.needs
+    assert "study-4: 1 pretraining seed(s); study-3: 1 pretraining seed(s)" in row.ours.needs
+    so_far = row.ours.beside[0]
+    assert so_far.label.startswith("so far (") and so_far.runs == "DDI" and so_far.high < 0  # #4 answers worse
+    _ddi_runs(build, "3", 2, wrong=3)
+    _ddi_runs(build, "4", 2, wrong=11)
+    row = V.rows(build.settings, "cpu", [V.get("fulltext")], resamples=499, recorded=None)[0]
+    assert row.verdict != V.NOT_TESTABLE and row.ours.high < 0
+    assert "pretraining seeds" in row.ours.resampled and "large BLURB sets (DDI)" in row.ours.runs
+
+
 def test_field_margin_by_hand() -> None:
     fields = ["Medicine", "Biology", "Chemistry", "Psychology", "Physics"]
     bit = {f: 1 << i for i, f in enumerate(fields)}

@@ -44,6 +44,7 @@ from medibio.core.settings import Settings
 from medibio.models.zoo import model_tag
 from medibio.paper import audit, sources
 from medibio.paper import claims as printed_claims
+from medibio.pretrain import study
 from medibio.results.aggregate import newest_configurations
 from medibio.results.recorded import REFERENCE_ROOT
 from medibio.results.significance import VERDICT_RESAMPLES, MultiComparison, cv_runs, multi_bootstrap, runs_of
@@ -586,6 +587,14 @@ def _table5_evidence(claim: Claim, settings: Settings, profile: str, resamples: 
     where = "" if root == settings.results_root else " (recorded in reference/)"
     runs = (f"{runs_profile}{where}: {va} vs {vb}, mean over {len(primary.datasets)} large BLURB sets "
             f"({', '.join(primary.datasets)})")
+    seeds = {v: sorted({label for runs_ in side for label in runs_.pretraining})
+             for v, side in ((va, [x for x, _ in pairs]), (vb, [y for _, y in pairs]))}
+    if runs_profile == _STUDY_PROFILE and min(map(len, seeds.values())) < len(study.SEEDS):
+        so_far = "; ".join(f"{v}: {len(s)} pretraining seed(s)" for v, s in seeds.items())
+        return Evidence(needs=f"the study's {len(study.SEEDS)} pretraining seeds of each arm (recorded so far: "
+                              f"{so_far}); {claim.test.needs}",
+                        beside=(_beside(f"so far ({so_far}; their variance not resampled), mean over the large "
+                                        "sets", primary, ", ".join(primary.datasets)), *beside))
     return _from(primary, runs, scale_of(sides[0], root), beside)
 
 
