@@ -101,8 +101,10 @@ def test_status_command_reads_the_work_root_and_trains_nothing(tmp_path) -> None
                            "--tokens", "5000000"], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
-    assert "#3 seed 1: 0/611 steps" in lines and "#0 seed 2: 0/0 steps" in lines and len(lines) == 12
-    assert "#1 seed 1: 0/611 steps" in lines and "#cs seed 1: 0/306 steps" in lines
+    assert "#3 seed 1: 0/611 steps; fine-tuned 0/21 runs, 0 frozen probes" in lines and len(lines) == 12
+    assert "#0 seed 2: 0/0 steps; fine-tuned 0/21 runs, 0 frozen probes" in lines
+    assert "#1 seed 1: 0/611 steps; fine-tuned 0/21 runs, 0 frozen probes" in lines
+    assert "#cs seed 1: 0/306 steps" in lines  # a stage is not fine-tuned
     assert not any(tmp_path.iterdir())  # no vocabulary built, no folder made
 
 
@@ -155,6 +157,9 @@ def test_the_pilot_fine_tunes_finished_arms_and_names_unfinished_ones(settings, 
     assert again["3"][0].score_test == scratch.score_test
     probe = records.load_records(records_only, kind="frozen", model="study-3-s1")
     assert [(r.dataset, r.model["hash"]) for r in probe] == [("BC5-chem", scratch.model["hash"])]
+    # `medibio study status`: one of the seven large sets fine-tuned with the smoke profile's seed, one probe
+    assert pilot.finetune_progress(here, "3", 1, TOKENS, "smoke", CONFIG) == (1, 7, 1)
+    assert pilot.finetune_progress(here, "4", 1, TOKENS, "smoke", CONFIG) == (0, 7, 0)  # not pretrained
 
     # the chapter's tables read the records alone
     assert pilot.recorded_pilot(records_only, TOKENS, "smoke")["mean_gain"] == result["mean_gain"]

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from medibio.baselines import frozen
+from medibio.core import profiles
 from medibio.core.errors import MedibioError
 from medibio.core.settings import Settings
 from medibio.finetune.runner import run_finetune
@@ -69,6 +70,24 @@ def finetune_arms(settings: Settings, arms: Sequence[str] = PILOT_ARMS, tasks: S
             if probes:
                 frozen.baselines(profile, list(tasks), model=model, settings=settings)
     return records
+
+
+def finetune_progress(settings: Settings, arm: str, pretrain_seed: int, tokens: int = study.TOKENS,
+                      profile: str = PROFILE, config: PretrainConfig | str = study.CONFIG) -> tuple[int, int, int]:
+    """(fine-tuning runs recorded, runs planned, frozen probes recorded) of one arm's pretrained model in the
+    results root (none before its pretraining finished): the queue's step ``finetune`` plans the seven large
+    sets with the profile's seeds, and a probe per set."""
+    planned = len(registry.LARGE_SETS) * len(profiles.get(profile).seeds)
+    pretrained = study.finished(study.get_arm(arm), pretrain_seed, tokens, settings, config)
+    if pretrained is None:
+        return 0, planned, 0
+    name = model_reference(pretrained)
+
+    def of_model(kind: str, **filters: Any) -> int:
+        found = load_records(settings.results_root, profile=profile, kind=kind, legacy=False, **filters)
+        return sum((r.model or {}).get("name") == name for r in found)
+
+    return of_model("finetune", variant=variant(arm, tokens)), planned, of_model("frozen")
 
 
 def pilot(settings: Settings, **options: Any) -> dict[str, Any]:
