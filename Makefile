@@ -12,7 +12,7 @@ MODEL ?=
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.medibio-installed
 
-.PHONY: install lock book test test-fast lint lab clean-book gpu-check
+.PHONY: install lock book test test-fast lint lab clean-book gpu-check study
 
 # The locked install runs uv (pinned below, the tool `make lock` uses): it fetches, unpacks and byte-compiles the
 # ~200 locked packages in parallel, 36 s against pip's 123 s on a fresh clone here. --compile-bytecode as pip
@@ -88,6 +88,19 @@ lint: install
 # that runs the gpu profile on a bare GPU machine without network: python3 .gpu-check/run.py --out DIR
 gpu-check: install
 	$(PY) -m benchmarks.gpu_check.pack
+
+# The Table 5 study (docs/pretraining.md): both queues in the background, one per core at nice 10, with logs beside
+# the study's work folders; a queue already running is left alone. The end of a session stops them: run it again
+# (each queue goes on from its last checkpoint). Each unit runs the checkout's code as it starts: when editing
+# meanwhile, start the queues from a clean clone.
+STUDY_LOGS ?= $(HOME)/.cache/medibio-study/logs
+study: install
+	mkdir -p $(STUDY_LOGS)
+	for q in a b; do \
+	  if pgrep -f "medibio study queue $$q" > /dev/null; then echo "queue $$q: already running"; else \
+	    setsid nohup nice -n 10 $(PY) -m medibio study queue $$q >> $(STUDY_LOGS)/queue-$$q.log 2>&1 < /dev/null & \
+	    echo "queue $$q: started, log $(STUDY_LOGS)/queue-$$q.log"; fi; \
+	done
 
 clean-book:
 	rm -rf _build && find book -maxdepth 1 -type f ! -name README.md -delete
