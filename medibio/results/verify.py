@@ -4,8 +4,8 @@ without a record naming it.
 
 What is checked, under each kind's folder (``finetune/``, ``frozen/`` ...; nothing else of the root, such as
 a build's summaries): each ``seed<N>.json`` is read (:func:`medibio.runs.records.read_record`), its
-predictions (plain or gzipped) are checked against their digest (:meth:`~medibio.runs.records.RunRecord.predictions_file`),
-and a record without one is a problem too (it was written before digests: ``--add-digests`` seals it, and
+predictions (plain or gzipped) are checked against their digest
+(:meth:`~medibio.runs.records.RunRecord.predictions_file`), and a record without one is a problem too (it was written before digests: ``--add-digests`` seals it, and
 should only be run on files known to be the run's own). Any other file is an orphan, except what the run
 protocol keeps on purpose: run locks (``seed<N>.lock``), the work folders of unfinished runs
 (``.seed<N>.work/``) and published artifact folders (``seed<N>/``, which ``reference/`` does not hold).

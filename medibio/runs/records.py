@@ -20,9 +20,9 @@ A record is the evidence for its files: ``digests`` holds the SHA-256 of each fi
 (its test predictions), and :meth:`RunRecord.predictions_file` — the one way to reach them — refuses a file
 that is missing or differs (:class:`EvidenceError`), so that no table, chapter or interval is ever computed
 from predictions other than the ones the record's scores came from. A published file may lie gzipped beside
-the record (``seed<seed>.test.jsonl.gz``, as ``reference/`` keeps them): the record still names the plain file,
-its digest is over the uncompressed content, and every reader takes either (:func:`evidence_file`). :func:`medibio.results.verify.verify` checks a whole
-results root (``medibio results verify``).
+the record (``seed<seed>.test.jsonl.gz``, as ``reference/`` keeps them): the record still names the plain
+file, its digest is over the uncompressed content, and every reader takes either (:func:`evidence_file`).
+:func:`medibio.results.verify.verify` checks a whole results root (``medibio results verify``).
 """
 
 from __future__ import annotations
