@@ -89,10 +89,11 @@ lint: install
 gpu-check: install
 	$(PY) -m benchmarks.gpu_check.pack
 
-# The Table 5 study (docs/pretraining.md): both queues in the background, one per core at nice 10, with logs beside
-# the study's work folders; a queue already running is left alone. The end of a session stops them: run it again
-# (each queue goes on from its last checkpoint). Each unit runs the checkout's code as it starts: when editing
-# meanwhile, start the queues from a clean clone.
+# The Table 5 study (docs/pretraining.md): both queues in the background, one per core, each in a session of its
+# own whose scheduling group takes nice 10 (medibio.core.launch.yield_to_interactive_work: a plain nice value does
+# not yield to another session's work), with logs beside the study's work folders; a queue already running is left
+# alone. The end of a session stops them: run it again (each queue goes on from its last checkpoint). Each unit
+# runs the checkout's code as it starts: when editing meanwhile, start the queues from a clean clone.
 STUDY_LOGS ?= $(HOME)/.cache/medibio-study/logs
 study: install
 	mkdir -p $(STUDY_LOGS)

@@ -198,6 +198,23 @@ def test_the_two_queues_make_every_run_once_pretraining_first() -> None:
                 assert ("pretrain", study.CS_STAGE, seed) in queue[:k]
 
 
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists() or shutil.which("setsid") is None,
+                    reason="Linux autogroup scheduling and setsid are needed")
+def test_a_queue_in_its_own_session_yields_the_cpu_and_a_shell_command_does_not() -> None:
+    """Nice values order processes within a session's group only: a queue started with setsid (make study)
+    sets its group's nice; a process that does not lead its session (a command in a shell) leaves it alone."""
+    import subprocess
+    import sys
+
+    probe = ("from medibio.core import launch; done = launch.yield_to_interactive_work(); "
+             "print(done, open('/proc/self/autogroup').read().split()[-1])")
+    alone = subprocess.run(["setsid", sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert alone.stdout.split() == ["True", "10"], alone.stderr[-2000:]
+    before = Path("/proc/self/autogroup").read_text()
+    shell = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert shell.stdout.split()[0] == "False" and Path("/proc/self/autogroup").read_text() == before
+
+
 def test_an_unknown_queue_is_named_with_the_known_ones() -> None:
     from typer.testing import CliRunner
 

@@ -263,6 +263,8 @@ def study_queue(
 
     if name not in QUEUES:
         raise typer.BadParameter(f"unknown queue {name!r}; known: {', '.join(QUEUES)}")
+    if launch.yield_to_interactive_work():
+        typer.echo(f"queue {name}: its session yields the CPU to interactive work (autogroup nice 10)")
     common = ["--tokens", str(tokens), *(["--work-root", str(work_root)] if work_root else []),
               *(["--data-root", str(data_root)] if data_root else [])]
     one_thread = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}

@@ -14,9 +14,28 @@ import contextlib
 import os
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from medibio.core.settings import Settings
+
+AUTOGROUP = Path("/proc/self/autogroup")
+
+
+def yield_to_interactive_work(nice: int = 10) -> bool:
+    """Make this process's session take the CPU only when the person at the machine leaves it (a background job
+    such as the Table 5 study's queues); return whether it did. Linux schedules each session as one group
+    (autogroup), and a nice value only orders processes within a group: a queue in a session of its own (``make
+    study`` starts it with ``setsid``) took its full share beside a user's shell at ``nice 10``. The group's
+    own nice value is what yields; it is set only for a process that leads its own session, so that a command
+    typed in a shell never lowers that shell's priority."""
+    if os.getsid(0) != os.getpid() or not AUTOGROUP.exists():
+        return False
+    try:
+        AUTOGROUP.write_text(str(nice))
+    except OSError:
+        return False
+    return True
 
 
 def child_env(settings: Settings | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
