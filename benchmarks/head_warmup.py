@@ -1,10 +1,11 @@
 """Does warming MiniLM's new MLM head up, with the encoder frozen, help its continued pretraining (issue 40)?
 
 MiniLM ships no MLM head, so the study's arm #2 (MiniLM continued on SumPubMed abstracts) starts with a
-random one, and learns it alone for the first ``HEAD_WARMUP_SHARE`` of its steps (61 of 1,221) so that the
-random head's gradients do not reach the pretrained encoder. This runs the arm's first ``--steps`` steps twice,
-from the same seed, on the same batches, masks and learning-rate schedule (the 1,221-step one, stopped early):
-with the warm-up and without it (``head_warmup_steps=0``), one process per core. It prints each one's training
+random one. Learning it alone first, the encoder frozen (the trainer's ``head_warmup_steps``), would keep the
+random head's gradients from the pretrained encoder. This runs the arm's first ``--steps`` steps twice, from the
+same seed, on the same batches, masks, head initialisation and learning-rate schedule (the 1,221-step one,
+stopped early): with the head alone for ``WARMUP_SHARE`` of the steps (61) and without, one process per core.
+What it found (docs/pretraining.md) is why the study's MiniLM arms run without it. It prints each one's training
 loss over the last ``--window`` steps and its held-out MLM loss on BLURB text at the last step
 (:mod:`medibio.pretrain.heldout`, the measure the study's records hold). The two runs live in their own results
 root under the work root (``head-warmup/``), not among the study's; a second call reuses their checkpoints.
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 VARIANTS = ("warm-up", "none")
+WARMUP_SHARE = 0.05  # of the arm's steps: the head alone for 61 of 1,221
 
 
 def _settings(work_root: Path, data_root: str | None) -> Any:
@@ -37,7 +39,8 @@ def _config(variant: str, seed: int) -> Any:
     from medibio.pretrain import study
 
     config = study.arm_config(study.ARMS["2"], seed, study.TOKENS)
-    return config if variant == "warm-up" else config.with_overrides(head_warmup_steps=0)
+    return config.with_overrides(head_warmup_steps=round(config.max_steps * WARMUP_SHARE) if variant == "warm-up"
+                                 else 0)
 
 
 def train(variant: str, steps: int, seed: int, work_root: Path, data_root: str | None) -> Path:

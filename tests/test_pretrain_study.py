@@ -55,9 +55,8 @@ def test_every_arm_sees_the_same_tokens() -> None:
     assert study.steps_for(study.TOKENS, cfg) == 1_221 and study.steps_for(study.PILOT_TOKENS, cfg) == 611
     steps = {a: study.arm_config(study.get_arm(a), 1, study.TOKENS).max_steps for a in study.ARMS}
     assert steps == {"0": 0, "2": 1_221, "3": 1_221, "4": 1_221, "cs": 611, "1": 1_221}
-    assert study.arm_config(study.ARMS["1"], 1, study.TOKENS).head_warmup_steps == 0  # the stage trained it
     minilm = study.arm_config(study.get_arm("#2"), 1, study.TOKENS)
-    assert minilm.head_warmup_steps == 61 and study.arm_config(study.ARMS["3"], 1, study.TOKENS).head_warmup_steps == 0
+    assert minilm.head_warmup_steps == 0  # MiniLM's new head learns with the encoder (benchmarks.head_warmup)
     assert minilm.warmup_steps == 122 and minilm.seed == 1 and minilm.text_form == "sumpubmed"
     with pytest.raises(UnknownNameError, match="study arm"):
         study.get_arm("5")
