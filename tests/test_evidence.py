@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from medibio.core import provenance
 from medibio.core.errors import InputFormatError, MedibioError
 from medibio.core.settings import Settings
 from medibio.results import drift, recorded, significance
@@ -223,6 +224,7 @@ def test_the_run_protocol_writes_the_digest_of_the_predictions(session_settings:
     record, reused = protocol.run(_Toy(), plan, settings)
     path = plan.key.predictions_path(settings.results_root)
     assert not reused and record.digests == {path.name: rec.file_sha256(path)}
+    assert record.environment["cpu"] == provenance.cpu_model()  # the CPU model beside every number
     assert rec.read_record(plan.key.path(settings.results_root)).digests == record.digests
     assert verify(settings.results_root).ok
 
