@@ -23,8 +23,8 @@ AUTOGROUP = Path("/proc/self/autogroup")
 
 
 def yield_to_interactive_work(nice: int = 10) -> bool:
-    """Make this process's session take the CPU only when the person at the machine leaves it (a background job
-    such as the Table 5 study's queues); return whether it did. Linux schedules each session as one group
+    """Make this process's session give way to the person at the machine (a background job such as the Table 5
+    study's queues keeps about a tenth of a contended core at nice 10); return whether it did. Linux schedules each session as one group
     (autogroup), and a nice value only orders processes within a group: a queue in a session of its own (``make
     study`` starts it with ``setsid``) took its full share beside a user's shell at ``nice 10``. The group's
     own nice value is what yields; it is set only for a process that leads its own session, so that a command
