@@ -43,6 +43,17 @@ def _config(variant: str, seed: int) -> Any:
                                  else 0)
 
 
+def _tokenizer(settings: Any, config: Any, folder: Path) -> tuple[str, Any]:
+    """MiniLM's place and its tokenizer in the SumPubMed form, as the trainer prepares them for arm #2."""
+    from medibio.models import zoo
+    from medibio.pretrain import study
+    from medibio.pretrain.trainer import prepare_tokenizer
+
+    arm = study.ARMS["2"]
+    init = zoo.resolve(arm.init, settings.cache_root)
+    return init, prepare_tokenizer(config, arm.corpus, arm.variant, folder, init, settings.data_root)
+
+
 def train(variant: str, steps: int, seed: int, work_root: Path, data_root: str | None) -> Path:
     """Train one variant to ``steps`` (resuming its checkpoints) and return its work folder."""
     from medibio.pretrain import study
@@ -68,18 +79,14 @@ def measure(variant: str, folder: Path, seed: int, window: int, data_root: str |
     import safetensors.torch
     import torch
 
-    from medibio.models import zoo
-    from medibio.pretrain import study
     from medibio.pretrain.heldout import heldout_loss
     from medibio.pretrain.mlm import load_checkpoint
-    from medibio.pretrain.trainer import STATE_FILE, latest_checkpoint, prepare_tokenizer
+    from medibio.pretrain.trainer import STATE_FILE, latest_checkpoint
 
     settings, config = _settings(work_root, data_root), _config(variant, seed)
     ckpt = latest_checkpoint(folder)
     state = json.loads((ckpt / STATE_FILE).read_text())
-    arm = study.ARMS["2"]
-    init = zoo.resolve(arm.init, settings.cache_root)
-    tokenizer = prepare_tokenizer(config, arm.corpus, arm.variant, folder, init, settings.data_root)
+    init, tokenizer = _tokenizer(settings, config, folder)
     torch.manual_seed(seed)
     lm = load_checkpoint(init)[0]
     lm.resize_token_embeddings(len(tokenizer))
@@ -142,14 +149,11 @@ def main() -> None:
 
 def _build_blocks(work_root: Path, data_root: str | None, seed: int) -> None:
     """MiniLM's block cache of the abstracts, as the trainer asks for it (the study's arm #2 reuses it)."""
-    from medibio.models import zoo
     from medibio.pretrain import corpus as corpora
     from medibio.pretrain import study
-    from medibio.pretrain.trainer import prepare_tokenizer
 
     settings, config, arm = _settings(work_root, data_root), _config("warm-up", seed), study.ARMS["2"]
-    init = zoo.resolve(arm.init, settings.cache_root)
-    tokenizer = prepare_tokenizer(config, arm.corpus, arm.variant, work_root, init, settings.data_root)
+    tokenizer = _tokenizer(settings, config, work_root)[1]
     corpora.cached_blocks(arm.corpus, tokenizer, config.seq_length, variant=arm.variant, root=settings.data_root,
                           max_mb=config.corpus_max_mb, cache=settings.cache_root)
 

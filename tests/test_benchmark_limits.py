@@ -156,7 +156,7 @@ def test_a_row_whose_peak_moved_is_flagged_in_the_table() -> None:
 
 
 @pytest.mark.parametrize("name", ["finetune_speed", "finetune_engine", "scierc_speed", "pretrain_speed", "profile_step",
-                                  "significance_speed", "fields_scale"])
+                                  "significance_speed", "fields_scale", "head_warmup"])
 def test_every_benchmark_command_of_the_benchmarks_page_starts(name: str) -> None:
     """docs/benchmarks.md runs benchmarks as ``python -m benchmarks.<name>`` from the repository root."""
     done = subprocess.run([sys.executable, "-m", f"benchmarks.{name}", "--help"], cwd=REPO_ROOT,
@@ -165,3 +165,12 @@ def test_every_benchmark_command_of_the_benchmarks_page_starts(name: str) -> Non
     assert "usage:" in done.stdout
     assert f"python -m benchmarks.{name}" in (REPO_ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8") or \
         name == "finetune_engine"
+
+
+def test_pretrain_speed_times_a_model_continued_as_the_trainer_loads_it() -> None:
+    """``--init minilm`` (the study's arm #2): MiniLM with its new MLM head, its own shape and vocabulary."""
+    from benchmarks import pretrain_speed
+
+    row = pretrain_speed.bench("smoke", steps=1, warmup=0, device="cpu", batch=2, peak_override=1.0, init="minilm")
+    assert row["config"] == "smoke+minilm" and row["tokens_per_s"] > 0
+    assert row["flops_per_token"] > pretrain_speed.bench("smoke", 1, 0, "cpu", 2, 1.0)["flops_per_token"]
