@@ -207,11 +207,21 @@ def test_a_queue_in_its_own_session_yields_the_cpu_and_a_shell_command_does_not(
 
     probe = ("from medibio.core import launch; done = launch.yield_to_interactive_work(); "
              "print(done, open('/proc/self/autogroup').read().split()[-1])")
-    alone = subprocess.run(["setsid", sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert alone.stdout.split() == ["True", "10"], alone.stderr[-2000:]
+
+    def run_probe(*prefix: str) -> list[str]:
+        # A probe killed by a signal from outside (once, in CI, beside the heaviest tests) says nothing about
+        # autogroups: it runs again; any other failure is shown with its stderr.
+        for _ in range(2):
+            done = subprocess.run([*prefix, sys.executable, "-c", probe], capture_output=True, text=True,
+                                  timeout=120)
+            if done.returncode >= 0:
+                break
+        assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+        return done.stdout.split()
+
+    assert run_probe("setsid") == ["True", "10"]
     before = Path("/proc/self/autogroup").read_text()
-    shell = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert shell.stdout.split()[0] == "False" and Path("/proc/self/autogroup").read_text() == before
+    assert run_probe()[0] == "False" and Path("/proc/self/autogroup").read_text() == before
 
 
 def test_an_unknown_queue_is_named_with_the_known_ones() -> None:
