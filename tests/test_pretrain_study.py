@@ -68,12 +68,14 @@ def test_a_run_trains_in_units_that_resume(settings) -> None:
         study.run_unit(arm, 1, TOKENS, settings, unit_steps=3, config=CONFIG)
     assert study.steps_done(arm, 1, TOKENS, settings, CONFIG) == 0
     assert study.run_unit(arm, 1, TOKENS, settings, unit_steps=2, config=CONFIG) == 2
-    assert study.steps_done(arm, 1, TOKENS, settings, CONFIG) == 2
+    steps, seconds = study.progress(arm, 1, TOKENS, settings, CONFIG)  # `medibio study status` reads it
+    assert steps == 2 and seconds > 0 and study.steps_done(arm, 1, TOKENS, settings, CONFIG) == 2
     assert study.run_unit(arm, 1, TOKENS, settings, unit_steps=2, config=CONFIG) == 4
     record = study.run_unit(arm, 1, TOKENS, settings, unit_steps=2, config=CONFIG)
     assert record.ok and record.details["steps_done"] == 6 and record.details["resumed_from"] == [2, 4]
     assert record.details["tokens_seen"] == TOKENS and record.variant == "study-3"
-    assert study.steps_done(arm, 1, TOKENS, settings, CONFIG) == 6
+    assert study.progress(arm, 1, TOKENS, settings, CONFIG) == (6, record.wall_time_s)
+    assert record.wall_time_s > seconds  # the step time of all three units
 
 
 def test_random_init_is_a_record_on_the_shared_vocabulary(settings) -> None:
@@ -100,10 +102,12 @@ def test_status_command_reads_the_work_root_and_trains_nothing(tmp_path) -> None
                            "--tokens", "5000000"], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
-    assert "#3 seed 1: 0/611 steps; fine-tuned 0/21 runs, 0 frozen probes" in lines and len(lines) == 12
-    assert "#0 seed 2: 0/0 steps; fine-tuned 0/21 runs, 0 frozen probes" in lines
-    assert "#1 seed 1: 0/611 steps; fine-tuned 0/21 runs, 0 frozen probes" in lines
-    assert "#cs seed 1: 0/306 steps" in lines  # a stage is not fine-tuned
+    # the pilot's budget: its three sets, with the cpu-study profile's three seeds
+    assert "#3 seed 1: 0/611 steps, 0.00 h; fine-tuned 0/9 runs, 0 frozen probes, 0.00 h" in lines
+    assert "#0 seed 2: 0/0 steps, 0.00 h; fine-tuned 0/9 runs, 0 frozen probes, 0.00 h" in lines
+    assert "#1 seed 1: 0/611 steps, 0.00 h; fine-tuned 0/9 runs, 0 frozen probes, 0.00 h" in lines
+    assert "#cs seed 1: 0/306 steps, 0.00 h" in lines and len(lines) == 13  # a stage is not fine-tuned
+    assert lines[-1].startswith("step time so far: pretraining 0.00 h, fine-tuning 0.00 h, 0.00 CPU-hours in all")
     assert not any(tmp_path.iterdir())  # no vocabulary built, no folder made
 
 
@@ -157,8 +161,14 @@ def test_the_pilot_fine_tunes_finished_arms_and_names_unfinished_ones(settings, 
     probe = records.load_records(records_only, kind="frozen", model="study-3-s1")
     assert [(r.dataset, r.model["hash"]) for r in probe] == [("BC5-chem", scratch.model["hash"])]
     # `medibio study status`: one of the seven large sets fine-tuned with the smoke profile's seed, one probe
-    assert pilot.finetune_progress(here, "3", 1, TOKENS, "smoke", CONFIG) == (1, 7, 1)
-    assert pilot.finetune_progress(here, "4", 1, TOKENS, "smoke", CONFIG) == (0, 7, 0)  # not pretrained
+    done = pilot.finetune_progress(here, "3", 1, TOKENS, "smoke", CONFIG)
+    assert done[:3] == (1, 7, 1) and done.seconds == pytest.approx(scratch.wall_time_s + probe[0].wall_time_s)
+    assert pilot.finetune_progress(here, "4", 1, TOKENS, "smoke", CONFIG) == (0, 7, 0, 0.0)  # not pretrained
+    lines = pilot.status_lines(here, TOKENS, "smoke", CONFIG)
+    steps, seconds = study.progress(study.get_arm("3"), 1, TOKENS, here, CONFIG)
+    assert f"#3 seed 1: {steps}/{steps} steps, {seconds / 3600:.2f} h; fine-tuned 1/7 runs, 1 frozen probes, " \
+           f"{done.seconds / 3600:.2f} h" in lines
+    assert "#cs seed 1: 0/" in "\n".join(lines) and f"fine-tuning {done.seconds / 3600:.2f} h" in lines[-1]
 
     # the chapter's tables read the records alone
     assert pilot.recorded_pilot(records_only, TOKENS, "smoke")["mean_gain"] == result["mean_gain"]

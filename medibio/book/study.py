@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -72,22 +72,63 @@ def finetune_arms(settings: Settings, arms: Sequence[str] = PILOT_ARMS, tasks: S
     return records
 
 
+class FinetuneProgress(NamedTuple):
+    """One pretrained model's fine-tuning in the study: runs recorded of those planned, frozen probes recorded,
+    and the seconds they took (their records' wall times)."""
+
+    runs: int
+    planned: int
+    probes: int
+    seconds: float
+
+
 def finetune_progress(settings: Settings, arm: str, pretrain_seed: int, tokens: int = study.TOKENS,
-                      profile: str = PROFILE, config: PretrainConfig | str = study.CONFIG) -> tuple[int, int, int]:
-    """(fine-tuning runs recorded, runs planned, frozen probes recorded) of one arm's pretrained model in the
-    results root (none before its pretraining finished): the queue's step ``finetune`` plans the seven large
-    sets with the profile's seeds, and a probe per set."""
-    planned = len(registry.LARGE_SETS) * len(profiles.get(profile).seeds)
+                      profile: str = PROFILE, config: PretrainConfig | str = study.CONFIG) -> FinetuneProgress:
+    """How far one arm's pretrained model is fine-tuned in the results root (nothing before its pretraining
+    finished): the queue's step ``finetune`` plans the seven large sets with the profile's seeds, and a probe
+    per set; the pilot (its budget) planned its three sets."""
+    tasks = PILOT_TASKS if tokens == study.PILOT_TOKENS else registry.LARGE_SETS
+    planned = len(tasks) * len(profiles.get(profile).seeds)
     pretrained = study.finished(study.get_arm(arm), pretrain_seed, tokens, settings, config)
     if pretrained is None:
-        return 0, planned, 0
+        return FinetuneProgress(0, planned, 0, 0.0)
     name = model_reference(pretrained)
 
-    def of_model(kind: str, **filters: Any) -> int:
+    def of_model(kind: str, **filters: Any) -> list[RunRecord]:
         found = load_records(settings.results_root, profile=profile, kind=kind, legacy=False, **filters)
-        return sum((r.model or {}).get("name") == name for r in found)
+        return [r for r in found if (r.model or {}).get("name") == name]
 
-    return of_model("finetune", variant=variant(arm, tokens)), planned, of_model("frozen")
+    runs, probes = of_model("finetune", variant=variant(arm, tokens)), of_model("frozen")
+    return FinetuneProgress(len(runs), planned, len(probes), sum(r.wall_time_s or 0.0 for r in [*runs, *probes]))
+
+
+def status_lines(settings: Settings, tokens: int = study.TOKENS, profile: str = PROFILE,
+                 config: PretrainConfig | str = study.CONFIG) -> list[str]:
+    """Where every arm and pretraining seed of the study stands (``medibio study status``): steps and their
+    step time, the time a run under way still needs at its own pace so far, its fine-tuning runs and frozen
+    probes and their time; then the study's time in all. Each queue's step runs on one thread, so its seconds
+    are one core's."""
+    lines, pretrained, tuned, left = [], 0.0, 0.0, 0.0
+    for arm in study.ARMS.values():
+        for seed in study.SEEDS:
+            total = study.arm_config(arm, seed, tokens, config).max_steps
+            steps, seconds = study.progress(arm, seed, tokens, settings, config)
+            pretrained += seconds
+            line = f"#{arm.id} seed {seed}: {steps}/{total} steps, {seconds / 3600:.2f} h"
+            if 0 < steps < total:
+                more = seconds / steps * (total - steps)
+                left += more
+                line += f" (about {more / 3600:.1f} h more at its pace)"
+            if arm.id != study.CS_STAGE:  # a stage is not fine-tuned
+                ft = finetune_progress(settings, arm.id, seed, tokens, profile, config)
+                tuned += ft.seconds
+                line += f"; fine-tuned {ft.runs}/{ft.planned} runs, {ft.probes} frozen probes, {ft.seconds / 3600:.2f} h"
+            lines.append(line)
+    under_way = f"; the runs under way need about {left / 3600:.1f} h more of pretraining" if left else ""
+    lines.append(f"step time so far: pretraining {pretrained / 3600:.2f} h, fine-tuning {tuned / 3600:.2f} h, "
+                 f"{(pretrained + tuned) / 3600:.2f} CPU-hours in all (one thread a run){under_way}; "
+                 "docs/pretraining.md estimates the rest")
+    return lines
 
 
 def pilot(settings: Settings, **options: Any) -> dict[str, Any]:

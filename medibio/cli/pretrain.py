@@ -207,20 +207,12 @@ def study_status(
     work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
     data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
 ) -> None:
-    """Steps done of every arm and seed (checkpoints and records under the work root), and its fine-tuning
-    runs and frozen probes recorded."""
-    from medibio.book.study import finetune_progress
-    from medibio.pretrain.study import ARMS, CONFIG, CS_STAGE, SEEDS, arm_config, steps_done
+    """Steps done of every arm and seed (checkpoints and records under the work root) and their step time, the
+    time left of the runs under way at their pace, and the fine-tuning runs and frozen probes recorded."""
+    from medibio.book.study import status_lines
 
-    settings = _study_settings(work_root, data_root)
-    for arm in ARMS.values():
-        for seed in SEEDS:
-            total = arm_config(arm, seed, tokens, CONFIG).max_steps
-            line = f"#{arm.id} seed {seed}: {steps_done(arm, seed, tokens, settings)}/{total} steps"
-            if arm.id != CS_STAGE:  # a stage is not fine-tuned
-                runs, planned, probes = finetune_progress(settings, arm.id, seed, tokens)
-                line += f"; fine-tuned {runs}/{planned} runs, {probes} frozen probes"
-            typer.echo(line)
+    for line in status_lines(_study_settings(work_root, data_root), tokens):
+        typer.echo(line)
 
 
 @study_app.command("finetune")

@@ -41,7 +41,13 @@ from medibio.core.errors import MedibioError, UnknownNameError
 from medibio.core.settings import Settings
 from medibio.pretrain.configs import PretrainConfig, get_config
 from medibio.pretrain.plan import effective_config, plan_pretraining
-from medibio.pretrain.trainer import Stopped, latest_checkpoint, model_reference, run_pretraining
+from medibio.pretrain.trainer import (
+    Stopped,
+    checkpoint_state,
+    latest_checkpoint,
+    model_reference,
+    run_pretraining,
+)
 from medibio.pretrain.vocab import train_corpus_vocabulary
 from medibio.runs import records as rec
 
@@ -169,17 +175,28 @@ def finished(arm: Arm, seed: int, tokens: int, settings: Settings,
     return rec.read_record(record) if record.exists() else None
 
 
-def steps_done(arm: Arm, seed: int, tokens: int, settings: Settings, config: PretrainConfig | str = CONFIG) -> int:
-    """Steps an arm's run has behind it: its record's, else its newest checkpoint's, else 0 (also before the
-    shared vocabulary exists, which this does not build, or before the stage it starts from has finished)."""
+def progress(arm: Arm, seed: int, tokens: int, settings: Settings,
+             config: PretrainConfig | str = CONFIG) -> tuple[int, float]:
+    """(steps, seconds of step time) an arm's run has behind it: its record's, else its newest checkpoint's,
+    else (0, 0.0); also before the shared vocabulary exists, which this does not build, or before the stage it
+    starts from has finished. The time is the trainer's own sum of step times, not counting loading."""
     if _waits(arm, seed, tokens, settings, config):
-        return 0
+        return 0, 0.0
     plan = _plan(arm, seed, tokens, settings, config)
     record = plan.key.path(settings.results_root)
     if record.exists():
-        return int(rec.read_record(record).details["steps_done"])
+        done = rec.read_record(record)
+        return int(done.details["steps_done"]), float(done.wall_time_s or 0.0)
     ckpt = latest_checkpoint(plan.key.work_path(settings.results_root))
-    return int(ckpt.name.split("-")[1]) if ckpt is not None else 0
+    if ckpt is None:
+        return 0, 0.0
+    state = checkpoint_state(ckpt)
+    return int(state["step"]), float(state["elapsed_s"])
+
+
+def steps_done(arm: Arm, seed: int, tokens: int, settings: Settings, config: PretrainConfig | str = CONFIG) -> int:
+    """Steps an arm's run has behind it (:func:`progress`)."""
+    return progress(arm, seed, tokens, settings, config)[0]
 
 
 def run_unit(arm: Arm, seed: int, tokens: int, settings: Settings, unit_steps: int = 25,

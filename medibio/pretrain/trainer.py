@@ -112,9 +112,14 @@ def _optimizer(model: Any, config: PretrainConfig):
     return adamw(groups, lr=config.learning_rate, betas=config.adam_betas, eps=config.adam_eps)
 
 
+def checkpoint_state(ckpt: Path) -> dict[str, Any]:
+    """What the trainer saved beside a checkpoint's weights: step, data position, tokens seen, step time, curve."""
+    return json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8"))
+
+
 def _resumable_state(ckpt: Path, digest: str, effective_batch: int, seed: int) -> dict[str, Any]:
     """The saved state of ``ckpt`` when this configuration may resume from it, else :class:`ResumeError`."""
-    state = json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8"))
+    state = checkpoint_state(ckpt)
     if state.get("config_digest") != digest:
         raise ResumeError(f"{ckpt}: saved by a run of configuration {state.get('config_digest')}, this "
                           f"one is {digest}")
