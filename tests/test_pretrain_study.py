@@ -70,6 +70,12 @@ def test_a_run_trains_in_units_that_resume(settings) -> None:
     assert study.run_unit(arm, 1, TOKENS, settings, unit_steps=2, config=CONFIG) == 2
     steps, seconds = study.progress(arm, 1, TOKENS, settings, CONFIG)  # `medibio study status` reads it
     assert steps == 2 and seconds > 0 and study.steps_done(arm, 1, TOKENS, settings, CONFIG) == 2
+    from medibio.book.study import status_lines
+
+    lines = status_lines(settings, TOKENS, "smoke", CONFIG)
+    assert f"#3 seed 1: 2/6 steps, {seconds / 3600:.2f} h (about {seconds * 2 / 3600:.1f} h more at its pace)" \
+        in lines[[line.startswith("#3 seed 1:") for line in lines].index(True)]
+    assert f"about {seconds * 2 / 3600:.1f} CPU-hours more of pretraining" in lines[-1]
     assert study.run_unit(arm, 1, TOKENS, settings, unit_steps=2, config=CONFIG) == 4
     record = study.run_unit(arm, 1, TOKENS, settings, unit_steps=2, config=CONFIG)
     assert record.ok and record.details["steps_done"] == 6 and record.details["resumed_from"] == [2, 4]

@@ -108,7 +108,7 @@ def status_lines(settings: Settings, tokens: int = study.TOKENS, profile: str = 
     step time, the time a run under way still needs at its own pace so far, its fine-tuning runs and frozen
     probes and their time; then the study's time in all. Each queue's step runs on one thread, so its seconds
     are one core's."""
-    lines, pretrained, tuned, left = [], 0.0, 0.0, 0.0
+    lines, pretrained, tuned, left = [], 0.0, 0.0, []
     for arm in study.ARMS.values():
         for seed in study.SEEDS:
             total = study.arm_config(arm, seed, tokens, config).max_steps
@@ -117,14 +117,15 @@ def status_lines(settings: Settings, tokens: int = study.TOKENS, profile: str = 
             line = f"#{arm.id} seed {seed}: {steps}/{total} steps, {seconds / 3600:.2f} h"
             if 0 < steps < total:
                 more = seconds / steps * (total - steps)
-                left += more
+                left.append(more)
                 line += f" (about {more / 3600:.1f} h more at its pace)"
             if arm.id != study.CS_STAGE:  # a stage is not fine-tuned
                 ft = finetune_progress(settings, arm.id, seed, tokens, profile, config)
                 tuned += ft.seconds
                 line += f"; fine-tuned {ft.runs}/{ft.planned} runs, {ft.probes} frozen probes, {ft.seconds / 3600:.2f} h"
             lines.append(line)
-    under_way = f"; the runs under way need about {left / 3600:.1f} h more of pretraining" if left else ""
+    under_way = (f"; the runs under way need about {sum(left) / 3600:.1f} CPU-hours more of pretraining (the "
+                 f"longest {max(left) / 3600:.1f} h)" if left else "")
     lines.append(f"step time so far: pretraining {pretrained / 3600:.2f} h, fine-tuning {tuned / 3600:.2f} h, "
                  f"{(pretrained + tuned) / 3600:.2f} CPU-hours in all (one thread a run){under_way}; "
                  "docs/pretraining.md estimates the rest")
