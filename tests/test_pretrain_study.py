@@ -186,6 +186,9 @@ def test_the_pilot_fine_tunes_finished_arms_and_names_unfinished_ones(settings, 
     assert list(table.index) == ["ours #0", "ours #3", "paper #3"] and list(table.columns)[0] == "BC5-chem"
     assert table.loc["ours #3", "BC5-chem"] == round(scratch.score_test, 2) and table.loc["paper #3", "BC5-chem"] == 92.39
     assert pd.isna(table.loc["ours #3", "mean of the 7 large sets"])  # one set fine-tuned: no mean of seven
+    probed = pilot.micro_probes(records_only, TOKENS, "smoke")  # both arms' models probed on BC5-chem
+    assert list(probed.index) == ["#0 frozen", "#3 frozen"] and probed.loc["#3 frozen", "BC5-chem"] == round(probe[0].score_test, 2)
+    assert probed.loc["#3 frozen", "probes"] == 1 and probed.loc["#3 frozen", "pretraining seeds"] == 1
 
 
 def test_the_pilot_names_a_run_without_a_test_score(monkeypatch) -> None:

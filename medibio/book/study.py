@@ -217,33 +217,54 @@ def recorded_pilot(root: str | Path, tokens: int = study.PILOT_TOKENS, profile: 
     return {"scores": scores, **study.pilot_gate(scores)}
 
 
+def _arm_column(runs: Sequence[RunRecord]) -> dict[str, Any]:
+    """An arm's column of the study's tables: its mean test score per set over every model (pretraining seed)
+    and seed, their mean over the seven large sets (once it has all seven), and the runs and models behind it."""
+    by_set: dict[str, list[float]] = {}
+    for run in runs:
+        by_set.setdefault(run.dataset, []).append(float(run.score_test))
+    ours = {name: float(np.mean(v)) for name, v in by_set.items()}
+    large = [ours[name] for name in registry.LARGE_SETS if name in ours]
+    return {**{name: round(v, 2) for name, v in ours.items()},
+            "mean of the 7 large sets": round(float(np.mean(large)), 2) if len(large) == len(registry.LARGE_SETS)
+            else None,
+            "runs": len(runs), "pretraining seeds": len({(r.model or {}).get("hash") for r in runs})}
+
+
+def _study_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.reindex(columns=[c for c in [*registry.names(), "mean of the 7 large sets", "runs",
+                                              "pretraining seeds", "tokens seen (M)"] if c in frame.columns])
+
+
 def micro_table6(root: str | Path, tokens: int = study.TOKENS, profile: str = PROFILE) -> pd.DataFrame:
     """The study's Table 6: each arm's mean test score (over pretraining and fine-tuning seeds) on the sets it
     was fine-tuned on, their mean over the seven large sets, beside the paper's Table 6 column of the same
     configuration; with the runs and tokens behind each column."""
     rows: dict[str, dict[str, Any]] = {}
     for arm, runs in recorded_runs(root, tokens, profile).items():
-        by_set: dict[str, list[float]] = {}
-        for run in runs:
-            by_set.setdefault(run.dataset, []).append(float(run.score_test))
-        ours = {name: float(np.mean(v)) for name, v in by_set.items()}
-        large = [ours[name] for name in registry.LARGE_SETS if name in ours]
-        seeds = {(r.model or {}).get("hash") for r in runs}
-        column = {**{name: round(v, 2) for name, v in ours.items()},
-                  "mean of the 7 large sets": round(float(np.mean(large)), 2)
-                  if len(large) == len(registry.LARGE_SETS) else None,
-                  "runs": len(runs), "pretraining seeds": len(seeds),
-                  "tokens seen (M)": round(float(runs[0].details.get("pretraining_tokens") or 0) / 1e6, 2)}
-        rows[f"ours #{arm}"] = column
+        rows[f"ours #{arm}"] = {**_arm_column(runs), "tokens seen (M)": round(
+            float(runs[0].details.get("pretraining_tokens") or 0) / 1e6, 2)}
         if arm in PAPER_ROW:
             paper = tables.column_scores(6, PAPER_ROW[arm])
             rows[f"paper {PAPER_ROW[arm]}"] = {
-                **{name: paper.get(name) for name in ours},
+                **{name: paper.get(name) for name in rows[f"ours #{arm}"] if name in paper},
                 "mean of the 7 large sets": round(float(np.mean([paper[n] for n in registry.LARGE_SETS])), 2),
                 "runs": None, "pretraining seeds": 1, "tokens seen (M)": None}
-    frame = pd.DataFrame(rows).T
-    return frame.reindex(columns=[c for c in [*registry.names(), "mean of the 7 large sets", "runs",
-                                              "pretraining seeds", "tokens seen (M)"] if c in frame.columns])
+    return _study_columns(pd.DataFrame(rows).T)
+
+
+def micro_probes(root: str | Path, tokens: int = study.TOKENS, profile: str = PROFILE) -> pd.DataFrame:
+    """The frozen-encoder probes of the models the study fine-tuned at a budget: a logistic regression on each
+    model's frozen embeddings per set (:mod:`medibio.baselines.frozen`), so what pretraining put into the
+    encoder shows without fine-tuning's noise; the mean over pretraining seeds, by arm."""
+    probes = load_records(root, profile=profile, kind="frozen", legacy=False)
+    rows: dict[str, dict[str, Any]] = {}
+    for arm, runs in recorded_runs(root, tokens, profile).items():
+        models = {(r.model or {}).get("name") for r in runs}
+        mine = newest_configurations(p for p in probes if (p.model or {}).get("name") in models)[0]
+        if mine := [p for p in mine if p.ok and p.score_test is not None]:
+            rows[f"#{arm} frozen"] = _arm_column(mine)
+    return _study_columns(pd.DataFrame(rows).T).rename(columns={"runs": "probes"})
 
 
 def curves_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFrame:
