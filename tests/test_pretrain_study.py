@@ -113,7 +113,7 @@ def test_status_command_reads_the_work_root_and_trains_nothing(tmp_path) -> None
     assert "#0 seed 2: 0/0 steps, 0.00 h; fine-tuned 0/9 runs, 0 frozen probes, 0.00 h" in lines
     assert "#1 seed 1: 0/611 steps, 0.00 h; fine-tuned 0/9 runs, 0 frozen probes, 0.00 h" in lines
     assert "#cs seed 1: 0/306 steps, 0.00 h" in lines and len(lines) == 13  # a stage is not fine-tuned
-    assert lines[-1].startswith("step time so far: pretraining 0.00 h, fine-tuning 0.00 h, 0.00 CPU-hours in all")
+    assert lines[-1].startswith("step time at this budget so far: pretraining 0.00 h, fine-tuning 0.00 h, 0.00 CPU-hours in all")
     assert not any(tmp_path.iterdir())  # no vocabulary built, no folder made
 
 

@@ -126,7 +126,7 @@ def status_lines(settings: Settings, tokens: int = study.TOKENS, profile: str = 
             lines.append(line)
     under_way = (f"; the runs under way need about {sum(left) / 3600:.1f} CPU-hours more of pretraining (the "
                  f"longest {max(left) / 3600:.1f} h)" if left else "")
-    lines.append(f"step time so far: pretraining {pretrained / 3600:.2f} h, fine-tuning {tuned / 3600:.2f} h, "
+    lines.append(f"step time at this budget so far: pretraining {pretrained / 3600:.2f} h, fine-tuning {tuned / 3600:.2f} h, "
                  f"{(pretrained + tuned) / 3600:.2f} CPU-hours in all (one thread a run){under_way}; "
                  "docs/pretraining.md estimates the rest")
     return lines
