@@ -209,7 +209,7 @@ def test_table5_claims_read_the_cpu_study_recorded_runs(tmp_path: Path) -> None:
             model = {**MODEL, "name": f"pretrain-run:study/scratch/study-{arm}/c/{pretrain_seed}abc/seed{pretrain_seed}",
                      "tag": f"study-{arm}-s{pretrain_seed}", "hash": f"pretrain-run:{arm}/{pretrain_seed}"}
             for seed in (1, 2):
-                recorded.write(f"study-{arm}", 10 * pretrain_seed + seed, noise=noise, model=model,
+                recorded.write(f"study-{arm}", seed, noise=noise, model=model,
                                profile="cpu-study")
     build = Build(tmp_path / "build")
     row = V.rows(build.settings, "cpu", [V.get("fulltext")], resamples=499, recorded=recorded.results)[0]
@@ -238,7 +238,7 @@ def _ddi_runs(build: Build, arm: str, pretrain_seed: int, wrong: int) -> None:
         path.write_text("".join(json.dumps({"id": f"d{i}", "prediction": "DDI-false" if i in miss else g}) + "\n"
                                 for i, g in enumerate(gold)))
         records.write_record(records.RunRecord(
-            dataset="DDI", model=model, profile="cpu-study", seed=10 * pretrain_seed + seed, variant=f"study-{arm}",
+            dataset="DDI", model=model, profile="cpu-study", seed=seed, variant=f"study-{arm}",
             predictions=path.name, score_test=50.0, score_dev=50.0, config_digest="5eed5eed5eed",
             environment={"git_commit": "c0ffee", "device": "cpu"}), build.results)
 

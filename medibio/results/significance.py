@@ -209,17 +209,20 @@ def runs_of(records: Iterable[RunRecord], results_root: str | Path, label: str, 
                              "they are different experiments, not seeds of one system")
     limited = next(iter(limits))
     system = label if limited is None else f"{label} (LIMITED: --limit {limited})"
-    seeds, files, stats, first = [], [], [], None
+    keys, seeds, files, stats, first = [], [], [], [], None
     for rec in recs:
         path = rec.predictions_file(results_root)
-        if rec.seed in seeds:
-            other = files[seeds.index(rec.seed)]
-            raise SelectionError(f"{system} has several runs of seed {rec.seed} on {name} ({other} and "
+        key = (pretraining(rec) if pretraining else "", rec.seed)  # fine-tuning seed k of each pretrained model
+        if key in keys:
+            other = files[keys.index(key)]
+            model = f" from {key[0]}" if key[0] else ""
+            raise SelectionError(f"{system} has several runs of seed {rec.seed}{model} on {name} ({other} and "
                                  f"{path}): select one configuration")
         st, ids = prediction_stats(path, name, data_root)
         if first is None:
             first = (path, ids)
         _check_same_ids(first, (path, ids), f"every seed of {system} on {name}")
+        keys.append(key)
         seeds.append(rec.seed)
         files.append(path)
         stats.append(st)
