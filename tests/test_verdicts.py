@@ -262,6 +262,23 @@ def test_the_study_tests_a_table5_claim_only_with_both_pretraining_seeds_of_each
     assert "pretraining seeds" in row.ours.resampled and "large BLURB sets (DDI)" in row.ours.runs
 
 
+def test_runs_of_one_arm_are_told_apart_by_pretrained_model_and_fine_tuning_seed(tmp_path: Path) -> None:
+    """The study fine-tunes each pretrained model with the same seeds (1-3): seed 1 of two models is two runs;
+    seed 1 twice of one model is two configurations, which is refused."""
+    build = Build(tmp_path / "build")
+    _ddi_runs(build, "3", 1, wrong=2)
+    _ddi_runs(build, "3", 2, wrong=3)
+    found = records.load_records(build.results, variant="study-3")
+    runs = S.runs_of(found, build.results, "study-3", "DDI", build.data, pretraining=lambda r: r.model["name"])
+    assert sorted(runs.seeds) == [1, 1, 2, 2] and len(set(runs.pretraining)) == 2
+    again = next(r for r in found if r.seed == 1 and r.model["tag"] == "study-3-s1")
+    with pytest.raises(S.SelectionError, match="several runs of seed 1 from pretrain-run:.*/seed1 on DDI"):
+        S.runs_of([*found, again], build.results, "study-3", "DDI", build.data,
+                  pretraining=lambda r: r.model["name"])
+    with pytest.raises(S.SelectionError, match="several runs of seed 1 on DDI"):  # read as one model's seeds
+        S.runs_of(found, build.results, "study-3", "DDI", build.data)
+
+
 def test_field_margin_by_hand() -> None:
     fields = ["Medicine", "Biology", "Chemistry", "Psychology", "Physics"]
     bit = {f: 1 << i for i, f in enumerate(fields)}
