@@ -8,7 +8,7 @@ by ``GO_MARGIN`` F1 points on the mean over the three sets (:func:`medibio.pretr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -82,23 +82,29 @@ class FinetuneProgress(NamedTuple):
     seconds: float
 
 
+def tuned_records(settings: Settings, profile: str = PROFILE) -> dict[str, list[RunRecord]]:
+    """The results root's fine-tuning runs and frozen probes of ``profile``, by kind: read once and passed to
+    :func:`finetune_progress` for every arm and seed."""
+    return {kind: load_records(settings.results_root, profile=profile, kind=kind, legacy=False)
+            for kind in ("finetune", "frozen")}
+
+
 def finetune_progress(settings: Settings, arm: str, pretrain_seed: int, tokens: int = study.TOKENS,
-                      profile: str = PROFILE, config: PretrainConfig | str = study.CONFIG) -> FinetuneProgress:
+                      profile: str = PROFILE, config: PretrainConfig | str = study.CONFIG,
+                      tuned: Mapping[str, Sequence[RunRecord]] | None = None) -> FinetuneProgress:
     """How far one arm's pretrained model is fine-tuned in the results root (nothing before its pretraining
     finished): the queue's step ``finetune`` plans the seven large sets with the profile's seeds, and a probe
-    per set; the pilot (its budget) planned its three sets."""
+    per set; the pilot (its budget) planned its three sets. ``tuned`` is :func:`tuned_records`' answer, read
+    here when not given."""
     tasks = PILOT_TASKS if tokens == study.PILOT_TOKENS else registry.LARGE_SETS
     planned = len(tasks) * len(profiles.get(profile).seeds)
     pretrained = study.finished(study.get_arm(arm), pretrain_seed, tokens, settings, config)
     if pretrained is None:
         return FinetuneProgress(0, planned, 0, 0.0)
     name = model_reference(pretrained)
-
-    def of_model(kind: str, **filters: Any) -> list[RunRecord]:
-        found = load_records(settings.results_root, profile=profile, kind=kind, legacy=False, **filters)
-        return [r for r in found if (r.model or {}).get("name") == name]
-
-    runs, probes = of_model("finetune", variant=variant(arm, tokens)), of_model("frozen")
+    tuned = tuned_records(settings, profile) if tuned is None else tuned
+    runs = [r for r in tuned["finetune"] if r.variant == variant(arm, tokens) and (r.model or {}).get("name") == name]
+    probes = [r for r in tuned["frozen"] if (r.model or {}).get("name") == name]
     return FinetuneProgress(len(runs), planned, len(probes), sum(r.wall_time_s or 0.0 for r in [*runs, *probes]))
 
 
@@ -109,6 +115,7 @@ def status_lines(settings: Settings, tokens: int = study.TOKENS, profile: str = 
     probes and their time; then the study's time in all. Each queue's step runs on one thread, so its seconds
     are one core's."""
     lines, pretrained, tuned, left = [], 0.0, 0.0, []
+    records = tuned_records(settings, profile)
     for arm in study.ARMS.values():
         for seed in study.SEEDS:
             total = study.arm_config(arm, seed, tokens, config).max_steps
@@ -120,7 +127,7 @@ def status_lines(settings: Settings, tokens: int = study.TOKENS, profile: str = 
                 left.append(more)
                 line += f" (about {more / 3600:.1f} h more at its pace)"
             if arm.id != study.CS_STAGE:  # a stage is not fine-tuned
-                ft = finetune_progress(settings, arm.id, seed, tokens, profile, config)
+                ft = finetune_progress(settings, arm.id, seed, tokens, profile, config, records)
                 tuned += ft.seconds
                 line += f"; fine-tuned {ft.runs}/{ft.planned} runs, {ft.probes} frozen probes, {ft.seconds / 3600:.2f} h"
             lines.append(line)
