@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +55,17 @@ def test_record_then_read_back_and_compare_a_re_execution(tmp_path, data_root, s
     row = reference.compare_with_recorded(again, back).iloc[0]
     assert row["same configuration"] and math.isclose(row["difference"], 0.0, abs_tol=1e-9)
     assert row["inside seed spread"]
+
+
+def test_both_pretraining_seeds_finished_together_are_recordable(tmp_path: Path) -> None:
+    """A pretraining seed is part of its run's configuration: two seeds of one arm (each with its own digest)
+    are both recorded, not only the newer one (#2's seeds finished within a minute of each other)."""
+    import shutil
+
+    from medibio.results.recorded import REFERENCE_ROOT, recordable
+
+    shutil.copytree(REFERENCE_ROOT / "pretrain" / "study", tmp_path / "pretrain" / "study")
+    found = [r for r in recordable(tmp_path, "cpu-study") if r.kind == "pretrain"]
+    seeds = {(r.variant, r.seed) for r in found}
+    assert {("study-2", 1), ("study-2", 2), ("study-3", 1), ("study-3", 2), ("study-4", 2)} <= seeds
+    assert len({r.config_digest for r in found if r.variant == "study-2"}) == 2
