@@ -243,9 +243,12 @@ def _ddi_runs(build: Build, arm: str, pretrain_seed: int, wrong: int) -> None:
             environment={"git_commit": "c0ffee", "device": "cpu"}), build.results)
 
 
-def test_the_study_tests_a_table5_claim_only_with_both_pretraining_seeds_of_each_arm(tmp_path: Path) -> None:
+def test_the_study_tests_a_table5_claim_only_with_both_pretraining_seeds_of_each_arm(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
     """One pretraining seed per arm leaves the claim untested (the pretraining seed's variance cannot be
-    resampled): the comparison so far is shown beside, with what has been recorded; both seeds test it."""
+    resampled): the comparison so far is shown beside, with what has been recorded; both seeds test it.
+    Here DDI stands for the seven large sets (a real build on some of them is the next test's)."""
+    monkeypatch.setattr(V, "T5_SETS", ("DDI",))
     build = Build(tmp_path / "build")
     _ddi_runs(build, "3", 1, wrong=2)
     _ddi_runs(build, "4", 1, wrong=12)
@@ -260,6 +263,21 @@ def test_the_study_tests_a_table5_claim_only_with_both_pretraining_seeds_of_each
     row = V.rows(build.settings, "cpu", [V.get("fulltext")], resamples=499, recorded=None)[0]
     assert row.verdict != V.NOT_TESTABLE and row.ours.high < 0
     assert "pretraining seeds" in row.ours.resampled and "large BLURB sets (DDI)" in row.ours.runs
+
+
+def test_a_table5_claim_is_not_tested_on_some_of_the_seven_large_sets(tmp_path: Path) -> None:
+    """The declared statistic is the mean over all seven large sets: both pretraining seeds of each arm on DDI
+    alone (a queue under way, as #2 was after its first fine-tuning runs) leave the claim untested, with the
+    mean so far beside it."""
+    build = Build(tmp_path / "build")
+    for seed, (a, b) in ((1, (2, 12)), (2, (3, 11))):
+        _ddi_runs(build, "3", seed, wrong=a)
+        _ddi_runs(build, "4", seed, wrong=b)
+    row = V.rows(build.settings, "cpu", [V.get("fulltext")], resamples=499, recorded=None)[0]
+    assert row.verdict == V.NOT_TESTABLE and "every one of the large BLURB sets" in row.ours.needs
+    assert "(so far: DDI)" in row.ours.needs
+    so_far = row.ours.beside[0]
+    assert so_far.label == "so far, mean over 1 of the 7 large sets" and so_far.runs == "DDI" and so_far.high < 0
 
 
 def test_runs_of_one_arm_are_told_apart_by_pretrained_model_and_fine_tuning_seed(tmp_path: Path) -> None:
