@@ -116,13 +116,14 @@ def _aggregate_rows(key: tuple[str, str, str], dataset_rows: list[dict]) -> list
 
 
 def newest_configurations(records: Iterable[RunRecord]) -> tuple[list[RunRecord], dict[tuple, int]]:
-    """Keep, per (profile, model, variant, dataset), the records of the most recently created configuration
+    """Keep, per (profile, model, variant, dataset; and seed for a pretraining run), the records of the most recently created configuration
     — of the profile's own runs when there are any: a run made under ``--limit`` never takes their place,
     however new (:attr:`~medibio.runs.records.RunRecord.limited`) — and return them and the number of other
     configurations per key."""
     by_key: dict[tuple, dict[str, list[RunRecord]]] = {}
     for rec in records:
-        key = (rec.profile, rec.model_tag, rec.variant, rec.dataset)
+        # a pretraining seed is part of its run's configuration (each seed has its own digest)
+        key = (rec.profile, rec.model_tag, rec.variant, rec.dataset, rec.seed if rec.kind == "pretrain" else None)
         by_key.setdefault(key, {}).setdefault(rec.config_digest or "legacy", []).append(rec)
     kept: list[RunRecord] = []
     left_out: dict[tuple, int] = {}

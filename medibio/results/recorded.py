@@ -47,14 +47,8 @@ def recordable(results_root: str | Path, profile: str, dataset: str | None = Non
     per run (pretraining records are filed under the profile's pretraining configuration, e.g. ``mini``)."""
     found: list[RunRecord] = []
     for kind in KINDS:
-        records = load_records(results_root, profile=profiles.filed_under(profile, kind), dataset=dataset,
-                               kind=kind, legacy=False)
-        # A pretraining seed is part of its run's configuration (each seed has its own digest): the newest
-        # configuration is kept per seed, or two seeds finished together would keep one.
-        by_seed = {seed: [r for r in records if r.seed == seed] for seed in {r.seed for r in records}} \
-            if kind == "pretrain" else {None: records}
-        for group in by_seed.values():
-            found += newest_configurations(group)[0]
+        found += newest_configurations(load_records(results_root, profile=profiles.filed_under(profile, kind),
+                                                    dataset=dataset, kind=kind, legacy=False))[0]
     return found
 
 
