@@ -116,10 +116,10 @@ def _aggregate_rows(key: tuple[str, str, str], dataset_rows: list[dict]) -> list
 
 
 def newest_configurations(records: Iterable[RunRecord]) -> tuple[list[RunRecord], dict[tuple, int]]:
-    """Keep, per (profile, model, variant, dataset; and seed for a pretraining run), the records of the most recently created configuration
-    — of the profile's own runs when there are any: a run made under ``--limit`` never takes their place,
-    however new (:attr:`~medibio.runs.records.RunRecord.limited`) — and return them and the number of other
-    configurations per key."""
+    """Keep, per (profile, model, variant, dataset; and seed for a pretraining run), the records of the most
+    recently created configuration — of the profile's own runs when there are any: a run made under ``--limit``
+    never takes their place, however new (:attr:`~medibio.runs.records.RunRecord.limited`) — and return them
+    and the number of other configurations per (profile, model, variant, dataset), the key a table row has."""
     by_key: dict[tuple, dict[str, list[RunRecord]]] = {}
     for rec in records:
         # a pretraining seed is part of its run's configuration (each seed has its own digest)
@@ -131,7 +131,7 @@ def newest_configurations(records: Iterable[RunRecord]) -> tuple[list[RunRecord]
         newest = max(configs.values(), key=lambda recs: (recs[0].limited is None, max(r.created for r in recs)))
         kept.extend(newest)
         if len(configs) > 1:
-            left_out[key] = len(configs) - 1
+            left_out[key[:4]] = left_out.get(key[:4], 0) + len(configs) - 1
     return kept, left_out
 
 
