@@ -218,17 +218,17 @@ def run_unit(arm: Arm, seed: int, tokens: int, settings: Settings, unit_steps: i
 # The study after its pilot, as two queues for the two cores (``medibio study queue a`` and ``... b``, side by
 # side): each step pretrains (in units, each in a fresh process) or fine-tunes one arm and pretraining seed on the
 # seven large BLURB sets. The claims' arms come first: #3 and #4 with both seeds (full text vs abstracts), then
-# #2's two seeds side by side (from scratch vs a general model), then #0 (the floor, no pretraining), the cs stage
-# and #1 (a science stage first). Every step is idempotent, so a queue restarted after an interruption (the end
-# of a session stops both) goes on where it stopped.
+# #2's two seeds side by side (from scratch vs a general model), then the cs stage and #1 (a science stage
+# first), one seed per queue; #0 (the floor, no pretraining, a yardstick rather than a claim's arm) comes last.
+# Every step is idempotent, so a queue restarted after an interruption (the end of a session stops both) goes on
+# where it stopped.
 QUEUES: dict[str, tuple[tuple[str, str, int], ...]] = {
     "a": (("pretrain", "3", 1), ("finetune", "3", 1), ("pretrain", "3", 2), ("finetune", "3", 2),
           ("pretrain", "2", 1), ("finetune", "2", 1), ("pretrain", "cs", 1), ("pretrain", "1", 1),
-          ("finetune", "1", 1)),
+          ("finetune", "1", 1), ("pretrain", "0", 1), ("finetune", "0", 1)),
     "b": (("pretrain", "4", 1), ("finetune", "4", 1), ("pretrain", "4", 2), ("finetune", "4", 2),
-          ("pretrain", "2", 2), ("finetune", "2", 2), ("pretrain", "0", 1), ("finetune", "0", 1),
-          ("pretrain", "0", 2), ("finetune", "0", 2), ("pretrain", "cs", 2), ("pretrain", "1", 2),
-          ("finetune", "1", 2)),
+          ("pretrain", "2", 2), ("finetune", "2", 2), ("pretrain", "cs", 2), ("pretrain", "1", 2),
+          ("finetune", "1", 2), ("pretrain", "0", 2), ("finetune", "0", 2)),
 }
 
 
