@@ -280,6 +280,31 @@ def test_a_table5_claim_is_not_tested_on_some_of_the_seven_large_sets(tmp_path: 
     assert so_far.label == "so far, mean over 1 of the 7 large sets" and so_far.runs == "DDI" and so_far.high < 0
 
 
+def test_a_continued_arm_names_the_model_it_continued_in_its_scale(tmp_path: Path) -> None:
+    """#2 is MiniLM continued on our 10M tokens, not a model that saw only them: its scale says so, beside #3's
+    from scratch; a stage of our own before an arm (the #1 analog: MiniLM, the cs stage, then abstracts) is
+    followed back to the model made elsewhere, its tokens counted."""
+    import dataclasses
+
+    from medibio.pretrain.trainer import model_reference
+    from medibio.results.recorded import REFERENCE_ROOT
+
+    def tuned(variant: str) -> list[records.RunRecord]:
+        return records.load_records(REFERENCE_ROOT, profile="cpu-study", variant=variant, legacy=False)
+
+    assert "minilm (pretrained elsewhere) continued on 10.0M tokens here, 2 pretraining seeds" in \
+        V.scale_of(tuned("study-2"), REFERENCE_ROOT)
+    assert ", pretrained on 10.0M tokens here, 2 pretraining seeds" in V.scale_of(tuned("study-3"), REFERENCE_ROOT)
+    (stage,) = records.load_records(REFERENCE_ROOT, kind="pretrain", variant="study-2", legacy=False)[:1]
+    records.write_record(stage, tmp_path)
+    after = dataclasses.replace(stage, variant="study-1", config_digest="0123456789ab", run_id="",
+                                details={**stage.details, "init": {"kind": "continual", "from": model_reference(stage)}})
+    records.write_record(after, tmp_path)
+    assert V._continued_from(after.run_id, tmp_path) == ("minilm", (stage.details["tokens_seen"],))
+    assert V._continued_from(stage.run_id, tmp_path) == ("minilm", ())
+    assert V._continued_from("pretrain/no/such/run", tmp_path) == ("", ())
+
+
 def test_runs_of_one_arm_are_told_apart_by_pretrained_model_and_fine_tuning_seed(tmp_path: Path) -> None:
     """The study fine-tunes each pretrained model with the same seeds (1-3): seed 1 of two models is two runs;
     seed 1 twice of one model is two configurations, which is refused."""

@@ -45,6 +45,7 @@ from medibio.models.zoo import model_tag
 from medibio.paper import audit, sources
 from medibio.paper import claims as printed_claims
 from medibio.pretrain import study
+from medibio.pretrain.trainer import model_reference
 from medibio.results.aggregate import newest_configurations
 from medibio.results.recorded import REFERENCE_ROOT
 from medibio.results.significance import VERDICT_RESAMPLES, MultiComparison, cv_runs, multi_bootstrap, runs_of
@@ -443,6 +444,22 @@ def _millions(n: float) -> str:
     return f"{n / 1e6:.1f}M"
 
 
+def _continued_from(run_id: str, root: Path) -> tuple[str, tuple[int, ...]]:
+    """What one of our pretraining runs continued from: the model made elsewhere at the start of its chain
+    ("" from scratch) and the tokens of our own stages before it (the #1 analog: MiniLM, then the cs stage), so
+    a scale never passes a continued model off as one pretrained on our tokens alone."""
+    runs = load_records(root, kind="pretrain", legacy=False)
+    by_id, by_reference = {r.run_id: r for r in runs}, {model_reference(r): r for r in runs}
+    stages: list[int] = []
+    made = by_id.get(run_id)
+    while made is not None and (origin := ((made.details or {}).get("init") or {}).get("from")):
+        made = by_reference.get(origin)
+        if made is None:
+            return str(origin), tuple(reversed(stages))
+        stages.append(int((made.details or {}).get("tokens_seen") or 0))
+    return "", tuple(reversed(stages))
+
+
 def scale_of(records: Sequence[RunRecord], root: Path) -> str:
     """The scale of a set of runs from their records: the model with its parameters, its pretraining tokens
     (when a pretraining record of ours made it) and the fine-tuning budget, with the intermediate stage's."""
@@ -458,7 +475,10 @@ def scale_of(records: Sequence[RunRecord], root: Path) -> str:
     elif tokens == 0:
         pretrained = "not pretrained (random init)"
     else:
-        pretrained = f"pretrained on {_millions(tokens)} tokens here" + (
+        origin, stages = _continued_from((first.details or {}).get("pretraining_run", ""), root)
+        seen = " + ".join(_millions(n) for n in (*stages, tokens))
+        pretrained = (f"pretrained on {seen} tokens here" if not origin else
+                      f"{origin} (pretrained elsewhere) continued on {seen} tokens here") + (
             f", {models} pretraining seeds" if models > 1 else "")
     budget = (f"fine-tuned on {first.train_examples or '?'} training examples × {hp.get('effective_epochs', '?')} "
               f"epochs ({hp.get('optimizer_steps', '?')} steps), {len({r.seed for r in records})} seeds"
@@ -601,7 +621,9 @@ def _table5_evidence(claim: Claim, settings: Settings, profile: str, resamples: 
                               f"{so_far}); {claim.test.needs}",
                         beside=(_beside(f"so far ({so_far}; their variance not resampled), mean over the large "
                                         "sets", primary, ", ".join(primary.datasets)), *beside))
-    return _from(primary, runs, scale_of(sides[0], root), beside)
+    scale = "; against ".join(f"{arm}: {scale_of(side, root)}" for arm, side in zip((claim.test.a, claim.test.b),
+                                                                                   sides, strict=True))
+    return _from(primary, runs, scale, beside)
 
 
 def field_margin(masks: dict[int, int], fields: Sequence[str], field: str, claimed: Sequence[str],
