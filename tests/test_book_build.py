@@ -432,3 +432,17 @@ def test_chapters_started_together_each_get_sockets_of_their_own(tmp_path) -> No
     assert {i["transport"] for i in infos} == {"ipc"}
     assert infos[0]["ip"] != infos[1]["ip"] and all(i["ip"].startswith(tempfile.gettempdir()) for i in infos)
     assert not list(Path(tempfile.gettempdir()).glob(f"{Path(infos[0]['ip']).name}-*"))  # sockets cleaned up
+
+
+def test_a_chapter_that_needs_data_fails_with_the_data_error_where_there_is_none(tmp_path, monkeypatch) -> None:
+    """The field chapter once failed on a clone without ../shared/data with `None / str` (TypeError); a data
+    path is asked of the chapter, which names the missing root and how to get one."""
+    from medibio.core.errors import DataMissingError
+
+    monkeypatch.delenv("MEDIBIO_RESULTS", raising=False)
+    chapter = notebook.setup("99_test", "smoke", str(tmp_path / "no-data"), str(tmp_path / "results"))
+    assert not chapter.has_data
+    with pytest.raises(DataMissingError, match=r"missing data: .*no-data(.|\n)*MEDIBIO_DATA"):
+        chapter.data_file("s2orc/metadata.jsonl")
+    (tmp_path / "no-data").mkdir()
+    assert chapter.data_file("s2orc/x.jsonl") == tmp_path / "no-data" / "s2orc" / "x.jsonl"

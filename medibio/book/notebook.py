@@ -31,7 +31,7 @@ import pandas as pd
 
 from medibio.book.chapters import ARTEFACTS, chapter_of
 from medibio.book.parameters import resolve
-from medibio.core import profiles, progress, provenance
+from medibio.core import paths, profiles, progress, provenance
 from medibio.core.atomic import write_json, write_text
 from medibio.core.settings import Settings
 from medibio.models import zoo
@@ -89,6 +89,11 @@ class ChapterContext:
     @property
     def has_data(self) -> bool:
         return self.data_root is not None
+
+    def data_file(self, relative: str | Path) -> Path:
+        """A path under the data root for a chapter that cannot go on without it: a missing root fails with
+        the error that says how to get one, not a ``TypeError`` on ``None / name``."""
+        return paths.data_root(self.settings.data_root) / relative
 
     def table(self, key: str, frame: pd.DataFrame, caption: str = "", paper_vs_ours: bool = False,
               precision: int = 2, links: Mapping[tuple[str, str], str] | None = None) -> Any:
