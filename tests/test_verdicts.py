@@ -302,7 +302,11 @@ def test_a_continued_arm_names_the_model_it_continued_in_its_scale(tmp_path: Pat
     records.write_record(after, tmp_path)
     assert V._continued_from(after.run_id, tmp_path) == ("minilm", (stage.details["tokens_seen"],))
     assert V._continued_from(stage.run_id, tmp_path) == ("minilm", ())
-    assert V._continued_from("pretrain/no/such/run", tmp_path) == ("", ())
+    assert V._continued_from("pretrain/no/such/run", tmp_path) is None  # not "from scratch": unknown
+    lost = [dataclasses.replace(r, details={**r.details, "pretraining_run": "pretrain/no/such/run"})
+            for r in tuned("study-2")]
+    assert "pretrained on 10.0M tokens here (from what: its pretraining record is not in this results folder)" \
+        in V.scale_of(lost, REFERENCE_ROOT)
 
 
 def test_runs_of_one_arm_are_told_apart_by_pretrained_model_and_fine_tuning_seed(tmp_path: Path) -> None:

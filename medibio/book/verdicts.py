@@ -444,15 +444,18 @@ def _millions(n: float) -> str:
     return f"{n / 1e6:.1f}M"
 
 
-def _continued_from(run_id: str, root: Path) -> tuple[str, tuple[int, ...]]:
+def _continued_from(run_id: str, root: Path) -> tuple[str, tuple[int, ...]] | None:
     """What one of our pretraining runs continued from: the model made elsewhere at the start of its chain
     ("" from scratch) and the tokens of our own stages before it (the #1 analog: MiniLM, then the cs stage), so
-    a scale never passes a continued model off as one pretrained on our tokens alone."""
+    a scale never passes a continued model off as one pretrained on our tokens alone; None when the run's
+    record is not under ``root`` (then the scale cannot say)."""
     runs = load_records(root, kind="pretrain", legacy=False)
     by_id, by_reference = {r.run_id: r for r in runs}, {model_reference(r): r for r in runs}
-    stages: list[int] = []
     made = by_id.get(run_id)
-    while made is not None and (origin := ((made.details or {}).get("init") or {}).get("from")):
+    if made is None:
+        return None
+    stages: list[int] = []
+    while origin := ((made.details or {}).get("init") or {}).get("from"):
         made = by_reference.get(origin)
         if made is None:
             return str(origin), tuple(reversed(stages))
@@ -475,10 +478,12 @@ def scale_of(records: Sequence[RunRecord], root: Path) -> str:
     elif tokens == 0:
         pretrained = "not pretrained (random init)"
     else:
-        origin, stages = _continued_from((first.details or {}).get("pretraining_run", ""), root)
+        chain = _continued_from((first.details or {}).get("pretraining_run", ""), root)
+        origin, stages = chain or ("", ())
         seen = " + ".join(_millions(n) for n in (*stages, tokens))
-        pretrained = (f"pretrained on {seen} tokens here" if not origin else
-                      f"{origin} (pretrained elsewhere) continued on {seen} tokens here") + (
+        pretrained = (f"{origin} (pretrained elsewhere) continued on {seen} tokens here" if origin else
+                      f"pretrained on {seen} tokens here" + ("" if chain else " (from what: its pretraining "
+                                                              "record is not in this results folder)")) + (
             f", {models} pretraining seeds" if models > 1 else "")
     budget = (f"fine-tuned on {first.train_examples or '?'} training examples × {hp.get('effective_epochs', '?')} "
               f"epochs ({hp.get('optimizer_steps', '?')} steps), {len({r.seed for r in records})} seeds"
