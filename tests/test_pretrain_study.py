@@ -303,3 +303,15 @@ def test_the_science_route_starts_from_its_own_cs_stage(data_root, tmp_path) -> 
     record = study.run_unit(science, 1, tokens, here, unit_steps=2, config=CONFIG)
     assert record.details["steps_done"] == 4 and record.details["init"]["from"].startswith(zoo.RUN_PREFIX)
     assert record.model["tag"] == "study-cs-s1" and record.hyperparameters["head_warmup_steps"] == 0
+
+
+def test_the_pretraining_table_names_the_corpus_each_arm_reads() -> None:
+    """The cs stage reads computer-science full texts: "fulltext" alone read as SumPubMed's (the recorded
+    stage was shown so at first)."""
+    from medibio.book.study import pretraining_frame
+    from medibio.results.recorded import REFERENCE_ROOT
+
+    made = pretraining_frame(REFERENCE_ROOT)
+    reads = dict(zip(made["arm"], made["reads"], strict=True))
+    assert reads["#cs"].startswith("computer-science papers") and reads["#4"] == "SumPubMed full texts"
+    assert reads["#2"] == reads["#3"] == "SumPubMed abstracts" and reads["#0"] == "nothing"

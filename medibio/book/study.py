@@ -176,6 +176,11 @@ def _budget(arm: study.Arm, steps: int) -> str:
     return names.get(steps, f"{steps:,} steps")
 
 
+# What each arm's corpus holds, in the table's words (``pretrain.corpus.NAMED_CORPORA`` names the files).
+_READS = {"biomed-abstracts": "SumPubMed abstracts", "biomed-fulltext": "SumPubMed full texts",
+          "cs": "computer-science papers (ScisummNet, unarXive; SciTLDR abstracts)"}
+
+
 def pretraining_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFrame:
     """One row per recorded pretraining run of the study: arm, budget, seed, what it starts from and reads,
     its size, tokens seen, the final MLM loss, and the time and machine it took."""
@@ -189,7 +194,7 @@ def pretraining_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFr
         rows.append({"arm": f"#{arm.id}", "budget": _budget(arm, steps) if arm.pretrained else "—", "seed": r.seed,
                      "starts from": {None: "random initialisation", "minilm": "MiniLM (all-MiniLM-L6-v2)",
                                      study.CS_STAGE: "MiniLM after the cs stage"}[arm.init],
-                     "reads": arm.variant if arm.pretrained else "nothing",
+                     "reads": _READS.get(arm.corpus, arm.corpus) if arm.pretrained else "nothing",
                      "parameters (M)": round((d.get("architecture") or {}).get("parameters", 0) / 1e6, 1),
                      "tokens seen (M)": round(d.get("tokens_seen", 0) / 1e6, 2), "steps": d.get("steps_done"),
                      "final MLM loss": None if not d.get("steps_done") else round(float(d["final_loss"]), 3),
