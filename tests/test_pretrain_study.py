@@ -181,7 +181,7 @@ def test_the_pilot_fine_tunes_finished_arms_and_names_unfinished_ones(settings, 
     made = pilot.pretraining_frame(records_only, "smoke")
     scratch_rows, floor_rows = made[made["arm"] == "#3"], made[made["arm"] == "#0"]
     assert set(scratch_rows["tokens seen (M)"]) == {round(TOKENS / 1e6, 2)} and set(floor_rows["steps"]) == {0}
-    assert set(scratch_rows["starts from"]) == {"random initialisation"} and set(scratch_rows["reads"]) == {"abstract"}
+    assert set(scratch_rows["starts from"]) == {"random initialisation"} and set(scratch_rows["reads"]) == {"SumPubMed abstracts"}
     table = pilot.micro_table6(records_only, TOKENS, "smoke")
     assert list(table.index) == ["ours #0", "ours #3", "paper #3"] and list(table.columns)[0] == "BC5-chem"
     assert table.loc["ours #3", "BC5-chem"] == round(scratch.score_test, 2) and table.loc["paper #3", "BC5-chem"] == 92.39
@@ -315,3 +315,29 @@ def test_the_pretraining_table_names_the_corpus_each_arm_reads() -> None:
     reads = dict(zip(made["arm"], made["reads"], strict=True))
     assert reads["#cs"].startswith("computer-science papers") and reads["#4"] == "SumPubMed full texts"
     assert reads["#2"] == reads["#3"] == "SumPubMed abstracts" and reads["#0"] == "nothing"
+
+
+def test_a_fine_tuned_models_tokens_count_every_stage_of_ours(tmp_path: Path) -> None:
+    """The #1 analog saw the cs stage's tokens and then the abstracts': micro Table 6's tokens column counts
+    both (15M, not the last stage's 10M), and nothing for a model from scratch beyond its own run."""
+    import dataclasses
+
+    from medibio.book.study import _tokens_here
+    from medibio.pretrain.trainer import model_reference
+    from medibio.results.recorded import REFERENCE_ROOT
+    from medibio.runs import records
+
+    cs = records.load_records(REFERENCE_ROOT, kind="pretrain", variant="study-cs", legacy=False)[0]
+    records.write_record(cs, tmp_path)
+    one = dataclasses.replace(cs, variant="study-1", config_digest="0123456789ab", run_id="",
+                              details={**cs.details, "tokens_seen": 10_000_000,
+                                       "init": {"kind": "continual", "from": model_reference(cs)}})
+    records.write_record(one, tmp_path)
+
+    def tuned(made: records.RunRecord) -> records.RunRecord:
+        return records.RunRecord(dataset="DDI", model={}, profile="cpu-study", seed=1,
+                                 details={"pretraining_tokens": made.details["tokens_seen"],
+                                          "pretraining_run": made.run_id})
+
+    assert _tokens_here(tuned(one), tmp_path) == cs.details["tokens_seen"] + 10_000_000 > 15_000_000
+    assert _tokens_here(tuned(cs), tmp_path) == cs.details["tokens_seen"]  # MiniLM's own training is not ours

@@ -286,7 +286,7 @@ def test_a_continued_arm_names_the_model_it_continued_in_its_scale(tmp_path: Pat
     followed back to the model made elsewhere, its tokens counted."""
     import dataclasses
 
-    from medibio.pretrain.trainer import model_reference
+    from medibio.pretrain.trainer import continued_from, model_reference
     from medibio.results.recorded import REFERENCE_ROOT
 
     def tuned(variant: str) -> list[records.RunRecord]:
@@ -300,9 +300,9 @@ def test_a_continued_arm_names_the_model_it_continued_in_its_scale(tmp_path: Pat
     after = dataclasses.replace(stage, variant="study-1", config_digest="0123456789ab", run_id="",
                                 details={**stage.details, "init": {"kind": "continual", "from": model_reference(stage)}})
     records.write_record(after, tmp_path)
-    assert V._continued_from(after.run_id, tmp_path) == ("minilm", (stage.details["tokens_seen"],))
-    assert V._continued_from(stage.run_id, tmp_path) == ("minilm", ())
-    assert V._continued_from("pretrain/no/such/run", tmp_path) is None  # not "from scratch": unknown
+    assert continued_from(after.run_id, tmp_path) == ("minilm", (stage.details["tokens_seen"],))
+    assert continued_from(stage.run_id, tmp_path) == ("minilm", ())
+    assert continued_from("pretrain/no/such/run", tmp_path) is None  # not "from scratch": unknown
     lost = [dataclasses.replace(r, details={**r.details, "pretraining_run": "pretrain/no/such/run"})
             for r in tuned("study-2")]
     assert "pretrained on 10.0M tokens here (from what: its pretraining record is not in this results folder)" \

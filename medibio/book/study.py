@@ -23,7 +23,7 @@ from medibio.finetune.runner import run_finetune
 from medibio.paper import tables
 from medibio.pretrain import study
 from medibio.pretrain.configs import PretrainConfig
-from medibio.pretrain.trainer import model_reference
+from medibio.pretrain.trainer import continued_from, model_reference
 from medibio.results.aggregate import newest_configurations
 from medibio.results.recorded import REFERENCE_ROOT
 from medibio.runs.records import RunRecord, load_records
@@ -248,14 +248,21 @@ def _study_columns(frame: pd.DataFrame) -> pd.DataFrame:
                                               "pretraining seeds", "tokens seen (M)"] if c in frame.columns])
 
 
+def _tokens_here(run: RunRecord, root: str | Path) -> float:
+    """The tokens our pretraining showed a fine-tuned model, every stage of its chain counted (the #1 analog:
+    the cs stage's and then the abstracts'), not the model's training made elsewhere."""
+    details = run.details or {}
+    _, stages = continued_from(details.get("pretraining_run", ""), Path(root)) or ("", ())
+    return float(sum(stages) + (details.get("pretraining_tokens") or 0))
+
+
 def micro_table6(root: str | Path, tokens: int = study.TOKENS, profile: str = PROFILE) -> pd.DataFrame:
     """The study's Table 6: each arm's mean test score (over pretraining and fine-tuning seeds) on the sets it
     was fine-tuned on, their mean over the seven large sets, beside the paper's Table 6 column of the same
     configuration; with the runs and tokens behind each column."""
     rows: dict[str, dict[str, Any]] = {}
     for arm, runs in recorded_runs(root, tokens, profile).items():
-        rows[f"ours #{arm}"] = {**_arm_column(runs), "tokens seen (M)": round(
-            float(runs[0].details.get("pretraining_tokens") or 0) / 1e6, 2)}
+        rows[f"ours #{arm}"] = {**_arm_column(runs), "tokens seen (M)": round(_tokens_here(runs[0], root) / 1e6, 2)}
         if arm in PAPER_ROW:
             paper = tables.column_scores(6, PAPER_ROW[arm])
             rows[f"paper {PAPER_ROW[arm]}"] = {

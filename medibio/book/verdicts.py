@@ -45,7 +45,7 @@ from medibio.models.zoo import model_tag
 from medibio.paper import audit, sources
 from medibio.paper import claims as printed_claims
 from medibio.pretrain import study
-from medibio.pretrain.trainer import model_reference
+from medibio.pretrain.trainer import continued_from
 from medibio.results.aggregate import newest_configurations
 from medibio.results.recorded import REFERENCE_ROOT
 from medibio.results.significance import VERDICT_RESAMPLES, MultiComparison, cv_runs, multi_bootstrap, runs_of
@@ -444,25 +444,6 @@ def _millions(n: float) -> str:
     return f"{n / 1e6:.1f}M"
 
 
-def _continued_from(run_id: str, root: Path) -> tuple[str, tuple[int, ...]] | None:
-    """What one of our pretraining runs continued from: the model made elsewhere at the start of its chain
-    ("" from scratch) and the tokens of our own stages before it (the #1 analog: MiniLM, then the cs stage), so
-    a scale never passes a continued model off as one pretrained on our tokens alone; None when the run's
-    record is not under ``root`` (then the scale cannot say)."""
-    runs = load_records(root, kind="pretrain", legacy=False)
-    by_id, by_reference = {r.run_id: r for r in runs}, {model_reference(r): r for r in runs}
-    made = by_id.get(run_id)
-    if made is None:
-        return None
-    stages: list[int] = []
-    while origin := ((made.details or {}).get("init") or {}).get("from"):
-        made = by_reference.get(origin)
-        if made is None:
-            return str(origin), tuple(reversed(stages))
-        stages.append(int((made.details or {}).get("tokens_seen") or 0))
-    return "", tuple(reversed(stages))
-
-
 def scale_of(records: Sequence[RunRecord], root: Path) -> str:
     """The scale of a set of runs from their records: the model with its parameters, its pretraining tokens
     (when a pretraining record of ours made it) and the fine-tuning budget, with the intermediate stage's."""
@@ -478,7 +459,7 @@ def scale_of(records: Sequence[RunRecord], root: Path) -> str:
     elif tokens == 0:
         pretrained = "not pretrained (random init)"
     else:
-        chain = _continued_from((first.details or {}).get("pretraining_run", ""), root)
+        chain = continued_from((first.details or {}).get("pretraining_run", ""), root)
         origin, stages = chain or ("", ())
         seen = " + ".join(_millions(n) for n in (*stages, tokens))
         pretrained = (f"{origin} (pretrained elsewhere) continued on {seen} tokens here" if origin else
