@@ -106,6 +106,8 @@ def test_at_least_twelve_claims_with_unique_ids_and_known_sections() -> None:
         headings = [line.lstrip("#").strip() for cell in nbformat.read(str(entry.source_path), as_version=4).cells
                     if cell.cell_type == "markdown" for line in cell.source.splitlines() if line.startswith("## ")]
         assert claim.anchor in {make_id(h) for h in headings}, (claim.id, claim.anchor, headings)
+        if claim.test.kind == "table5":
+            assert V.STUDY_ANCHOR in {make_id(h) for h in headings}, headings
         assert claim.side in (1, -1) and claim.test.kind in ("ift-gain", "ift-domain", "table5", "fields", "none")
 
 
@@ -198,6 +200,7 @@ def test_table5_claims_read_the_declared_statistic_only(build: Build) -> None:
     (plain,) = row.ours.beside
     assert plain.label == "plain mean over 1 BLURB datasets" and plain.low > 0
     assert "seven large BLURB sets" in row.primary and row.delta == 1.0
+    assert row.link == V.get("science-base").link  # the profile's scaled-down experiments: their section
 
 
 def test_table5_claims_read_the_cpu_study_recorded_runs(tmp_path: Path) -> None:
@@ -216,6 +219,8 @@ def test_table5_claims_read_the_cpu_study_recorded_runs(tmp_path: Path) -> None:
     assert row.verdict == V.NOT_TESTABLE and "large BLURB sets" in row.ours.needs  # BIOSSES alone
     (plain,) = row.ours.beside
     assert plain.runs == "BIOSSES" and plain.high < 0  # full text (noisier here) below abstracts
+    # the study's runs are shown in the chapter's study section, not the gpu profile's "scaled down" one
+    assert row.link == f"tables_5_6_pretraining_configurations.html#{V.STUDY_ANCHOR}" != V.get("fulltext").link
     alone = V.rows(build.settings, "cpu", [V.get("fulltext"), V.get("science-base")], resamples=499,
                    recorded=None)
     assert [r.ours.beside for r in alone] == [(), ()] and "CPU study" in alone[0].ours.needs

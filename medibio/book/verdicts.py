@@ -85,6 +85,7 @@ GENERAL_DOMAIN = ("STS-B", "SICK-R", "SICK-E")  # intermediate tasks without bio
 MEDICINE_NEIGHBOURS = ("Biology", "Chemistry", "Psychology")
 FIELD_METADATA = Path("s2orc") / "v2020-07-05_metadata_sample.jsonl"  # the field chapter's default sample
 IFT_PREFIX = "ift-"
+STUDY_ANCHOR = "the-table-5-study-on-this-cpu-recorded"  # the Tables 5-6 chapter's section on the CPU study
 TABLE5_VARIANT = "pretrain-table5-{}"  # medibio.book.table5.finetune_experiments names its runs so
 _T4_RUNS = audit.RUNS_TABLE4
 _IFT, _BASE, _LINK = printed_claims.IFT, printed_claims.BASE, printed_claims.LINK
@@ -392,6 +393,7 @@ class Evidence:
     resamples: int = 0
     scale: str = ""  # model and parameters, pretraining tokens, fine-tuning budget of our runs
     beside: tuple[Beside, ...] = ()
+    anchor: str = ""  # the heading of the section that shows these runs, where it is not the claim's
 
     @property
     def tested(self) -> bool:
@@ -583,6 +585,14 @@ def _table5_evidence(claim: Claim, settings: Settings, profile: str, resamples: 
             break
     else:
         return Evidence(needs=claim.test.needs)
+    found = _table5_found(claim, pairs, sides, (runs_profile, va, vb), root, settings, resamples)
+    return dataclasses.replace(found, anchor=STUDY_ANCHOR) if runs_profile == _STUDY_PROFILE else found
+
+
+def _table5_found(claim: Claim, pairs: list[tuple[Any, Any]], sides: list[list[RunRecord]], place: tuple[str, str, str],
+                  root: Path, settings: Settings, resamples: int) -> Evidence:
+    """The evidence of a Table 5 claim from the runs of both configurations found at one place."""
+    runs_profile, va, vb = place
     names = [x.dataset for x, _ in pairs]
     large = [d for d in names if d in T5_SETS]
     found = multi_bootstrap(pairs, {"primary": large, "plain": names}, resamples, claim_seed(claim.id))
@@ -722,7 +732,8 @@ class Row:
 def judge(claim: Claim, ours: Evidence, paper: PaperEvidence) -> Row:
     """A claim's row from its two kinds of evidence."""
     return Row(claim.id, claim.statement, claim.where, claim.a, claim.b, claim.side, paper, ours,
-               verdict(ours.low, ours.high, claim.side, claim.test.delta), claim.link, claim.note,
+               verdict(ours.low, ours.high, claim.side, claim.test.delta),
+               f"{claim.chapter}.html#{ours.anchor}" if ours.anchor else claim.link, claim.note,
                claim.test.primary, claim.test.delta, claim.test.proxy, claim.paper_scale)
 
 
