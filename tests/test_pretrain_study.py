@@ -317,6 +317,20 @@ def test_the_pretraining_table_names_the_corpus_each_arm_reads() -> None:
     assert reads["#2"] == reads["#3"] == "SumPubMed abstracts" and reads["#0"] == "nothing"
 
 
+def test_the_pretraining_table_says_each_runs_precision_and_its_fine_tuning_runs() -> None:
+    """A run made again in bf16 on another CPU is another run beside the fp32 one; the table tells them apart,
+    and shows which pretrained models were fine-tuned (the cs stage only through #1)."""
+    from medibio.book.study import curves_frame, pretraining_frame
+    from medibio.results.recorded import REFERENCE_ROOT
+
+    made = pretraining_frame(REFERENCE_ROOT)
+    general = made[(made["arm"] == "#2") & (made["budget"] == "study")]
+    assert list(general["precision"]) == ["fp32", "fp32"] and list(general["fine-tuning runs"]) == [21, 21]
+    assert set(made.loc[made["arm"] == "#cs", "fine-tuning runs"]) == {0}
+    assert set(made["precision"]) <= {"fp32", "bf16"}
+    assert "#2 seed 1 (study, fp32)" in set(curves_frame(REFERENCE_ROOT)["run"])
+
+
 def test_a_fine_tuned_models_tokens_count_every_stage_of_ours(tmp_path: Path) -> None:
     """The #1 analog saw the cs stage's tokens and then the abstracts': micro Table 6's tokens column counts
     both (15M, not the last stage's 10M), and nothing for a model from scratch beyond its own run."""

@@ -314,6 +314,22 @@ def test_a_continued_arm_names_the_model_it_continued_in_its_scale(tmp_path: Pat
         in V.scale_of(lost, REFERENCE_ROOT)
 
 
+def test_a_scale_names_the_precision_and_machine_its_runs_computed_on() -> None:
+    """Two arms made on two machines (the #1 analog made again in bf16 on another CPU, #2 in fp32) differ by
+    those too: each arm's scale names them, and a record without its CPU says so rather than guess."""
+    import dataclasses
+
+    from medibio.results.recorded import REFERENCE_ROOT
+
+    study2 = records.load_records(REFERENCE_ROOT, profile="cpu-study", variant="study-2", legacy=False)
+    assert V.scale_of(study2, REFERENCE_ROOT).endswith("; computed in fp32 on Intel(R) Xeon(R) Processor @ 2.80GHz")
+    elsewhere = [dataclasses.replace(r, hyperparameters={**r.hyperparameters, "mixed_precision_used": "bf16"},
+                                     environment={**r.environment, "cpu": "AMD EPYC"}) for r in study2[:2]]
+    unnamed = [dataclasses.replace(r, environment={"device": "cpu (1 threads) x1"}) for r in study2[2:3]]
+    assert V.scale_of(elsewhere + unnamed, REFERENCE_ROOT).endswith(
+        "; computed in bf16 on AMD EPYC and fp32 on a CPU its record does not name")
+
+
 def test_runs_of_one_arm_are_told_apart_by_pretrained_model_and_fine_tuning_seed(tmp_path: Path) -> None:
     """The study fine-tunes each pretrained model with the same seeds (1-3): seed 1 of two models is two runs;
     seed 1 twice of one model is two configurations, which is refused."""

@@ -181,9 +181,20 @@ _READS = {"biomed-abstracts": "SumPubMed abstracts", "biomed-fulltext": "SumPubM
           "cs": "computer-science papers (ScisummNet, unarXive; SciTLDR abstracts)"}
 
 
-def pretraining_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFrame:
+def _precision(run: RunRecord) -> str:
+    """``bf16`` (autocast) or ``fp32``: the precision a pretraining run computed in (its plan records it)."""
+    return {"no": "fp32"}.get(used := str((run.details or {}).get("mixed_precision", "no")), used)
+
+
+def pretraining_frame(root: str | Path, config: str = study.CONFIG, profile: str = PROFILE) -> pd.DataFrame:
     """One row per recorded pretraining run of the study: arm, budget, seed, what it starts from and reads,
-    its size, tokens seen, the final MLM loss, and the time and machine it took."""
+    its size, tokens seen, the final MLM loss, the time, precision and machine it took, and how many
+    fine-tuning runs of ``profile`` start from it (none for a stage that another arm continues, or for a model
+    whose weights were lost before it was fine-tuned: docs/pretraining.md)."""
+    tuned: dict[str, int] = {}
+    for run in load_records(root, profile=profile, kind="finetune", legacy=False):
+        made = str((run.details or {}).get("pretraining_run", ""))
+        tuned[made] = tuned.get(made, 0) + 1
     rows = []
     for r in load_records(root, profile=config, kind="pretrain", legacy=False):
         arm = study.ARMS.get(_arm_of(r.variant))
@@ -200,9 +211,10 @@ def pretraining_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFr
                      "final MLM loss": None if not d.get("steps_done") else round(float(d["final_loss"]), 3),
                      "held-out MLM loss (BLURB dev)": None if (d.get("heldout") or {}).get("loss") is None
                      else round(float(d["heldout"]["loss"]), 3),
-                     "hours": round((r.wall_time_s or 0) / 3600, 2), "device": env.get("device", "?"),
+                     "hours": round((r.wall_time_s or 0) / 3600, 2), "precision": _precision(r),
+                     "device": env.get("device", "?"),
                      "CPU": env.get("cpu") or "not recorded (docs/pretraining.md names it)",
-                     "run": r.run_id})
+                     "fine-tuning runs": tuned.get(r.run_id, 0), "run": r.run_id})
     return pd.DataFrame(rows)
 
 
@@ -288,7 +300,7 @@ def micro_probes(root: str | Path, tokens: int = study.TOKENS, profile: str = PR
 
 def curves_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFrame:
     """The MLM loss curves of the study's recorded pretraining runs against tokens seen (millions), one line
-    per arm, seed and budget."""
+    per arm, seed, budget and precision (a run made again in another precision is another run)."""
     frames = []
     for r in load_records(root, profile=config, kind="pretrain", legacy=False):
         curve = (r.details or {}).get("curve") or []
@@ -297,6 +309,6 @@ def curves_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFrame:
             frame["tokens (M)"] = frame.pop("tokens_seen") / 1e6
             steps = int((r.hyperparameters or {}).get("max_steps", 0))
             arm = study.ARMS[_arm_of(r.variant)]
-            frame["run"] = f"#{arm.id} seed {r.seed} ({_budget(arm, steps)})"
+            frame["run"] = f"#{arm.id} seed {r.seed} ({_budget(arm, steps)}, {_precision(r)})"
             frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["tokens (M)", "loss", "run"])

@@ -479,7 +479,21 @@ def scale_of(records: Sequence[RunRecord], root: Path) -> str:
         size = "/".join(f"{n:,}" for n in sizes) or "?"
         budget += (f"; intermediate {'+'.join(chain)}: {size} examples × {hp.get('intermediate_epochs') or '?'} "
                    f"epoch, {'one stage per seed' if hp.get('intermediate_seed') is None else 'one stage for all'}")
-    return f"{model.get('tag', '?')} ({_millions(model.get('parameters') or 0)} parameters), {pretrained}; {budget}"
+    return (f"{model.get('tag', '?')} ({_millions(model.get('parameters') or 0)} parameters), {pretrained}; {budget}; "
+            f"{_computed(records)}")
+
+
+def _computed(records: Sequence[RunRecord]) -> str:
+    """Where the runs computed: fine-tuning precision and CPU (or device), since two arms made on two machines
+    differ by those as well as by their method."""
+    def machine(env: dict[str, Any]) -> str:
+        device = str(env.get("device", ""))
+        return env.get("cpu") or (device if device and not device.startswith("cpu") else "a CPU its record does not name")
+
+    precision = {"no": "fp32", None: "a precision not recorded"}
+    where = sorted({(precision.get(used := (r.hyperparameters or {}).get("mixed_precision_used"), used),
+                     machine(r.environment or {})) for r in records})
+    return "computed in " + " and ".join(f"{used} on {cpu}" for used, cpu in where)
 
 
 def _compare(claim: Claim, by_variant: dict[str, list[RunRecord]], a: str, b: str, root: Path,
