@@ -70,10 +70,13 @@ def test_both_pretraining_seeds_finished_together_are_recordable(tmp_path: Path)
     assert {("study-2", 1), ("study-2", 2), ("study-3", 1), ("study-3", 2), ("study-4", 2)} <= seeds
     assert len({r.config_digest for r in found if r.variant == "study-2"}) == 2
     # neither seed counts as "another configuration" of the other; the pilot's (5M tokens) runs of #3 and #4
-    # do, counted under the key a table row has (profile, model, variant, dataset)
+    # do, counted under the key a table row has (profile, model, variant, dataset), and so do the cs stage and
+    # #1 made in fp32 on the Intel Xeon, which the bf16 runs made again on the AMD EPYC (session 10) replace
     from medibio.results.aggregate import newest_configurations
     from medibio.runs.records import load_records
 
     _, left_out = newest_configurations(load_records(tmp_path, kind="pretrain", legacy=False))
     assert left_out == {("study", "scratch", "study-3", "biomed-abstracts"): 1,
-                        ("study", "scratch", "study-4", "biomed-fulltext"): 1}
+                        ("study", "scratch", "study-4", "biomed-fulltext"): 1, ("study", "minilm", "study-cs", "cs"): 2,
+                        ("study", "study-cs-s1", "study-1", "biomed-abstracts"): 1,
+                        ("study", "study-cs-s2", "study-1", "biomed-abstracts"): 1}
