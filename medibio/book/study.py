@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from medibio.baselines import frozen
-from medibio.core import profiles
+from medibio.core import precision, profiles
 from medibio.core.errors import MedibioError
 from medibio.core.settings import Settings
 from medibio.finetune.runner import run_finetune
@@ -183,7 +183,7 @@ _READS = {"biomed-abstracts": "SumPubMed abstracts", "biomed-fulltext": "SumPubM
 
 def _precision(run: RunRecord) -> str:
     """``bf16`` (autocast) or ``fp32``: the precision a pretraining run computed in (its plan records it)."""
-    return {"no": "fp32"}.get(used := str((run.details or {}).get("mixed_precision", "no")), used)
+    return precision.label((run.details or {}).get("mixed_precision"))
 
 
 def pretraining_frame(root: str | Path, config: str = study.CONFIG, profile: str = PROFILE) -> pd.DataFrame:

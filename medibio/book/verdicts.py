@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from medibio.core import profiles
+from medibio.core import precision, profiles
 from medibio.core.errors import DataMissingError
 from medibio.core.settings import Settings
 from medibio.models.zoo import model_tag
@@ -490,8 +490,7 @@ def _computed(records: Sequence[RunRecord]) -> str:
         device = str(env.get("device", ""))
         return env.get("cpu") or (device if device and not device.startswith("cpu") else "a CPU its record does not name")
 
-    precision = {"no": "fp32", None: "a precision not recorded"}
-    where = sorted({(precision.get(used := (r.hyperparameters or {}).get("mixed_precision_used"), used),
+    where = sorted({(precision.label((r.hyperparameters or {}).get("mixed_precision_used")),
                      machine(r.environment or {})) for r in records})
     return "computed in " + " and ".join(f"{used} on {cpu}" for used, cpu in where)
 

@@ -110,6 +110,11 @@ def precision_for(device: Device | None = None, requested: str = "auto") -> str:
     return "bf16" if requested in ("auto", "bf16") and device.native_bf16 else "no"
 
 
+def label(used: str | None) -> str:
+    """A run's recorded accelerate ``mixed_precision`` as pages name it (``no`` computes in fp32)."""
+    return {"no": "fp32", None: "a precision not recorded"}.get(used, str(used))
+
+
 def cpu_precision(requested: str = "auto") -> str:
     """``"bf16"`` or ``"fp32"``: what work that always runs on this CPU (the frozen baselines' encoding)
     computes with for ``requested``."""
