@@ -170,7 +170,8 @@ def test_pretraining_configurations_chapter(smoke) -> None:
     pilot = s["values"]["study_pilot"]
     assert set(pilot["scores"]) == {"0", "3", "4"} and isinstance(pilot["go"], bool)
     assert s["tables"]["study_pilot_table6"]["rows"] == ["ours #0", "ours #3", "paper #3", "ours #4", "paper #4"]
-    assert {"ours #3", "paper #3", "ours #4", "paper #4"} <= set(s["tables"]["study_table6"]["rows"])  # 10M runs
+    assert {"ours #0", "ours #1", "paper #1", "ours #3", "paper #3", "ours #4", "paper #4"} <= \
+        set(s["tables"]["study_table6"]["rows"])  # 10M runs, the floor and the science route among them
     probes = s["values"]["study_probes"]  # every fine-tuned model probed frozen on the seven large sets
     assert {"#3 frozen", "#4 frozen"} <= set(probes) and all(p["probes"] >= 7 for p in probes.values())
     made = s["tables"]["study_pretraining"]["rows"]

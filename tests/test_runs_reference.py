@@ -71,7 +71,8 @@ def test_both_pretraining_seeds_finished_together_are_recordable(tmp_path: Path)
     assert len({r.config_digest for r in found if r.variant == "study-2"}) == 2
     # neither seed counts as "another configuration" of the other; the pilot's (5M tokens) runs of #3 and #4
     # do, counted under the key a table row has (profile, model, variant, dataset), and so do the cs stage and
-    # #1 made in fp32 on the Intel Xeon, which the bf16 runs made again on the AMD EPYC (session 10) replace
+    # #1 made in fp32 on the Intel Xeon, which the bf16 runs made again on the AMD EPYC (session 10) replace, and
+    # the pilot's #0 (0 steps, fp32), beside the study's #0 made in bf16 there
     from medibio.results.aggregate import newest_configurations
     from medibio.runs.records import load_records
 
@@ -79,4 +80,5 @@ def test_both_pretraining_seeds_finished_together_are_recordable(tmp_path: Path)
     assert left_out == {("study", "scratch", "study-3", "biomed-abstracts"): 1,
                         ("study", "scratch", "study-4", "biomed-fulltext"): 1, ("study", "minilm", "study-cs", "cs"): 2,
                         ("study", "study-cs-s1", "study-1", "biomed-abstracts"): 1,
-                        ("study", "study-cs-s2", "study-1", "biomed-abstracts"): 1}
+                        ("study", "study-cs-s2", "study-1", "biomed-abstracts"): 1,
+                        ("study", "scratch", "study-0", "biomed-abstracts"): 1}
