@@ -8,6 +8,7 @@ by ``GO_MARGIN`` F1 points on the mean over the three sets (:func:`medibio.pretr
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -191,10 +192,8 @@ def pretraining_frame(root: str | Path, config: str = study.CONFIG, profile: str
     its size, tokens seen, the final MLM loss, the time, precision and machine it took, and how many
     fine-tuning runs of ``profile`` start from it (none for a stage that another arm continues, or for a model
     whose weights were lost before it was fine-tuned: docs/pretraining.md)."""
-    tuned: dict[str, int] = {}
-    for run in load_records(root, profile=profile, kind="finetune", legacy=False):
-        made = str((run.details or {}).get("pretraining_run", ""))
-        tuned[made] = tuned.get(made, 0) + 1
+    tuned = Counter((run.details or {}).get("pretraining_run")
+                    for run in load_records(root, profile=profile, kind="finetune", legacy=False))
     rows = []
     for r in load_records(root, profile=config, kind="pretrain", legacy=False):
         arm = study.ARMS.get(_arm_of(r.variant))
