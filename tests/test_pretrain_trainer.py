@@ -312,7 +312,7 @@ def test_the_record_carries_the_shared_provenance(full_run):
     env = provenance.environment()
     assert full_run.versions == env["versions"] | {"torch_num_threads": full_run.cpu_threads}
     assert full_run.git_commit == env["git_commit"] and full_run.device.startswith("cpu")
-    assert full_run.cpu_threads == 1 and set(full_run.environment) == {"device", "cpu", "num_processes",
-                                                                        "cpu_threads", "versions", "git_commit"}
-    assert full_run.environment["cpu"] == env["cpu"]
+    assert full_run.cpu_threads == 1 and set(full_run.environment) == {
+        "device", "cpu", "cpu_flags", "num_processes", "cpu_threads", "versions", "git_commit"}
+    assert full_run.environment["cpu"] == env["cpu"] and full_run.environment["cpu_flags"] == env["cpu_flags"]
     assert full_run.config["config"]["learning_rate"] == CFG.learning_rate

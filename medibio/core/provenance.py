@@ -83,8 +83,24 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+CPU_FEATURES = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")  # what decides a CPU run's precision and pace
+
+
+def cpu_features(cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str]:
+    """The flags of :data:`CPU_FEATURES` this CPU has (``lscpu``'s flags, from ``/proc/cpuinfo``): two CPUs of
+    one model name differ in them (an Intel Xeon with AMX, one without bf16), and they decide whether bf16 is
+    native here, so records name them beside the model name."""
+    try:
+        with open(cpuinfo, encoding="utf-8") as fh:
+            flags = next((set(line.split(":", 1)[1].split()) for line in fh if line.startswith("flags")), set())
+    except OSError:
+        return []
+    return [f for f in CPU_FEATURES if f in flags]
+
+
 def environment() -> dict[str, Any]:
-    """``{"versions": {...}, "device": str, "cpu": str, "git_commit": str | None, "torch_threads": int}``.
+    """``{"versions": {...}, "device": str, "cpu": str, "cpu_flags": [str], "git_commit": str | None,
+    "torch_threads": int}``.
 
     ``versions`` also carries ``torch_num_threads``: CPU results depend on it (reductions in another order).
     """
@@ -97,5 +113,6 @@ def environment() -> dict[str, Any]:
         pass
     vers: dict[str, Any] = dict(versions())
     vers["torch_num_threads"] = threads
-    return {"versions": vers, "device": device(), "cpu": cpu_model(), "git_commit": git_commit(),
+    return {"versions": vers, "device": device(), "cpu": cpu_model(), "cpu_flags": cpu_features(),
+            "git_commit": git_commit(),
             "torch_threads": threads}

@@ -94,7 +94,8 @@ class RunContext:
         key = self.plan.key
         acc = self.accelerator
         env = provenance.environment()
-        environment = {"device": device_name(acc), "cpu": env["cpu"], "num_processes": getattr(acc, "num_processes", 1),
+        environment = {"device": device_name(acc), "cpu": env["cpu"], "cpu_flags": env["cpu_flags"],
+                       "num_processes": getattr(acc, "num_processes", 1),
                        "cpu_threads": self.threads, "versions": env["versions"], "git_commit": env["git_commit"]}
         identity = {"kind": key.kind, "profile": key.profile, "variant": key.variant, "dataset": key.dataset,
                     "seed": key.seed, "config_digest": key.config_digest, "config": self.plan.payload,
