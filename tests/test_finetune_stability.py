@@ -298,3 +298,58 @@ def test_adamw_takes_the_fused_kernel_on_cpu_and_steps_like_the_plain_one():
         assert torch.allclose(a, b, atol=1e-6)
     opts = stability.StabilityOptions()
     assert stability.make_optimizer([torch.nn.Parameter(torch.ones(2))], lr=1e-3, opts=opts).defaults["fused"]
+
+
+# A value away from the default for each fine-tuning option that sets a stability switch.
+SET = {"freeze_lower": True, "llrd": 0.9, "reinit_top": 2, "bias_correction": False, "longer_training": 2.0,
+       "head_lr_scale": 100.0}
+
+
+def test_each_stability_option_is_spelled_once_for_notes_and_variant_names():
+    """Every option of :class:`StabilityOptions` has one switch, which the config sets, the record notes and
+    the variant name read; ``head_lr_scale`` is noted but not named (a preset of the profiles)."""
+    import dataclasses
+
+    from medibio.finetune.runner import variant_name
+    from medibio.training.config import FinetuneConfig
+
+    assert [s.option for s in S.SWITCHES] == [f.name for f in dataclasses.fields(S.StabilityOptions)]
+    assert [s.config for s in S.SWITCHES] == list(SET)
+    named = {"freeze_lower": "freeze", "llrd": "llrd0.9", "reinit_top": "reinit2", "bias_correction": "nobiascorr",
+             "longer_training": "long2", "head_lr_scale": None}
+    for option, value in SET.items():
+        cfg = FinetuneConfig(**{option: value})
+        opts = S.StabilityOptions.from_config(cfg)
+        assert [s.config for s, _ in opts.changed()] == [option]
+        assert len(opts.describe()) == 1
+        assert variant_name(cfg) == (named[option] or "base")
+        assert variant_name(cfg, ["STS-B"]) == "+".join(filter(None, ["ift-STS-B", named[option]]))
+    every = FinetuneConfig(**SET, cv_fold=2)
+    assert variant_name(every) == "freeze+llrd0.9+reinit2+nobiascorr+long2+cv2"
+    assert S.StabilityOptions.from_config(every).describe() == [
+        "freeze embeddings + lower half of the encoder", "layer-wise lr decay 0.9", "re-initialise top 2 layers",
+        "Adam without bias correction (BertAdam)", "epochs x2.0", "task head lr x100"]
+
+
+def test_every_recorded_fine_tuning_run_keeps_its_variant_name_and_stability_notes():
+    """The runs recorded in ``reference/``: from each record's configuration and request, the variant name is
+    the recorded one and the stability notes are among the record's notes."""
+    import json
+
+    from medibio.core.paths import REPO_ROOT
+    from medibio.finetune.runner import variant_name
+    from medibio.training.config import FinetuneConfig
+
+    records = sorted((REPO_ROOT / "reference" / "finetune").rglob("seed*.json"))
+    assert len(records) > 300
+    head_scales = set()
+    for path in records:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        fields = {k: v for k, v in record["config"]["hyperparameters"].items() if k != "effective_epochs"}
+        cfg = FinetuneConfig().replace(**fields)
+        request = record["request"]
+        assert variant_name(cfg, request.get("intermediate") or (), request.get("variant")) == record["variant"], path
+        notes = S.StabilityOptions.from_config(cfg).describe()
+        assert set(notes) <= set(record["notes"]), path
+        head_scales.add(cfg.head_lr_scale)
+    assert head_scales >= {1.0, 100.0, 500.0}  # runs with and without a scaled head, named alike

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +100,53 @@ def test_random_init_is_a_record_on_the_shared_vocabulary(settings) -> None:
     tokenizer = AutoTokenizer.from_pretrained(model_folder(floor, settings))
     assert is_sumpubmed_form(tokenizer) and (model_folder(floor, settings) / "config.json").exists()
     assert (Path(settings.cache_root) / "study" / f"tokenizer-{CONFIG.name}" / "tokenizer.json").exists()
+
+
+def _first_step_of_a_queue(settings: Settings, calls: str, start, out: str) -> None:
+    """What each queue of ``make study`` does first, in its own process: ask for the shared vocabulary. Its
+    training is counted and made slow, so that both processes ask before either has finished."""
+    train = study.train_corpus_vocabulary
+
+    def slow(*args, **kwargs):
+        with open(calls, "a", encoding="utf-8") as fh:
+            fh.write(f"{os.getpid()}\n")
+        time.sleep(1.0)
+        return train(*args, **kwargs)
+
+    study.train_corpus_vocabulary = slow
+    start.wait(60)
+    Path(out).write_text(str(study.study_tokenizer(settings, CONFIG)), encoding="utf-8")
+
+
+def test_two_queues_starting_on_an_empty_work_root_share_one_vocabulary(settings, tmp_path) -> None:
+    """Both queues ask for the shared vocabulary at once: one trains it, the other waits for it, and both go
+    on with the same finished folder (before, the second trained into the first's folder and died)."""
+    import multiprocessing
+
+    from transformers import AutoTokenizer
+
+    from medibio.pretrain.vocab import is_sumpubmed_form
+
+    empty = settings.replace(results_root=tmp_path / "results", cache_root=tmp_path / "cache")
+    fork = multiprocessing.get_context("fork")
+    start, calls = fork.Event(), tmp_path / "calls.txt"
+    queues = [fork.Process(target=_first_step_of_a_queue, args=(empty, str(calls), start, str(tmp_path / q)))
+              for q in ("a", "b")]
+    for queue in queues:
+        queue.start()
+    start.set()
+    for queue in queues:
+        queue.join(300)
+    assert [q.exitcode for q in queues] == [0, 0]
+    folder = study.tokenizer_folder(empty, CONFIG)
+    assert {(tmp_path / q).read_text(encoding="utf-8") for q in ("a", "b")} == {str(folder)}
+    assert len(calls.read_text(encoding="utf-8").split()) == 1  # trained once
+    assert is_sumpubmed_form(AutoTokenizer.from_pretrained(str(folder)))
+    assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]  # no temporary folder, no lock
+    # spm.model holds the path it was built at, and the runs' digests cover its bytes: whoever builds it, again
+    spm = (folder / "spm.model").read_bytes()
+    shutil.rmtree(folder)
+    assert (study.study_tokenizer(empty, CONFIG) / "spm.model").read_bytes() == spm
 
 
 def test_status_command_reads_the_work_root_and_trains_nothing(tmp_path) -> None:

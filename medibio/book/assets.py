@@ -15,12 +15,12 @@ everything is already in place.
 from __future__ import annotations
 
 import json
-
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from medibio.core.atomic import publish_folder
 from medibio.core.errors import MedibioError
 from medibio.core.paths import REPO_ROOT
 
@@ -64,18 +64,16 @@ def install_mathjax(root: Path = MATHJAX_ROOT, force: bool = False) -> Path:
     es5 = prefix / "node_modules" / "mathjax" / "es5"
     if proc.returncode != 0 or not (es5 / MATHJAX_ENTRY).is_file():
         raise AssetError(f"`{' '.join(cmd)}` failed (exit {proc.returncode}): {proc.stderr.strip()[-600:]}")
-    staging = target.with_name(".mathjax.tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    for part in _MATHJAX_PARTS:
-        src = es5 / part
-        if src.is_dir():
-            shutil.copytree(src, staging / part)
-        elif src.is_file():
-            shutil.copy2(src, staging / part)
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)  # the entry file appears only once the copy is complete
-    return target
+
+    def copy(staging: Path) -> None:
+        for part in _MATHJAX_PARTS:
+            src = es5 / part
+            if src.is_dir():
+                shutil.copytree(src, staging / part)
+            elif src.is_file():
+                shutil.copy2(src, staging / part)
+
+    return publish_folder(target, copy)  # the entry file appears only once the copy is complete
 
 
 def kernel_spec_dir(prefix: str | Path = sys.prefix) -> Path:

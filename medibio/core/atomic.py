@@ -4,12 +4,15 @@ outlives its process.
 Everything medibio writes that a later run reads back (run records, predictions, checkpoints' metadata,
 tables) goes through these helpers: write to a temporary file in the same folder, fsync, then rename.
 
+Folders built in several files (a tokenizer, a model) are published the same way, whole
+(:func:`publish_folder`): built in a sibling folder under a lock beside it, then renamed into place, so that
+a reader never sees half a folder and processes asking for one at the same time build it once.
+
 Locks are the kernel's ``flock(2)`` locks, taken through ``filelock`` for named lock files
-(:func:`exclusive_lock`, used for run locks by :func:`medibio.runs.records.run_lock`; the tiny model's build
-lock in :mod:`medibio.models.zoo` is a plain ``filelock.FileLock`` too) and directly on the descriptor of a
-temporary file while it is written. The kernel drops a lock when its process ends, however it ends, so no
-lock can be stale: no process ids are compared, no age is guessed, a restarted container or another host
-sharing the folder changes nothing.
+(:func:`exclusive_lock`, used for run locks by :func:`medibio.runs.records.run_lock` and for folders by
+:func:`publish_folder`) and directly on the descriptor of a temporary file while it is written. The kernel
+drops a lock when its process ends, however it ends, so no lock can be stale: no process ids are compared,
+no age is guessed, a restarted container or another host sharing the folder changes nothing.
 
 A writer killed mid-way (SIGKILL, power loss) leaves its temporary file behind. Temporary names carry the
 writer's host and pid (``.{name}.{host}.{pid}.XXXXXXXX.tmp``) for people; the first write into a folder by a
@@ -24,6 +27,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import socket
 import tempfile
 import time
@@ -267,3 +271,55 @@ def _default(obj: Any) -> Any:
         if hasattr(obj, attr):
             return getattr(obj, attr)()
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def publish_folder(final: str | Path, build: Callable[[Path], object],
+                   complete: Callable[[Path], bool] | None = None) -> Path:
+    """Publish the folder ``final`` whole: ``build(folder)`` fills ``{final}.building``, which is then renamed
+    to ``final``; return ``final``.
+
+    Builders of one folder take a lock beside it (``.{name}.lock``, :func:`exclusive_lock`), so they never
+    share or delete each other's work, and a reader sees no folder, the old one or the new one, never half of
+    one. With ``complete``, a folder that passes it is kept: it is checked before the lock and again after
+    waiting for it, so processes asking at the same time build once and all get the finished folder; an
+    incomplete one (a builder of an older version killed mid-way) is replaced. Without ``complete`` every call
+    builds anew and replaces ``final`` (moved aside to ``.{name}.replaced`` first: no folder there for an
+    instant).
+    A failed build leaves ``final`` as it was.
+
+    The building folder's name is fixed, not a private temporary name: the lock makes it private, and some
+    builds write their folder's path into what they build (SentencePiece keeps its model prefix in
+    ``spm.model``), whose bytes name runs. What a killed builder left there is removed by the next one, which
+    holds the lock, so nobody is still building it.
+    """
+    final = Path(final)
+    if complete is not None and complete(final):
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    building, old = final.with_name(final.name + ".building"), final.with_name(f".{final.name}.replaced")
+    with exclusive_lock(final.with_name(f".{final.name}.lock")):
+        if complete is not None and complete(final):
+            return final
+        for left in (building, old, *_older_builds(final)):
+            shutil.rmtree(left, ignore_errors=True)
+        building.mkdir()
+        try:
+            build(building)
+            if final.exists():
+                os.rename(final, old)
+            os.rename(building, final)
+        except BaseException:
+            if old.exists() and not final.exists():
+                os.rename(old, final)  # the previous folder goes back
+            shutil.rmtree(building, ignore_errors=True)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def _older_builds(final: Path) -> list[Path]:
+    """Building folders that earlier versions gave random names (``.{name}.XXXXXXXX.building``, mkdtemp's)."""
+    pattern = re.compile(rf"\.{re.escape(final.name)}\.[a-z0-9_]{{8}}\.building")
+    with os.scandir(final.parent) as entries:
+        return [Path(e.path) for e in entries
+                if pattern.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]

@@ -36,6 +36,7 @@ from medibio.tasks import datacheck, loaders, registry
 from medibio.tasks.spec import TaskSpec
 from medibio.training import config, features
 from medibio.training.loop import Callback, SupervisedTask, fit
+from medibio.training.stability import StabilityOptions
 
 KIND = "finetune"
 
@@ -51,16 +52,7 @@ def variant_name(cfg: config.FinetuneConfig, chain: Sequence[str] = (), base: st
         parts.append(base)
     elif chain:
         parts.append("ift-" + stages.chain_label(chain))
-    if cfg.freeze_lower:
-        parts.append("freeze")
-    if cfg.llrd:
-        parts.append(f"llrd{cfg.llrd:g}")
-    if cfg.reinit_top:
-        parts.append(f"reinit{cfg.reinit_top}")
-    if not cfg.bias_correction:
-        parts.append("nobiascorr")
-    if cfg.longer_training != 1.0:
-        parts.append(f"long{cfg.longer_training:g}")
+    parts += StabilityOptions.from_config(cfg).variant_parts()  # named as in medibio.training.stability
     if cfg.cv_fold:
         parts.append(f"cv{cfg.cv_fold}")
     return "+".join(parts) or "base"

@@ -9,13 +9,10 @@ machines and cold caches) and building leaves the caller's random state alone.
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
-from filelock import FileLock
-
+from medibio.core.atomic import publish_folder
 from medibio.core.paths import cache_root as resolve_cache_root
 
 NAME = "tiny-deberta"
@@ -37,29 +34,11 @@ def is_build(folder: Path) -> bool:
 def build(cache_root: str | Path | None = None, out_dir: str | Path | None = None) -> Path:
     """Build the tiny model once into ``<cache_root>/<folder_name()>`` (or ``out_dir``); return its folder.
 
-    Processes building together wait on a lock; the winner builds into a private temporary folder and renames
-    it into place, so nobody sees a half-built model.
+    Processes building together build it once (:func:`medibio.core.atomic.publish_folder`): nobody sees a
+    half-built model.
     """
     out = Path(out_dir) if out_dir else resolve_cache_root(cache_root) / folder_name()
-    if _complete(out):
-        return out
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(out.with_name(out.name + ".lock"))):
-        if _complete(out):
-            return out
-        for stale in out.parent.glob(f".{out.name}.*.building"):  # a killed builder's (we hold the lock)
-            shutil.rmtree(stale, ignore_errors=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent))
-        try:
-            _build(tmp)
-            if out.exists():  # an incomplete folder (older recipe killed mid-way)
-                shutil.rmtree(out)
-            os.rename(tmp, out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-    return out
+    return publish_folder(out, _build, complete=_complete)
 
 
 def _complete(folder: Path) -> bool:

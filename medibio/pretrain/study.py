@@ -1,4 +1,4 @@
-"""The CPU Table 5 study's pretraining (issue 40): its arms, their shared vocabulary, and resumable units.
+"""The CPU Table 5 study's pretraining: its arms, their shared vocabulary, and resumable units.
 
 Arms (paper Table 5 numbering; the paper's models and S2ORC replaced by what runs offline here):
 
@@ -31,12 +31,12 @@ results and cache roots outside the checkout (``WORK_ROOT``) a next session resu
 from __future__ import annotations
 
 import math
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from medibio.core.atomic import publish_folder
 from medibio.core.errors import MedibioError, UnknownNameError
 from medibio.core.settings import Settings
 from medibio.pretrain.configs import PretrainConfig, get_config
@@ -44,6 +44,7 @@ from medibio.pretrain.plan import effective_config, plan_pretraining
 from medibio.pretrain.trainer import (
     Stopped,
     checkpoint_state,
+    has_tokenizer,
     latest_checkpoint,
     model_reference,
     run_pretraining,
@@ -117,18 +118,15 @@ def tokenizer_folder(settings: Settings, config: PretrainConfig) -> Path:
 
 def study_tokenizer(settings: Settings, config: PretrainConfig | str = CONFIG) -> Path:
     """The vocabulary #0, #3 and #4 share, trained once on the abstracts in the SumPubMed form, in the cache
-    root (``study/tokenizer-<config>``)."""
+    root (``study/tokenizer-<config>``). Both queues of ``make study`` ask for it first: the one that comes
+    second waits for the first to publish it (:func:`medibio.core.atomic.publish_folder`)."""
     cfg = get_config(config) if isinstance(config, str) else config
-    folder = tokenizer_folder(settings, cfg)
-    if (folder / "tokenizer.json").exists():
-        return folder
-    building = folder.with_name(folder.name + ".building")
-    if building.exists():
-        shutil.rmtree(building)
-    train_corpus_vocabulary(ARMS["3"].corpus, building, cfg.model.vocab_size, variant=ARMS["3"].variant,
-                            max_mb=cfg.vocab_sample_mb, root=settings.data_root, text_form=cfg.text_form)
-    building.rename(folder)
-    return folder
+
+    def train(folder: Path) -> None:
+        train_corpus_vocabulary(ARMS["3"].corpus, folder, cfg.model.vocab_size, variant=ARMS["3"].variant,
+                                max_mb=cfg.vocab_sample_mb, root=settings.data_root, text_form=cfg.text_form)
+
+    return publish_folder(tokenizer_folder(settings, cfg), train, complete=has_tokenizer)
 
 
 def _init(arm: Arm, seed: int, tokens: int, settings: Settings, config: PretrainConfig | str) -> str | None:
@@ -163,7 +161,7 @@ def _waits(arm: Arm, seed: int, tokens: int, settings: Settings, config: Pretrai
     cfg = get_config(config) if isinstance(config, str) else config
     if arm.init == CS_STAGE:
         return finished(ARMS[CS_STAGE], seed, tokens, settings, config) is None
-    return arm.init is None and not (tokenizer_folder(settings, cfg) / "tokenizer.json").exists()
+    return arm.init is None and not has_tokenizer(tokenizer_folder(settings, cfg))
 
 
 def finished(arm: Arm, seed: int, tokens: int, settings: Settings,

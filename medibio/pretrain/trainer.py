@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from medibio.core import progress as live
-from medibio.core.atomic import write_json
+from medibio.core.atomic import publish_folder, write_json
 from medibio.core.errors import MedibioError
 from medibio.core.precision import accelerator as make_accelerator
 from medibio.core.settings import Settings
@@ -59,6 +59,11 @@ class Stopped(MedibioError):
         self.steps_done = steps_done
         self.workdir = workdir
         super().__init__(f"pretraining stopped after step {steps_done}; its checkpoints are in {workdir}")
+
+
+def has_tokenizer(folder: Path) -> bool:
+    """Whether ``folder`` holds a finished tokenizer (its ``tokenizer.json``, written last)."""
+    return (folder / "tokenizer.json").is_file()
 
 
 def latest_checkpoint(out_dir: str | Path) -> Path | None:
@@ -143,22 +148,17 @@ def prepare_tokenizer(config: PretrainConfig, corpus: str, variant: str, out_dir
         tokenizer = zoo.load_tokenizer(init)
         return tokenizer if config.text_form == "as-is" else in_sumpubmed_form(tokenizer)
     folder = Path(tokenizer_dir) if tokenizer_dir else out_dir / "tokenizer"
-    if (folder / "tokenizer.json").exists():
-        tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        if config.text_form != "as-is" and not is_sumpubmed_form(tokenizer):
-            raise MedibioError(f"{folder}: the configuration asks for text in the {config.text_form} form, and "
-                               "this tokenizer does not normalise to it (train it with text_form="
-                               f"{config.text_form!r})")
-        return tokenizer
-    building = folder.with_name(folder.name + ".building")
-    if building.exists():
-        shutil.rmtree(building)
-    train_corpus_vocabulary(corpus, building, config.model.vocab_size, variant=variant,
-                            max_mb=config.vocab_sample_mb, root=data_root, text_form=config.text_form)
-    if folder.exists():
-        shutil.rmtree(folder)
-    building.rename(folder)
-    return AutoTokenizer.from_pretrained(str(folder))
+
+    def train(building: Path) -> None:
+        train_corpus_vocabulary(corpus, building, config.model.vocab_size, variant=variant,
+                                max_mb=config.vocab_sample_mb, root=data_root, text_form=config.text_form)
+
+    tokenizer = AutoTokenizer.from_pretrained(str(publish_folder(folder, train, complete=has_tokenizer)))
+    if config.text_form != "as-is" and not is_sumpubmed_form(tokenizer):
+        raise MedibioError(f"{folder}: the configuration asks for text in the {config.text_form} form, and "
+                           "this tokenizer does not normalise to it (train it with text_form="
+                           f"{config.text_form!r})")
+    return tokenizer
 
 
 class PretrainKind:
@@ -307,14 +307,11 @@ class PretrainKind:
         if bar is not None:
             bar.close()
         if accelerator.is_main_process:
-            building = out / "model.building"
-            if building.exists():
-                shutil.rmtree(building)
-            accelerator.unwrap_model(model).lm.save_pretrained(str(building))
-            tokenizer.save_pretrained(str(building))
-            if (out / "model").exists():
-                shutil.rmtree(out / "model")
-            building.rename(out / "model")
+            def save(building: Path) -> None:
+                accelerator.unwrap_model(model).lm.save_pretrained(str(building))
+                tokenizer.save_pretrained(str(building))
+
+            publish_folder(out / "model", save)
         accelerator.wait_for_everyone()
         heldout = None
         if cfg.heldout_per_set and accelerator.is_main_process:

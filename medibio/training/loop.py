@@ -133,9 +133,7 @@ def batch_layout(accelerator: Any, cfg: FinetuneConfig) -> tuple[int, list[str]]
 
 def stability_options(cfg: FinetuneConfig) -> Any:
     """The config's stability switches as :class:`medibio.training.stability.StabilityOptions`."""
-    return stability.StabilityOptions(freeze_lower=cfg.freeze_lower, layerwise_lr_decay=cfg.llrd,
-                                      reinit_top_k=cfg.reinit_top, bias_correction=cfg.bias_correction,
-                                      longer_training=cfg.longer_training, head_lr_scale=cfg.head_lr_scale)
+    return stability.StabilityOptions.from_config(cfg)
 
 
 def build_optimizer(model: Any, cfg: FinetuneConfig) -> tuple[Any, list[str]]:
