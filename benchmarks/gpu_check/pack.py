@@ -32,6 +32,7 @@ import sys
 import tarfile
 from pathlib import Path
 
+from medibio.core.errors import DataMissingError, MedibioError
 from medibio.core.paths import REPO_ROOT, data_root
 from medibio.core.settings import Settings
 from medibio.models import zoo
@@ -128,6 +129,10 @@ def manifest(folder: Path) -> int:
 def build(out: Path, data: Path, with_wheels: bool = True) -> int:
     """Build the folder at ``out`` from the data root ``data`` (replacing what is there, except downloaded
     wheels); return its size."""
+    absent = [member for member in DATA if not (data / member).is_dir()]
+    if absent:  # an empty archive would pass here and fail on the GPU machine, with the device time spent
+        raise DataMissingError(data / absent[0], f"the GPU check carries {', '.join(DATA)} of the data root; "
+                               "point MEDIBIO_DATA (or --data-root) at a data root that holds them")
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("model", "src.tar.gz", "data.tar.gz", "run.py", "MANIFEST.tsv"):
         target = out / stale
@@ -156,8 +161,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-wheels", action="store_true", help="leave the wheels out (a CPU dry run)")
     parser.add_argument("--data-root", type=Path, default=None, help="default: $MEDIBIO_DATA or ../shared/data")
     args = parser.parse_args(argv)
-    data = data_root(args.data_root or Settings.from_env().data_root)
-    size = build(args.out, data, not args.no_wheels)
+    try:
+        size = build(args.out, data_root(args.data_root or Settings.from_env().data_root), not args.no_wheels)
+    except MedibioError as exc:  # a data root missing or incomplete, a damaged model file
+        raise SystemExit("error: " + " ".join(str(exc).split())) from None
+    except OSError as exc:
+        from medibio.cli.main import os_error_message
+
+        raise SystemExit(f"error: {os_error_message(exc)}") from None
+    except subprocess.CalledProcessError as exc:
+        raise SystemExit(f"error: `{' '.join(map(str, exc.cmd[2:5]))} ...` failed (exit {exc.returncode}; pip's "
+                         "message is above): the wheels come from PyPI on the first build, which needs the "
+                         "network; --no-wheels leaves them out (a CPU dry run)") from None
     print(f"{args.out}: {size / 2**20:.1f} MiB (limit {LIMIT_BYTES / 2**20:.0f}); files in {args.out / 'MANIFEST.tsv'}")
     print(f"on a GPU machine: python3 {args.out.name}/run.py --out $OUT   (CPU dry run: --limit 16)")
 

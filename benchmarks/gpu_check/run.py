@@ -25,7 +25,9 @@ machine taken away mid-way still returns what was done:
 ``--limit N`` caps every split at N examples (medibio's ``--limit``; Trainer the same) and ``--epochs N``
 trains every run N epochs (a fine-tuning override that step 1 and the chapter share): the CPU dry run of the
 test suite (``tests/test_gpu_check.py``, ``--limit 16 --epochs 1``) runs this same file. Only the standard library is imported
-at the top: the wheels are not installed yet when it starts.
+at the top: the wheels are not installed yet when it starts. A Python that cannot run the check (a system
+``python3`` without the image's packages, wheels built for another CPython, no pip) is told so in one line
+before setup (:func:`preflight`, exit 2), with ``run.log`` and the summary still written to ``--out``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ MODEL_DIR = "all-MiniLM-L6-v2-from-fp16"
 STEP_CAPS = {"setup": 120, "finetune": 330, "chapter": 150, "trainer": 150, "summary": 30}
 RESERVE = {"setup": 0, "finetune": 60, "chapter": 45, "trainer": 10, "summary": 0}  # kept for the later steps
 BUNDLE = ("summary.md", "summary.json", "records.tar.gz", "run.log")
+# What the GPU machine's Python must have, since the folder does not carry it (docs/gpu-check.md): the image's
+# packages by import name, and three that earlier GPU sessions found there which datasets needs.
+IMAGE_MODULES = ("torch", "transformers", "accelerate", "pandas", "scipy", "sklearn", "seaborn", "sentencepiece",
+                 "tokenizers", "safetensors", "huggingface_hub", "pyarrow", "xxhash", "requests")
 
 
 class Check:
@@ -79,6 +85,12 @@ class Check:
     @property
     def model(self) -> Path:
         return self.work / MODEL_DIR
+
+    def fail(self, text: str) -> None:
+        """One line on stderr (and in ``run.log``) for a check that cannot start."""
+        print(f"error: {text}", file=sys.stderr, flush=True)
+        with open(self.log_path, "a", encoding="utf-8") as fh:
+            fh.write(f"error: {text}\n")
 
     def say(self, text: str) -> None:
         line = f"[{time.monotonic() - self.start:7.1f} s] {text}"
@@ -168,6 +180,41 @@ def sha256(path: Path) -> str:
 
 # ----------------------------------------------------------------------------------------------- step 0
 
+def preflight() -> str | None:
+    """What keeps this Python from running the check, in one line, or None: the image's packages it lacks
+    (started by a system Python, every step would end in an import traceback), wheels carried for another
+    CPython than this one, or no pip to install them."""
+    import importlib.util
+
+    python = f"this Python ({sys.executable}, {sys.version.split()[0]})"
+    lacking = [name for name in IMAGE_MODULES if importlib.util.find_spec(name) is None]
+    if lacking:
+        return (f"{python} lacks {', '.join(lacking)}, which the GPU machine's image provides and this folder does "
+                "not carry (docs/gpu-check.md): run run.py with the image's python3, or for a CPU dry run with the "
+                "project's environment (.venv/bin/python .gpu-check/run.py)")
+    wheels = _missing_wheels()
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    # name-version[-build]-python-abi-platform.whl: a CPython build for another minor version will not install
+    foreign = sorted({python for python, abi in (w.name.split("-")[-3:-1] for w in wheels)
+                      if python.startswith("cp") and abi not in ("abi3", "none") and python != tag})
+    if foreign:
+        return (f"{python} lacks {len(wheels)} distribution(s) whose carried wheels are built for {', '.join(foreign)}, "
+                f"not {tag}: run run.py with that Python (the GPU image's), or rebuild the folder for this one")
+    if wheels and importlib.util.find_spec("pip") is None:
+        return f"{python} has no pip to install the {len(wheels)} carried wheel(s) it lacks: run run.py with a Python that has pip"
+    return None
+
+
+def unpack(archive: Path, folder: Path) -> None:
+    """Extract one of the folder's archives (checked against the manifest first) into ``folder``; a Python
+    without extraction filters (before 3.11.4) extracts it as it is."""
+    with tarfile.open(archive) as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(folder, filter="data")
+        else:
+            tar.extractall(folder)
+
+
 def setup(check: Check) -> dict:
     started = time.monotonic()
     problems = []
@@ -179,12 +226,17 @@ def setup(check: Check) -> dict:
     if problems:
         raise SystemExit(f"the folder does not match MANIFEST.tsv: {', '.join(problems)}")
     for archive, folder in (("src.tar.gz", "src"), ("data.tar.gz", "data")):
-        with tarfile.open(HERE / archive) as tar:
-            tar.extractall(check.work / folder, filter="data")
+        unpack(HERE / archive, check.work / folder)
     wheels = _missing_wheels()
     if wheels:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target",
-                        str(check.work / "site"), *map(str, wheels)], check=True)
+        pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target",
+                              str(check.work / "site"), *map(str, wheels)], check=False)
+        if pip.returncode != 0:
+            check.fail(f"setup: pip could not install the carried wheels (exit {pip.returncode}; its message is above)")
+            outcome = {"step": "setup", "status": f"failed (pip exit {pip.returncode})",
+                       "seconds": round(time.monotonic() - started, 1), "wheels": [w.name for w in wheels]}
+            check.steps.append(outcome)
+            return outcome
     check.say(f"setup: {len(wheels)} wheels installed ({', '.join(w.name.split('-')[0] for w in wheels) or 'none'})")
     outcome = {"step": "setup", "status": "ok", "seconds": 0.0, "wheels": [w.name for w in wheels]}
     upcast = check.run("setup", [sys.executable, str(Path(__file__).resolve()), "_upcast", "--work", str(check.work)],
@@ -456,6 +508,11 @@ def main(argv: list[str] | None = None) -> int:
         run_trainer(work, args.limit)
         return 0
     check = Check(args)
+    problem = preflight()
+    if problem is not None:
+        check.fail(problem)
+        check.bundle()
+        return 2
     check.say(f"medibio GPU check: budget {args.budget:.0f} s, work {work}, out {check.out}"
               + (f", limit {args.limit}" if args.limit else ""))
     if setup(check)["status"] != "ok":

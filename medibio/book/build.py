@@ -22,7 +22,9 @@ its run and its predictions; Sphinx never sees them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
+import os
 import re
 import shutil
 import subprocess
@@ -362,7 +364,8 @@ def build_html(root: Path = REPO_ROOT, keep_going: bool = False,
     The site is built in a hidden folder of ``_build/`` and ``finish(html)`` (the run pages) completes it
     there; only a complete site replaces the previous one (two renames), so a failure on the way (a full
     disk, a Sphinx error) leaves the previous site as it was. A ``_build/`` that cannot be written is an
-    ``OSError`` naming it, before jupyter-book starts."""
+    ``OSError`` naming it, before jupyter-book starts; a disk that fills while jupyter-book writes is said in
+    one line naming ``_build/`` and what to do (:func:`disk_full`), not as the traceback that follows it."""
     assets.install_mathjax()
     build_dir = root / "_build"
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -375,6 +378,14 @@ def build_html(root: Path = REPO_ROOT, keep_going: bool = False,
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=root)
         built = staging / "_build" / "html"
         if proc.returncode != 0 or not (built / "index.html").is_file():
+            full = disk_full(proc.stdout + proc.stderr)
+            if full is not None:
+                shutil.rmtree(staging, ignore_errors=True)  # the half-built site goes first: its space is free
+                raise BookBuildError(
+                    f"jupyter-book build failed (exit {proc.returncode}): the disk holding {build_dir} is full "
+                    f"({full}); {shutil.disk_usage(build_dir).free / 2**20:,.0f} MiB are free there now, the "
+                    "half-built site is removed and the previous _build/html kept. Free space on that disk "
+                    "(`make clean-book` removes book/'s outputs and all of _build/) and build again")
             raise BookBuildError(f"jupyter-book build failed (exit {proc.returncode}):\n"
                                  + failure_summary(proc.stdout + proc.stderr))
         if finish is not None:
@@ -392,6 +403,19 @@ def build_html(root: Path = REPO_ROOT, keep_going: bool = False,
         return html
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+_DISK_FULL = re.compile("|".join(re.escape(os.strerror(code)) for code in (errno.ENOSPC, errno.EDQUOT)))
+
+
+def disk_full(log: str) -> str | None:
+    """The line of a jupyter-book/Sphinx log that says the disk (or the quota) is full, whitespace folded, or
+    None: said as such, that one cause replaces the traceback through Sphinx and click that follows it."""
+    for line in log.splitlines():
+        if _DISK_FULL.search(line):
+            shown = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", line).split())
+            return shown if len(shown) <= 300 else shown[:297] + "..."
+    return None
 
 
 def failure_summary(log: str, tail: int = 15) -> str:

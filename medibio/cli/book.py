@@ -18,16 +18,18 @@ def _chapters(names: list[str]) -> None:
 
 
 def _check_model(model: str, profile: str, settings) -> None:
-    """Stop before any chapter when the model cannot be loaded: one line naming it, the profile and --model."""
-    from medibio.core.errors import ModelUnavailableError
+    """Stop before any chapter when the model cannot be used: one line naming it, the profile, the cause found
+    (a folder lacking config.json or weights, a decoder-only model, the hub unreachable ...) and --model."""
+    from medibio.core.errors import MedibioError
     from medibio.models import zoo
 
     try:
-        zoo.check_loadable(model, settings.cache_root)
-    except ModelUnavailableError:
-        typer.secho(f"medibio book: model {model!r} (profile {profile}) is neither a local folder nor reachable "
-                    "on the Hugging Face hub offline; pass a model folder with --model PATH (or --model minilm)",
-                    err=True, fg=typer.colors.RED)
+        zoo.check_loadable(model, settings.cache_root, settings.results_root)
+    except MedibioError as exc:
+        cause = " ".join(str(exc).split())
+        advice = "" if "--model" in cause else "; pass another with --model PATH (or --model minilm)"
+        typer.secho(f"medibio book: model {model!r} (profile {profile}) cannot be used: {cause}{advice}", err=True,
+                    fg=typer.colors.RED)
         raise typer.Exit(2) from None
 
 
@@ -65,7 +67,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the build report as JSON."),
         limit: int = typer.Option(None, "--limit", help="At most N examples per split (of at most 128 "
                                   "sub-tokens) and N pretraining steps in every run: the profile's whole code path in minutes (results are not "
-                                  "the profile's; they go to records of their own).", callback=check.at_least(1)),
+                                  "the profile's; they go to records of their own).", callback=check.limit()),
         from_recorded: Path = typer.Option(None, "--from", help="Render from recorded results (a results "
                                            "folder such as reference/) without training: they are copied into "
                                            "the results root, which must be another folder; a run they lack is "

@@ -55,6 +55,18 @@ def _chain(text: str) -> object:
     return chain.parse_chain(text)
 
 
+def _check_model(model: str | None, profile: str, settings: Any) -> None:
+    """The model (``None``: the profile's) is complete and an encoder with a tokenizer its embedding covers,
+    said in one line before any data is read or any run trains (:func:`medibio.models.zoo.check_loadable`). A
+    pretraining run's model is medibio's own, and its recorded runs are reused without its weights: the runner
+    names them when a run has to train."""
+    from medibio.models import zoo
+
+    name = model or profiles.get(profile).model
+    if zoo.run_key(name) is None:
+        zoo.check_loadable(name, settings.cache_root, settings.results_root)
+
+
 TASK = check.lookup(_datasets)
 PROFILE = check.lookup(profiles.get)
 SEEDS = check.seeds()
@@ -117,7 +129,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print the records as JSON"),
         limit: int = typer.Option(None, "--limit", help="at most N examples per split, of at most 128 sub-tokens: "
                                   "the profile's exact code "
-                                  "path on a few examples (records of their own)", callback=check.at_least(1)),
+                                  "path on a few examples (records of their own)", callback=check.limit()),
     ) -> None:
         """Fine-tune a model on BLURB tasks x seeds and write one run record per run.
 
@@ -127,6 +139,7 @@ def register(app: typer.Typer) -> None:
         from medibio.finetune import runner
 
         settings = session.settings(data_root, results_root, limit)
+        _check_model(model, profile, settings)
         overrides = _overrides(config, learning_rate=lr, batch_size=batch_size, epochs=epochs,
                                max_length=max_length, grad_accum=grad_accum, max_train_examples=max_train_examples,
                                max_dev_examples=max_dev_examples, freeze_lower=freeze_lower or None, llrd=llrd,
@@ -166,6 +179,7 @@ def register(app: typer.Typer) -> None:
         from medibio.tasks import loaders, registry
 
         settings = session.settings(data_root, results_root)
+        _check_model(model, profile, settings)
         overrides = _overrides(config, max_train_examples=max_train_examples)
         for spec in registry.resolve(task):  # every dataset's files, before the first grid point trains
             loaders.validate_dataset(spec.name, settings.data_root)

@@ -35,6 +35,45 @@ class Variant(str, Enum):
     fulltext = "fulltext"
 
 
+# Upper bounds of run lengths: far above any run meant here, low enough that a mistyped number (a 23-digit
+# --tokens planned about 1e19 steps) is refused before a run is planned, with the reason.
+MAX_STEPS = 5_000_000
+STEPS_WHY = "10 times the paper's 500,000 pretraining steps (medibio pretrain --show configs)"
+MAX_STUDY_TOKENS = 1_000_000_000
+
+
+def _study_tokens_why() -> str:
+    """Why ``--tokens`` stops at :data:`MAX_STUDY_TOKENS`, in the study configuration's steps."""
+    from medibio.pretrain.configs import get_config
+    from medibio.pretrain.study import CONFIG, TOKENS, steps_for
+
+    config = get_config(CONFIG)
+    return (f"100 times the study's {TOKENS:,} tokens a run: {steps_for(MAX_STUDY_TOKENS, config):,} steps of "
+            f"{config.effective_batch * config.seq_length:,} tokens, weeks of one CPU core at this scale; a larger "
+            "study is another configuration (medibio pretrain --config)")
+
+
+def _checkpoint_interval() -> int:
+    from medibio.pretrain.configs import get_config
+    from medibio.pretrain.study import CONFIG
+
+    return get_config(CONFIG).save_every
+
+
+def _arm(arm: str) -> object:
+    from medibio.pretrain.study import get_arm
+
+    return get_arm(arm)
+
+
+def _datasets(selection: str) -> object:
+    return registry.resolve(selection)
+
+
+STUDY_TOKENS = check.bounded(1, MAX_STUDY_TOKENS, _study_tokens_why)
+ARM = check.lookup(_arm)
+
+
 def _config(name: str) -> object:
     from medibio.pretrain.configs import get_config
 
@@ -70,7 +109,7 @@ def pretrain(
     variant: Variant = typer.Option(Variant.abstract, "--variant", help="Text of JSONL records: abstract "
                                     "or fulltext (abstract + body)."),
     max_steps: int = typer.Option(None, "--max-steps", help="Override the config's optimizer steps "
-                                  "(warm-up keeps its share).", callback=check.at_least(1)),
+                                  "(warm-up keeps its share).", callback=check.bounded(1, MAX_STEPS, STEPS_WHY)),
     effective_batch: int = typer.Option(None, "--effective-batch", help="Examples per optimizer step; "
                                         "turned into accumulation steps for the processes at hand.",
                                         callback=check.at_least(1)),
@@ -89,7 +128,7 @@ def pretrain(
                                  "run record as JSON."),
     limit: int = typer.Option(None, "--limit", help="At most N optimizer steps of at most N sequences per "
                               "device: the config's exact code path in seconds (a folder of its own).",
-                              callback=check.at_least(1)),
+                              callback=check.limit()),
 ) -> None:
     """Masked-language-model pretraining of DeBERTa-v2 (paper Tables 3 and 5). A killed run resumes from its
     newest checkpoint when the same command runs again; a finished one is reused."""
@@ -171,20 +210,38 @@ def _study_settings(work_root: Path | None, data_root: Path | None):
     return dataclasses.replace(session.settings(data_root), results_root=work / "results", cache_root=work / "cache")
 
 
+def _existing_work_root(work_root: Path | None) -> Path:
+    """The work root a report reads (``--work-root``, else the default); one that does not exist, or is a file,
+    is an error: a mistyped folder must not read as a study whose every run is at 0 steps."""
+    from medibio.core.errors import MedibioError, NotAFileError
+    from medibio.pretrain.study import WORK_ROOT
+
+    work = (work_root or WORK_ROOT).expanduser()
+    if work.exists() and not work.is_dir():
+        raise NotAFileError(work, "a file", "a folder (the study's work root, --work-root)")
+    if not work.exists():
+        raise MedibioError(f"{work}: no such folder, so no study has run there; give the work root that `medibio "
+                           f"study unit` wrote to (--work-root; default {WORK_ROOT})")
+    return work
+
+
 WORK_HELP = "Folder of the study's results/ and cache/ (default ~/.cache/medibio-study)."
 
 
 @study_app.command("unit")
 def study_unit(
     arm: str = typer.Option(..., "--arm", help="0 (random init), 2 (MiniLM continued), 3 (scratch, abstracts), "
-                            "4 (scratch, full text), cs (MiniLM continued on CS text), 1 (cs, then abstracts)."),
-    seed: int = typer.Option(..., "--seed", help="Pretraining seed.", callback=check.at_least(0)),
+                            "4 (scratch, full text), cs (MiniLM continued on CS text), 1 (cs, then abstracts).",
+                            callback=ARM),
+    seed: int = typer.Option(..., "--seed", help="Pretraining seed.", callback=check.seed()),
     tokens: int = typer.Option(10_000_000, "--tokens", help="Tokens the arm's run sees in all (the pilot: "
-                               "5000000).", callback=check.at_least(1)),
+                               "5000000).", callback=STUDY_TOKENS),
     unit_steps: int = typer.Option(25, "--unit-steps", help="At most this many more steps, a multiple of the "
                                    "checkpoint interval (25 steps of 8,192 tokens: 5-35 minutes on one thread "
                                    "here, quiet to loaded).",
-                                   callback=check.at_least(1)),
+                                   callback=check.multiple_of(_checkpoint_interval, "the study's checkpoint "
+                                                              "interval: a unit ends on a checkpoint, where the "
+                                                              "next one resumes")),
     work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
     data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
 ) -> None:
@@ -203,7 +260,7 @@ def study_unit(
 @study_app.command("status")
 def study_status(
     tokens: int = typer.Option(10_000_000, "--tokens", help="Tokens per run (the pilot: 5000000).",
-                               callback=check.at_least(1)),
+                               callback=STUDY_TOKENS),
     work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
     data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
 ) -> None:
@@ -211,19 +268,21 @@ def study_status(
     time left of the runs under way at their pace, and the fine-tuning runs and frozen probes recorded."""
     from medibio.book.study import status_lines
 
-    for line in status_lines(_study_settings(work_root, data_root), tokens):
+    for line in status_lines(_study_settings(_existing_work_root(work_root), data_root), tokens):
         typer.echo(line)
 
 
 @study_app.command("finetune")
 def study_finetune(
-    arm: str = typer.Option(..., "--arm", help="0, 1, 2, 3 or 4 (see `medibio study unit`)."),
-    pretrain_seeds: str = typer.Option("1", "--pretrain-seeds", help="Pretraining seeds, e.g. 1,2."),
+    arm: str = typer.Option(..., "--arm", help="0, 1, 2, 3 or 4 (see `medibio study unit`).", callback=ARM),
+    pretrain_seeds: str = typer.Option("1", "--pretrain-seeds", help="Pretraining seeds, e.g. 1,2.",
+                                       callback=check.seeds()),
     tokens: int = typer.Option(10_000_000, "--tokens", help="The pretraining runs' tokens (the pilot: 5000000).",
-                               callback=check.at_least(1)),
+                               callback=STUDY_TOKENS),
     tasks: str = typer.Option(",".join(registry.LARGE_SETS), "--task", help="BLURB datasets (default: the seven large "
-                              "sets).", show_default=False),
-    seeds: str = typer.Option(None, "--seeds", help="Fine-tuning seeds (default: the cpu-study profile's, 1-3)."),
+                              "sets).", show_default=False, callback=check.lookup(_datasets)),
+    seeds: str = typer.Option(None, "--seeds", help="Fine-tuning seeds (default: the cpu-study profile's, 1-3).",
+                              callback=check.seeds()),
     probes: bool = typer.Option(True, "--probes/--no-probes", help="Also the frozen-encoder probes of each model."),
     work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
     data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
@@ -241,7 +300,7 @@ def study_finetune(
 @study_app.command("queue")
 def study_queue(
     name: str = typer.Argument(..., help="a or b: the two queues of the study, one per core, run side by side."),
-    tokens: int = typer.Option(10_000_000, "--tokens", help="Tokens per pretraining run.", callback=check.at_least(1)),
+    tokens: int = typer.Option(10_000_000, "--tokens", help="Tokens per pretraining run.", callback=STUDY_TOKENS),
     work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
     data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
 ) -> None:

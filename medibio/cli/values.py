@@ -18,6 +18,7 @@ from typing import Any
 import typer
 
 from medibio.core import rules as checks
+from medibio.core.settings import LIMIT_WHY, MAX_LIMIT
 
 Callback = Callable[[typer.CallbackParam, Any], Any]
 
@@ -47,6 +48,43 @@ def _bad(expected: str, value: Any) -> typer.BadParameter:
 def at_least(minimum: int) -> Callback:
     """An integer ``>= minimum`` (``--epochs``, ``--batch-size``: 1; ``--reinit-top``: 0)."""
     return _checked(checks.integer(minimum))
+
+
+def bounded(minimum: int, maximum: int, why: str | Callable[[], str]) -> Callback:
+    """An integer in ``[minimum, maximum]``; a value above ``maximum`` is told ``why`` the bound is there (``why``
+    may be a function, for a reason computed from a configuration only when a value is refused)."""
+    at_least_minimum, inside = checks.integer(minimum), checks.integer(minimum, maximum)
+
+    def check(value: Any) -> None:
+        at_least_minimum(value)  # too small: the plain rule's message
+        try:
+            inside(value)
+        except checks.InvalidValueError as exc:
+            raise typer.BadParameter(f"{exc}: {why() if callable(why) else why}") from None
+
+    return _checked(check)
+
+
+def limit() -> Callback:
+    """``--limit``: at most :data:`~medibio.core.settings.MAX_LIMIT` (the bound ``$MEDIBIO_LIMIT`` has too)."""
+    return bounded(1, MAX_LIMIT, LIMIT_WHY)
+
+
+def seed() -> Callback:
+    """One seed in [0, 2^32 - 1] (numpy's range: checked before training)."""
+    return _checked(checks.seed())
+
+
+def multiple_of(step: Callable[[], int], why: str) -> Callback:
+    """A positive multiple of ``step()`` (looked up only when a value is given: ``--unit-steps`` and the study's
+    checkpoint interval), with ``why`` it must be one."""
+
+    def check(value: int) -> None:
+        every = step()
+        if value < 1 or value % every:
+            raise _bad(f"a positive multiple of {every} ({why})", value)
+
+    return _checked(check)
 
 
 def positive() -> Callback:

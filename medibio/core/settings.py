@@ -33,15 +33,25 @@ RECORDED_ENV = "MEDIBIO_RECORDED"
 LAUNCHED_ENV = ("WORLD_SIZE", "LOCAL_RANK")
 
 
+# The largest ``limit``. A limit runs a profile's code path on a few examples; no split medibio reads (the
+# largest, SciRepEval's MeSH descriptors, has about 2.1 million examples) and no pretraining configuration's
+# steps (the paper's: 500,000) come near it, so a larger one limits nothing.
+MAX_LIMIT = 10_000_000
+LIMIT_WHY = (f"a limit runs a profile's code path on a few examples, and no split of any dataset nor any "
+             f"pretraining configuration's steps come near {MAX_LIMIT:,}, so more limits nothing; for full runs "
+             "leave it out")
+
+
 class SettingsError(MedibioError, ValueError):
     """A setting with a value no run can use (names the variable or option)."""
 
 
-def _whole(name: str, text: str, minimum: int) -> int:
+def _whole(name: str, text: str, minimum: int, maximum: int | None = None, why: str = "") -> int:
     text = text.strip()
-    if not text.isdigit() or int(text) < minimum:
-        raise SettingsError(f"${name} must be a whole number >= {minimum}, not {text!r}")
-    return int(text)
+    if text.isdigit() and int(text) >= minimum and (maximum is None or int(text) <= maximum):
+        return int(text)
+    bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum:,}]"
+    raise SettingsError(f"${name} must be a whole number {bounds}, not {text!r}" + (f": {why}" if why else ""))
 
 
 @dataclass(frozen=True)
@@ -75,8 +85,9 @@ class Settings:
                                 f"${CACHE_ENV} at a folder")
         if self.recorded is not None:
             object.__setattr__(self, "recorded", Path(self.recorded).expanduser())
-        if self.limit is not None and self.limit < 1:
-            raise SettingsError(f"limit must be >= 1 (examples per split), not {self.limit}")
+        if self.limit is not None and not 1 <= self.limit <= MAX_LIMIT:
+            raise SettingsError(f"limit must be in [1, {MAX_LIMIT:,}] (examples per split), not {self.limit}: "
+                                f"{LIMIT_WHY}")
         if self.processes < 1:
             raise SettingsError(f"processes must be >= 1, not {self.processes}")
 
@@ -89,7 +100,7 @@ class Settings:
             if env.get(name):
                 values[field] = Path(env[name])
         if env.get(LIMIT_ENV, "").strip():
-            values["limit"] = _whole(LIMIT_ENV, env[LIMIT_ENV], 1)
+            values["limit"] = _whole(LIMIT_ENV, env[LIMIT_ENV], 1, MAX_LIMIT, LIMIT_WHY)
         if env.get(PROCESSES_ENV, "").strip() and not any(k in env for k in LAUNCHED_ENV):
             values["processes"] = _whole(PROCESSES_ENV, env[PROCESSES_ENV], 1)
         if PROGRESS_ENV in env:

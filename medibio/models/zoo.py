@@ -41,6 +41,9 @@ WEIGHT_PATTERNS = ("model.safetensors", "model-*.safetensors", "pytorch_model.bi
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
                    "spm.model", "spiece.model", "sentencepiece.bpe.model", "vocab.txt", "vocab.json",
                    "merges.txt")
+# The tokenizer files that hold a vocabulary (the others only configure one).
+VOCABULARY_FILES = ("tokenizer.json", "spm.model", "spiece.model", "sentencepiece.bpe.model", "vocab.txt",
+                    "vocab.json")
 RUN_PREFIX = "pretrain-run:"  # a model named by the pretraining run that made it
 _RUN_KEY = re.compile(r"[\w.+-]+/[\w.+-]+/[\w.+-]+/[\w.+-]+/[0-9a-f]+/seed\d+")
 # A hub id is ``name`` or ``org/name`` (letters, digits, ``-_.``), never a path.
@@ -137,6 +140,11 @@ def _from_pretrained(loader, name_or_path: str | Path, what: str, cache_root: st
     target = resolve(name_or_path, cache_root)
     try:
         return loader.from_pretrained(target)
+    except ValueError as exc:  # a model type transformers does not know, a configuration it refuses
+        if not Path(target).is_dir():
+            raise
+        raise ModelUnavailableError(f"{what} of the model folder {target} is not one transformers can use: "
+                                    + " ".join(str(exc).split())) from exc
     except OSError as exc:
         if Path(target).is_dir():  # the folder is there: what it holds is the problem, not the hub
             raise ModelUnavailableError(f"{what} of the model folder {target} could not be read (a file missing, "
@@ -344,17 +352,73 @@ def same_model(a: str | Path, b: str | Path) -> bool:
     return model_tag(a) == model_tag(b)
 
 
-def check_loadable(name_or_path: str | Path, cache_root: str | Path | None = None) -> None:
-    """Raise :class:`ModelUnavailableError` unless the model's files are here: a local folder (or zoo model) with
-    weights, or a hub id whose complete snapshot is cached or can be downloaded. For a command to fail in one
-    line before hours of work, rather than in the first run that loads the model."""
-    target = resolve(name_or_path, cache_root)
+def check_loadable(name_or_path: str | Path, cache_root: str | Path | None = None,
+                   results_root: str | Path | None = None) -> None:
+    """Raise :class:`ModelUnavailableError` unless the model's files are here — a local folder (or zoo model,
+    or pretraining run's model under ``results_root``) with weights, or a hub id whose complete snapshot is
+    cached or can be downloaded — and hold an encoder medibio can fine-tune (:func:`check_contents`). For a
+    command to fail in one line before hours of work, rather than in the first run that loads the model."""
+    target = resolve(name_or_path, cache_root, results_root)
     if Path(target).is_dir():
         missing = missing_model_files(target)
         if missing:
             raise ModelUnavailableError(f"model folder {target} lacks {'; '.join(missing)}")
+        check_contents(target, f"model folder {target}")
         return
-    hub_snapshot(target)
+    check_contents(hub_snapshot(target), f"model {target!r}")
+
+
+def decoder_only(config: Any) -> bool:
+    """Whether a model configuration is a causal (decoder-only) language model: its attention sees only the
+    tokens before each one. transformers knows such a type with a causal-LM head and no masked-LM one (GPT-2,
+    Llama, Qwen ...); a masked-LM type (BERT, RoBERTa) configured ``is_decoder`` is one as well."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    if getattr(config, "is_decoder", False) and not getattr(config, "is_encoder_decoder", False):
+        return True
+    kind = getattr(config, "model_type", None)
+    return kind in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and kind not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+
+def check_contents(folder: str | Path, label: str) -> None:
+    """Raise :class:`ModelUnavailableError` when a complete model folder holds what fine-tuning cannot use, said
+    before training (``label`` names the model in the message): no tokenizer vocabulary (transformers then builds
+    a tokenizer of a few special tokens from ``tokenizer_config.json``, and every word becomes ``[UNK]``), a
+    decoder-only architecture (medibio's heads and CPU attention serve encoders; GPT-2 failed at its first
+    forward pass), or a tokenizer whose token ids run past the embedding's rows (``IndexError: index out of range
+    in self`` at the first batch)."""
+    from transformers.utils import logging as hf_logging
+
+    folder = Path(folder)
+    if not any((folder / name).is_file() for name in VOCABULARY_FILES):
+        raise ModelUnavailableError(
+            f"{label} has no tokenizer vocabulary (none of {', '.join(VOCABULARY_FILES)}): its other tokenizer "
+            "files would make a tokenizer of a few special tokens; add the tokenizer files the model was trained "
+            "with")
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # a GPT-2's notes on its token ids would come before the one line that matters
+    try:
+        config = load_config(folder)
+        tokenizer = load_tokenizer(folder)
+    finally:
+        hf_logging.set_verbosity(level)
+    if decoder_only(config):
+        raise ModelUnavailableError(
+            f"{label} is a decoder-only (causal) language model ({config.model_type!r}): medibio fine-tunes "
+            "encoders, whose attention sees the whole text (BERT, RoBERTa, DeBERTa, ELECTRA, ALBERT, DistilBERT "
+            "...); pass an encoder with --model")
+    rows = getattr(config, "vocab_size", None)
+    if not isinstance(rows, int):  # a configuration without one embedding size: nothing to compare
+        return
+    ids = max(tokenizer.get_vocab().values(), default=-1) + 1
+    if ids > rows:
+        raise ModelUnavailableError(
+            f"{label}: its tokenizer gives token ids up to {ids - 1:,} but its embedding has {rows:,} rows "
+            f"(config.json vocab_size): ids from {rows:,} on index past it. Pass the tokenizer the model was "
+            "trained with, or a model whose embedding covers this tokenizer")
 
 
 def model_info(name_or_path: str | Path, model: Any = None, cache_root: str | Path | None = None,
