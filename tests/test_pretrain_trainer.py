@@ -316,3 +316,27 @@ def test_the_record_carries_the_shared_provenance(full_run):
         "device", "cpu", "cpu_flags", "num_processes", "cpu_threads", "versions", "git_commit"}
     assert full_run.environment["cpu"] == env["cpu"] and full_run.environment["cpu_flags"] == env["cpu_flags"]
     assert full_run.config["config"]["learning_rate"] == CFG.learning_rate
+
+
+def test_a_checkpoints_state_is_the_progress_a_resume_starts_from():
+    """What a checkpoint saves (``trainer_state.json``) gives back, through JSON, the progress the run had, with
+    the curve's points at the first step, every ``log_every`` steps and the last, each the mean of its window."""
+    import json
+
+    from medibio.pretrain.batching import plan_batch
+
+    config = CFG.with_overrides(max_steps=5, log_every=2)
+    layout = plan_batch(config.effective_batch, config.per_device_batch, 1)
+    losses, lrs = [5.0, 4.0, 3.5, 3.0, 2.0], [0.0, 1e-3, 8e-4, 6e-4, 4e-4]
+    progress = trainer._Progress()
+    for loss, lr in zip(losses, lrs, strict=True):
+        progress.count(loss, 0.25, 100, lr, config)
+    state = json.loads(json.dumps(progress.state("d1g35t", layout, config.seed)))
+    resumed = trainer._Progress.saved(state)
+
+    assert [p["step"] for p in progress.curve] == [1, 2, 4, 5]
+    assert [p["loss"] for p in progress.curve] == [losses[0], losses[1], np.mean(losses[2:4]), losses[4]]
+    assert [p["lr"] for p in progress.curve] == [lrs[0], lrs[1], lrs[3], lrs[4]]
+    assert state["data_offset"] == 5 * layout.effective and state["config_digest"] == "d1g35t"
+    assert (resumed.step, resumed.curve, resumed.tokens_seen) == (5, progress.curve, 5 * 100)
+    assert resumed.resumed_from == [5] and resumed.elapsed == progress.elapsed

@@ -1,8 +1,8 @@
 """No-training baselines: what the encoder scores *without* fine-tuning, beside every fine-tuned score.
 
 Why: a fine-tuned score is only worth its training if it beats what the same encoder does frozen. A score
-below that baseline is a defect of the fine-tuning protocol (issue 11, section 3), not a property of the
-model. Three baselines, all on the encoder's last hidden layer, no gradient step on the encoder:
+below that baseline is a defect of the fine-tuning protocol, not a property of the model. Three baselines,
+all on the encoder's last hidden layer, no gradient step on the encoder:
 
 * ``cosine`` (BIOSSES, and the IFT similarity sets STS-B and SICK-R): the cosine similarity of the two
   sentences' mean-pooled embeddings (mean over all positions the attention mask keeps, special tokens

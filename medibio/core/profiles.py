@@ -94,15 +94,13 @@ TASK_HYPERPARAMETERS: dict[str, dict[str, Any]] = {
 
 # CPU budget: MiniLM (6 layers, 384 hidden) on 2 cores, bf16 autocast where the CPU has it. Caps size the
 # training so that all 13 datasets (one seed each, three for the small sets) fit the book's time budget on a
-# quiet machine *including* evaluation on the full official test sets (about 50k test examples).
-# Rates behind the caps (python -m benchmarks.finetune_engine, quiet machine): NER ~34 train / ~140 eval
-# examples/s, RE ~27-40 / ~100-115, 128-token HoC/QA ~16 / ~75-80.
+# quiet machine *including* evaluation on the full official test sets. The measurements behind each value
+# below (rates, scores, dates, machines) are in docs/benchmarks-log.md.
 # Token tasks: sentences are short, so dynamic padding makes them cheap; ChemProt/DDI/GAD sentences fit in
-# 128 sub-tokens (few are cut); the QA contexts and HoC abstracts are cut to 128 sub-tokens to stay in budget
-# (256 tokens doubled the cost of BioASQ without changing its test score: 68.6 either way).
-# RE and QA use a class-balanced loss: without it the heads settle on the majority class within this budget
-# (DDI micro-F1 0.0, ChemProt 17.4, PubMedQA/BioASQ at "always yes" on every seed); with it DDI reaches 32.5
-# and ChemProt 41.2 (seed 1, same caps). GAD is nearly balanced and keeps the plain loss.
+# 128 sub-tokens (few are cut); the QA contexts and HoC abstracts are cut to 128 sub-tokens, since longer ones
+# cost more time without raising the test score.
+# RE and QA use a class-balanced loss: without it the heads settle on the majority class within this budget.
+# GAD is nearly balanced and keeps the plain loss.
 CPU_PER_TASK: dict[str, dict[str, Any]] = {
     "BC5-chem": {"max_train_examples": 800, "epochs": 2, "max_dev_examples": 1000},
     "BC5-disease": {"max_train_examples": 800, "epochs": 2, "max_dev_examples": 1000},
@@ -110,32 +108,27 @@ CPU_PER_TASK: dict[str, dict[str, Any]] = {
     "BC2GM": {"max_train_examples": 800, "epochs": 2, "max_dev_examples": 1000},
     "JNLPBA": {"max_train_examples": 800, "epochs": 2, "max_dev_examples": 1000},
     "EBM-PICO": {"max_train_examples": 800, "epochs": 2, "max_dev_examples": 1000},
-    # ChemProt/DDI: on [CLS] (the pooler MiniLM inherited, not the pooling it was trained with) and one learning
-    # rate for head and encoder, DDI stayed under the frozen encoder's logistic regression (test 32.5 vs 35.9);
-    # mean pooling with the head at 100x the encoder's rate: DDI 46.7, ChemProt 42.8 (was 41.2; probe 31.9),
-    # seed 1, same caps and time.
+    # ChemProt/DDI: mean pooling (the pooling MiniLM was trained with, not the [CLS] pooler it inherited) and the
+    # head at 100x the encoder's rate, since on [CLS] with one rate DDI stayed under the frozen encoder's probe
+    # (docs/benchmarks-log.md).
     "ChemProt": {"max_train_examples": 2000, "epochs": 2, "max_dev_examples": 1000, "max_length": 128,
                  "class_weighting": "balanced", "pooling": "mean", "head_lr_scale": 100.0},
     "DDI": {"max_train_examples": 2000, "epochs": 2, "max_dev_examples": 1000, "max_length": 128,
             "class_weighting": "balanced", "pooling": "mean", "head_lr_scale": 100.0},
     "GAD": {"max_train_examples": 2000, "epochs": 2, "max_length": 128},
     # BIOSSES: MiniLM is a sentence-embedding model (mean pooling, cosine objective), so its frozen cosine is
-    # already a strong similarity model (test r 84.7); a fresh cross-encoder regression head on 64 pairs stayed
-    # far below it (20 epochs at lr 1e-4: 36.4 +- 14.9 over 3 seeds). The bi-encoder cosine head
-    # (modeling.POOLINGS) starts at the frozen cosine and fine-tunes from there: 87.3 / 86.6 / 87.3 (seeds 1-3,
-    # 10 epochs; dev picked epoch 2-3), 87.4 / 86.7 / 87.2 with 5 epochs at half the time.
+    # already a strong similarity model that a fresh cross-encoder head on 64 pairs stays far below; the
+    # bi-encoder cosine head (modeling.POOLINGS) starts at the frozen cosine and fine-tunes from there, and 5
+    # epochs score as 10 did in half the time (docs/benchmarks-log.md).
     "BIOSSES": {"pooling": "cosine", "learning_rate": 2e-5, "head_lr_scale": 100.0, "epochs": 5},
-    # HoC: with this budget MiniLM's sigmoids stay under 0.5 (micro-F1 0 at the default cut-off), so the
-    # trainer picks the multi-label decision threshold on dev (features.MULTILABEL_THRESHOLDS). At lr 1e-4 for
-    # everything the new head never left the label frequencies (test micro-F1 31.2, below the frozen encoder's
-    # logistic regression, 59.3): the head now learns at 2e-2 (lr 4e-5 x head_lr_scale 500) on mean-pooled
-    # embeddings, the pooling MiniLM was trained with. Seed 1, same caps, test: 60.2 (head x20 and mean pooling
-    # at lr 1e-4: 31.6; lr 2e-5 with the head at 1e-3: 36.4, at 1e-2: 57.2).
+    # HoC: with this budget MiniLM's sigmoids stay under 0.5, so the trainer picks the multi-label decision
+    # threshold on dev (features.MULTILABEL_THRESHOLDS). At one rate the new head never left the label
+    # frequencies, so it learns at 2e-2 (lr 4e-5 x head_lr_scale 500) on mean-pooled embeddings, the pooling
+    # MiniLM was trained with (the rates tried: docs/benchmarks-log.md).
     "HoC": {"max_train_examples": 600, "epochs": 3, "max_length": 128, "learning_rate": 4e-5,
             "head_lr_scale": 500.0, "pooling": "mean"},
-    # QA: the whole training sets (450 / 670 questions); 300 questions x 2 epochs barely moved the loss.
-    # BioASQ: 2 epochs, a third less time at the same dev mean over seeds 1-3 (81.78 either way; test 65.71
-    # vs 65.95 with 3 epochs); PubMedQA keeps 3 (with 2, seed 1 stayed on one class: test 34.0).
+    # QA: the whole training sets, since fewer questions barely moved the loss. BioASQ: 2 epochs, a third less
+    # time at the same dev mean; PubMedQA keeps 3, since with 2 a seed stayed on one class (docs/benchmarks-log.md).
     "PubMedQA": {"epochs": 3, "max_length": 128, "class_weighting": "balanced"},
     "BioASQ": {"epochs": 2, "max_length": 128, "class_weighting": "balanced"},
 }
@@ -162,25 +155,21 @@ PROFILES: dict[str, Profile] = {
         name="cpu", model="minilm", hardware="2 CPU cores",
         description="MiniLM on this CPU: capped training, subsampled dev, full official test sets",
         seeds=(1,), small_task_seeds=(1, 2, 3), pretrain_config="mini",
-        # lr 1e-4 (above the BLURB grid): with a few hundred steps MiniLM needs the larger step; measured on
-        # NCBI-disease, 1000 sentences x 2 epochs (test F1 60.9 vs 48.4 at 5e-5) and BIOSSES, 20 epochs (test r
-        # 40; at 5e-5 and 10 epochs the model still predicted the mean).
+        # lr 1e-4 (above the BLURB grid): with a few hundred steps MiniLM needs the larger step (measured on
+        # NCBI-disease and BIOSSES: docs/benchmarks-log.md).
         # One intermediate model per IFT chain (stage seed 1), fine-tuned on the target with seeds 1-3: two
-        # stage trainings fewer per chain (about two minutes of the book); the spread over seeds is then the
-        # target stage's.
+        # stage trainings fewer per chain; the spread over seeds is then the target stage's.
         finetune_base={"batch_size": 16, "learning_rate": 1e-4, "eval_batch_size": 64, "mixed_precision": "bf16",
                        "intermediate_max_train_examples": 2000, "intermediate_epochs": 1, "intermediate_seed": 1},
         finetune_per_task=CPU_PER_TASK,
         # SciERC: MiniLM, the encoder under bf16 autocast where the CPU has it (span heads in fp32:
-        # scierc.model.heads_in_fp32; 188 s a seed against 268 s in fp32, one thread), sized so that the
-        # chapter's three seeds fit in 12 minutes including evaluation on the full official test set. Only
-        # MiniLM's top two layers learn (train_layers=2): backpropagation then stops there, which took training
-        # from ~1 to ~7.4 abstracts/s on a quiet machine, and buys 300 of the 350 training abstracts x 5 epochs
-        # instead of 120 x 2 (measured, seed 1, full test set: 120 docs x 2 epochs of full fine-tuning gave NER
-        # 12.4 / REL 0 / Coref 0; all 350 x 5 epochs with the top two layers, head lr 5e-3 and 50 negative
-        # relation pairs per document: NER 46.7 / REL 8.9 / Coref 23.8; without relation negative sampling the
-        # relation head stays at "no relation"). The four frozen layers run once per abstract window, without
-        # dropout (SciercConfig.reuse_frozen_layers): 103-117 s a seed in the book against 177-213 s.
+        # scierc.model.heads_in_fp32), sized so that the chapter's three seeds fit in 12 minutes including
+        # evaluation on the full official test set. Only MiniLM's top two layers learn (train_layers=2):
+        # backpropagation then stops there, which buys most of the training abstracts and five epochs in that
+        # time, and scores far above fewer abstracts fully fine-tuned. Negative relation pairs are sampled,
+        # since without them the relation head stays at "no relation". The four frozen layers run once per
+        # abstract window, without dropout (SciercConfig.reuse_frozen_layers), which saves time again. The
+        # measurements: docs/benchmarks-log.md.
         scierc={"max_train_docs": 300, "max_dev_docs": 20, "epochs": 5, "batch_size": 2, "max_length": 256,
                 "learning_rate": 1e-4, "head_learning_rate": 5e-3, "max_span_width": 6,
                 "ner_negatives": 100, "relation_negatives": 50, "train_layers": 2},
@@ -211,11 +200,11 @@ PROFILES: dict[str, Profile] = {
     ),
 }
 
-# The intermediate fine-tuning claims with power (issue 35): the cpu profile's MiniLM and budgets, but five
-# seeds everywhere, one intermediate stage per seed (intermediate_seed None: a stage takes its target's seed) on
-# the whole intermediate training set (one epoch). About 1.5 CPU-hours, more than the default book can carry:
-# its runs are made once (docs/verdicts.md lists the commands), recorded in reference/, and the cpu claims page
-# reads them from there.
+# The intermediate fine-tuning claims with power: the cpu profile's MiniLM and budgets, but five seeds
+# everywhere, one intermediate stage per seed (intermediate_seed None: a stage takes its target's seed) on the
+# whole intermediate training set (one epoch). That is more than the default book can carry (its time:
+# docs/benchmarks-log.md), so its runs are made once (docs/verdicts.md lists the commands), recorded in
+# reference/, and the cpu claims page reads them from there.
 PROFILES["cpu-ift"] = dataclasses.replace(
     PROFILES["cpu"], name="cpu-ift", hardware="2 CPU cores, recorded",
     description="the IFT claims on this CPU: MiniLM, 5 seeds, a full-data intermediate stage per seed",
@@ -224,7 +213,7 @@ PROFILES["cpu-ift"] = dataclasses.replace(
                    "intermediate_seed": None},
     book=BookPlan(), scierc_seeds=None)
 
-# The Table 5 study on this CPU (issue 40; medibio.pretrain.study): the cpu profile's fine-tuning budgets, the
+# The Table 5 study on this CPU (medibio.pretrain.study): the cpu profile's fine-tuning budgets, the
 # study's pretraining configuration (records filed under "study"), three fine-tuning seeds per pretrained
 # model. Its runs take hours, so they run outside the book, in resumable units; the default book is unchanged.
 PROFILES["cpu-study"] = dataclasses.replace(

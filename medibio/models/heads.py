@@ -9,7 +9,7 @@ Sequence heads read the architecture's own pooler by default (``pooling="cls"``:
 [CLS]). ``pooling="mean"`` replaces BERT-family poolers by the attention-masked mean of the last layer, the
 pooling sentence-embedding encoders such as all-MiniLM-L6-v2 were trained with: their [CLS] pooler is a
 left-over of the original checkpoint, so a head on it starts far from what the encoder already knows
-(issue 11: BIOSSES fine-tuned on [CLS] scored below the frozen encoder's mean-pooled cosine).
+(fine-tuned on [CLS], such an encoder can score below its own frozen mean-pooled cosine on BIOSSES).
 
 ``pooling="cosine"`` (sentence-pair regression only: BIOSSES, STS-B, SICK-R) is a bi-encoder head in the
 manner of Sentence-BERT (Reimers & Gurevych 2019, its CosineSimilarityLoss): the two sentences of a pair are

@@ -123,7 +123,7 @@ CONFIGS: dict[str, PretrainConfig] = {
     ),
     "study": PretrainConfig(
         name="study",
-        description="CPU Table 5 study (issue 40): 4-layer DeBERTa-v2 (hidden 256), 30K vocabulary, 8,192 "
+        description="CPU Table 5 study: 4-layer DeBERTa-v2 (hidden 256), 30K vocabulary, 8,192 "
         "tokens a step, 1,221 steps = 10M tokens; bf16 autocast where the CPU computes bf16 natively",
         model=ModelShape(layers=4, hidden=256, heads=4, intermediate=1024, vocab_size=30_000, max_position=512,
                          position_buckets=128),

@@ -161,6 +161,233 @@ def prepare_tokenizer(config: PretrainConfig, corpus: str, variant: str, out_dir
     return tokenizer
 
 
+@dataclasses.dataclass
+class _Window:
+    """The steps since the curve's last point: the next point is their mean loss and their throughput."""
+
+    losses: list[float] = dataclasses.field(default_factory=list)
+    tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclasses.dataclass
+class _Progress:
+    """Where a run stands: what a checkpoint saves beside the weights, and what the record reports at the end.
+    A resumed run starts from a checkpoint's copy, so its curve and counts go on where the saved run's stopped."""
+
+    step: int = 0
+    curve: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    tokens_seen: int = 0
+    elapsed: float = 0.0
+    resumed_from: list[int] = dataclasses.field(default_factory=list)
+    checkpoints: list[str] = dataclasses.field(default_factory=list)
+    window: _Window = dataclasses.field(default_factory=_Window)
+
+    @classmethod
+    def saved(cls, state: Mapping[str, Any]) -> _Progress:
+        """The progress a checkpoint's state holds; this start is added to the steps the run resumed from."""
+        step = state["step"]
+        return cls(step=step, curve=state["curve"], tokens_seen=state["tokens_seen"], elapsed=state["elapsed_s"],
+                   resumed_from=[*state.get("resumed_from", []), step], checkpoints=state["checkpoints"])
+
+    def state(self, digest: str, layout: BatchLayout, seed: int) -> dict[str, Any]:
+        """The checkpoint's ``trainer_state.json``: with the digest, batch and seed a resume is checked against
+        (:func:`_resumable_state`), since the data position is only the step count under those."""
+        return {"config_digest": digest, "step": self.step, "data_offset": self.step * layout.effective,
+                "effective_batch": layout.effective, "seed": seed, "tokens_seen": self.tokens_seen,
+                "elapsed_s": self.elapsed, "curve": self.curve, "checkpoints": self.checkpoints,
+                "resumed_from": self.resumed_from}
+
+    def count(self, loss: float, seconds: float, tokens: int, lr: float, config: PretrainConfig) -> None:
+        """Count a finished step; every ``log_every`` steps, the first and the last the curve gains a point
+        for the steps since its previous one (the first shows where training starts)."""
+        self.step += 1
+        self.elapsed += seconds
+        self.tokens_seen += tokens
+        window = self.window
+        window.losses.append(loss)
+        window.tokens += tokens
+        window.seconds += seconds
+        if self.step % config.log_every == 0 or self.step == config.max_steps or self.step == 1:
+            self.curve.append({"step": self.step, "loss": float(np.mean(window.losses)), "lr": lr,
+                               "tokens_per_s": window.tokens / window.seconds if window.seconds else None,
+                               "tokens_seen": self.tokens_seen, "elapsed_s": round(self.elapsed, 3)})
+            self.window = _Window()
+
+
+def _masked_lm(config: PretrainConfig, tokenizer: Any, init: str | None, device: Any) -> tuple[Any, int]:
+    """The model to train and its parameter count. From scratch it is built from ``config.model`` with the run's
+    seed; continued, the seed is set first so that a head the checkpoint lacks and new embedding rows (``<dig>``
+    of the SumPubMed form) start alike in every run. It is wrapped so that its forward returns the loss from
+    logits at the masked positions only (the rest would cost memory and time for nothing)."""
+    import torch
+
+    if init is None:
+        model = mlm.new_model(config.model, tokenizer, seed=config.seed)
+    else:
+        torch.manual_seed(config.seed)
+        model = mlm.load_checkpoint(init)[0]
+        if len(tokenizer) > model.get_input_embeddings().num_embeddings:
+            model.resize_token_embeddings(len(tokenizer))
+    max_pos = getattr(model.config, "max_position_embeddings", config.seq_length)
+    if config.seq_length > max_pos:
+        raise ValueError(f"sequence length {config.seq_length} exceeds the model's {max_pos} positions")
+    n_params = sum(p.numel() for p in model.parameters())
+    use_cheap_dropout(model, device)
+    return mlm.MaskedPositionsLM(model), n_params
+
+
+@dataclasses.dataclass
+class _Steps:
+    """What every optimizer step uses, set up once: the prepared model and optimizer, the schedule (registered
+    so that a checkpoint saves it), the data order and the collator that masks each micro-batch."""
+
+    config: PretrainConfig
+    layout: BatchLayout
+    accelerator: Any
+    blocks: Any
+    model: Any
+    optimizer: Any
+    scheduler: Any
+    collator: mlm.MLMCollator
+    order: DataOrder
+    encoder_parameters: list[Any]
+
+    @classmethod
+    def prepare(cls, config: PretrainConfig, layout: BatchLayout, accelerator: Any, tokenizer: Any, blocks: Any,
+                model: Any) -> _Steps:
+        """AdamW with linear warm-up and decay, prepared by ``accelerator``; the encoder's parameters are kept
+        apart for the head warm-up, which leaves them untouched."""
+        from transformers import get_linear_schedule_with_warmup
+
+        encoder_parameters = list(model.lm.base_model.parameters())
+        optimizer = _optimizer(model, config)
+        scheduler = get_linear_schedule_with_warmup(optimizer, config.warmup_steps, config.max_steps)
+        model, optimizer = accelerator.prepare(model, optimizer)
+        accelerator.register_for_checkpointing(scheduler)
+        return cls(config, layout, accelerator, blocks, model, optimizer, scheduler,
+                   mlm.MLMCollator(tokenizer, config), DataOrder(len(blocks), config.seed), encoder_parameters)
+
+    def step(self, step: int) -> float:
+        """Optimizer step ``step`` (counted from 0) over the effective batch; its loss, averaged over the
+        micro-batches and processes. Before ``head_warmup_steps`` only the MLM head learns (the tied word
+        embeddings do not): the encoder's gradients are dropped."""
+        import torch
+
+        config, accelerator = self.config, self.accelerator
+        micro_losses = [self._micro_step(step, micro) for micro in range(self.layout.accumulation)]
+        if step < config.head_warmup_steps:
+            for p in self.encoder_parameters:
+                p.grad = None
+        accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = accelerator.reduce(torch.stack(micro_losses).mean(), reduction="mean").item()
+        if accelerator.device.type == "cuda":  # the step's time is then the GPU's, not the launch's
+            torch.cuda.synchronize()
+        return loss
+
+    def _micro_step(self, step: int, micro: int) -> Any:
+        """Forward and backward of one micro-batch; its loss. Data, masks and dropout depend on the micro-batch's
+        slot in the effective batch only, so 1 process x 2 accumulation steps and 2 processes x 1 step train
+        on the same examples, and a resumed run sees what an uninterrupted one would."""
+        import torch
+
+        config, layout, accelerator = self.config, self.layout, self.accelerator
+        rank = accelerator.process_index
+        slot = micro * layout.processes + rank
+        idx = self.order.indices(step, micro, rank, layout)
+        torch.manual_seed(mlm.mask_seed(config.seed, step, slot, stream=1))  # dropout
+        batch = self.collator(self.blocks[idx], mlm.mask_seed(config.seed, step, slot, stream=0))
+        batch = {k: v.to(accelerator.device) for k, v in batch.items()}
+        sync = micro == layout.accumulation - 1  # gradients are all-reduced once, on the last micro-batch
+        with contextlib.nullcontext() if sync else accelerator.no_sync(self.model), accelerator.autocast():
+            loss = self.model(**batch)
+        accelerator.backward(loss / layout.accumulation)
+        return loss.detach().float()
+
+
+def _resume(accelerator: Any, ckpt: Path | None, state: Mapping[str, Any]) -> _Progress:
+    """A fresh start, or the newest checkpoint's model, optimizer, schedule and RNG states loaded and its saved
+    progress: the run then goes on exactly as if it had never stopped."""
+    if ckpt is None:
+        return _Progress()
+    accelerator.load_state(str(ckpt))
+    return _Progress.saved(state)
+
+
+def _save_checkpoint(steps: _Steps, progress: _Progress, out: Path, digest: str) -> None:
+    """Save the training state at ``progress.step``. The state file is written last, so that its presence
+    marks a complete checkpoint (a kill while saving leaves one :func:`latest_checkpoint` skips); only the
+    newest ``keep_checkpoints`` complete ones are kept, to bound the disk a long run takes."""
+    accelerator, config = steps.accelerator, steps.config
+    folder = out / "checkpoints" / f"step-{progress.step:07d}"
+    accelerator.save_state(str(folder))
+    progress.checkpoints.append(folder.name)
+    if accelerator.is_main_process:
+        write_json(folder / STATE_FILE, progress.state(digest, steps.layout, config.seed))
+        complete = sorted(p for p in folder.parent.glob("step-*") if (p / STATE_FILE).exists())
+        for old in complete[:-max(1, config.keep_checkpoints)]:
+            shutil.rmtree(old, ignore_errors=True)
+    accelerator.wait_for_everyone()
+
+
+def _publish(steps: _Steps, tokenizer: Any, out: Path) -> None:
+    """Publish ``out/model`` (weights, config and tokenizer: a Hugging Face folder that ``medibio finetune
+    --model`` and every ``AutoModelFor...`` load) in one atomic step, so a reader finds all of it or nothing."""
+    accelerator = steps.accelerator
+    if accelerator.is_main_process:
+        def save(building: Path) -> None:
+            accelerator.unwrap_model(steps.model).lm.save_pretrained(str(building))
+            tokenizer.save_pretrained(str(building))
+
+        publish_folder(out / "model", save)
+    accelerator.wait_for_everyone()
+
+
+def _heldout(steps: _Steps, tokenizer: Any, data_root: Path) -> dict[str, Any] | None:
+    """The trained model's MLM loss on held-out text when the configuration asks for it (main process only):
+    the training loss alone cannot tell a model that learned from one that memorised."""
+    config, accelerator = steps.config, steps.accelerator
+    if not (config.heldout_per_set and accelerator.is_main_process):
+        return None
+    from medibio.pretrain.heldout import heldout_loss
+
+    return heldout_loss(accelerator.unwrap_model(steps.model).lm, tokenizer, config, data_root, config.heldout_per_set)
+
+
+def _record(ctx: RunContext, job: Job, init: str | None, steps: _Steps, tokenizer: Any, n_params: int,
+            progress: _Progress, heldout: dict[str, Any] | None, notes: list[str]) -> rec.RunRecord:
+    """The run record: where the model came from, the corpus and tokenizer it saw, the batch, the curve and
+    the steps it resumed from, so a reader can tell what was trained and how without the weights."""
+    config, layout, accelerator, blocks = steps.config, steps.layout, steps.accelerator, steps.blocks
+    settings = ctx.settings
+    architecture = {"model_type": accelerator.unwrap_model(steps.model).lm.config.model_type, "parameters": n_params}
+    model_block = ({"name": SCRATCH, "path": "", "tag": SCRATCH, "hash": None, **architecture} if init is None
+                   else {**zoo.model_info(job.init, cache_root=settings.cache_root,
+                                          results_root=settings.results_root), "parameters": n_params})
+    curve, elapsed = progress.curve, progress.elapsed
+    details = {
+        "init": {"kind": "scratch" if init is None else "continual", "from": job.init},
+        "corpus": {"spec": job.corpus, "variant": job.variant, "blocks": len(blocks),
+                   "block_size": blocks.block_size, "tokens": len(blocks) * blocks.block_size,
+                   "stats": blocks.meta.get("stats"), "cache": str(blocks.folder)},
+        "tokenizer": {"vocab_size": len(tokenizer), "fingerprint": corpora.tokenizer_fingerprint(tokenizer),
+                      "class": type(tokenizer).__name__},
+        "architecture": architecture,
+        "batch": {"per_device": layout.per_device, "processes": layout.processes,
+                  "accumulation": layout.accumulation, "effective": layout.effective,
+                  "seq_length": config.seq_length, "tokens_per_step": layout.effective * config.seq_length},
+        "mixed_precision": str(accelerator.mixed_precision), "steps_done": progress.step,
+        "max_steps": config.max_steps, "curve": curve, "final_loss": curve[-1]["loss"] if curve else None,
+        "tokens_seen": progress.tokens_seen, "tokens_per_s": progress.tokens_seen / elapsed if elapsed > 0 else None,
+        "checkpoints": progress.checkpoints, "resumed_from": progress.resumed_from,
+        **({"heldout": heldout} if heldout else {})}
+    return ctx.record(model=model_block, hyperparameters=config.to_dict(), wall_time_s=round(elapsed, 3),
+                      peak_memory_mb=round(_peak_memory_mb(accelerator.device.type), 1), notes=notes, details=details)
+
+
 class PretrainKind:
     """Pretraining as a kind of run (:class:`medibio.runs.protocol.Kind`); ``stop_after`` ends a run after
     that step as a kill would (tests)."""
@@ -183,9 +410,6 @@ class PretrainKind:
 
     def train(self, plan: Plan, ctx: RunContext) -> Outcome:
         """Train (or resume) the run in its work folder; publish ``model`` and the last checkpoints."""
-        import torch
-        from transformers import get_linear_schedule_with_warmup
-
         job: Job = plan.job
         cfg, out, accelerator = job.config, ctx.workdir, ctx.accelerator
         data_root = ctx.settings.data_root
@@ -193,7 +417,6 @@ class PretrainKind:
         notes = list(job.notes)
         if cfg.paper:
             notes.append(f"config {cfg.name} holds the paper's settings; expect it not to fit here")
-        device_type = accelerator.device.type
         layout = plan_batch(cfg.effective_batch, cfg.per_device_batch, accelerator.num_processes)
         # a checkpoint of another configuration is refused before its tokenizer, the corpus or any tensor is
         # loaded: a model of another size would otherwise fail on a tensor size mismatch first
@@ -204,144 +427,56 @@ class PretrainKind:
             tokenizer = prepare_tokenizer(cfg, job.corpus, job.variant, out, init, data_root, job.tokenizer_dir)
             blocks = corpora.cached_blocks(job.corpus, tokenizer, cfg.seq_length, variant=job.variant,
                                            root=data_root, max_mb=cfg.corpus_max_mb, cache=ctx.settings.cache_root)
-        if init is None:
-            model = mlm.new_model(cfg.model, tokenizer, seed=cfg.seed)
-        else:
-            torch.manual_seed(cfg.seed)  # a head the checkpoint lacks, and new embedding rows, start seeded
-            model = mlm.load_checkpoint(init)[0]
-            if len(tokenizer) > model.get_input_embeddings().num_embeddings:  # <dig> of the SumPubMed form
-                model.resize_token_embeddings(len(tokenizer))
-        max_pos = getattr(model.config, "max_position_embeddings", cfg.seq_length)
-        if cfg.seq_length > max_pos:
-            raise ValueError(f"sequence length {cfg.seq_length} exceeds the model's {max_pos} positions")
-        n_params = sum(p.numel() for p in model.parameters())
-        use_cheap_dropout(model, accelerator.device)
-        model = mlm.MaskedPositionsLM(model)  # forward returns the loss, logits at masked positions only
-        encoder_parameters = list(model.lm.base_model.parameters())
+        model, n_params = _masked_lm(cfg, tokenizer, init, accelerator.device)
+        steps = _Steps.prepare(cfg, layout, accelerator, tokenizer, blocks, model)
+        progress = _resume(accelerator, ckpt, state)
+        self._run_steps(steps, progress, out, digest, notes, f"pretrain {cfg.name}/{job.tag}")
+        _publish(steps, tokenizer, out)
+        heldout = _heldout(steps, tokenizer, data_root)
+        record = _record(ctx, job, init, steps, tokenizer, n_params, progress, heldout, notes)
+        built = ("model", "checkpoints") + (("tokenizer",) if (out / "tokenizer").is_dir() else ())
+        return Outcome(record, None, built)
 
-        optimizer = _optimizer(model, cfg)
-        scheduler = get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, cfg.max_steps)
-        model, optimizer = accelerator.prepare(model, optimizer)
-        accelerator.register_for_checkpointing(scheduler)
-        collator = mlm.MLMCollator(tokenizer, cfg)
-        order = DataOrder(len(blocks), cfg.seed)
-        rank = accelerator.process_index
-
-        step, curve, tokens_seen, elapsed, resumed_from, checkpoints = 0, [], 0, 0.0, [], []
-        if ckpt is not None:
-            accelerator.load_state(str(ckpt))
-            step, curve, tokens_seen = state["step"], state["curve"], state["tokens_seen"]
-            elapsed, checkpoints = state["elapsed_s"], state["checkpoints"]
-            resumed_from = [*state.get("resumed_from", []), step]
-
-        def save_checkpoint() -> None:
-            folder = out / "checkpoints" / f"step-{step:07d}"
-            accelerator.save_state(str(folder))
-            checkpoints.append(folder.name)
-            if accelerator.is_main_process:
-                write_json(folder / STATE_FILE, {
-                    "config_digest": digest, "step": step, "data_offset": step * layout.effective,
-                    "effective_batch": layout.effective, "seed": cfg.seed, "tokens_seen": tokens_seen,
-                    "elapsed_s": elapsed, "curve": curve, "checkpoints": checkpoints, "resumed_from": resumed_from})
-                complete = sorted(p for p in folder.parent.glob("step-*") if (p / STATE_FILE).exists())
-                for old in complete[:-max(1, cfg.keep_checkpoints)]:
-                    shutil.rmtree(old, ignore_errors=True)
-            accelerator.wait_for_everyone()
-
-        bar = None
-        if self.progress and accelerator.is_local_main_process and step < cfg.max_steps:
-            bar = live.bar(f"pretrain {cfg.name}/{job.tag}", cfg.max_steps - step)
-        tokens_per_step = layout.effective * cfg.seq_length
-        window_loss, window_tokens, window_time = [], 0, 0.0
-        model.train()
-        while step < cfg.max_steps:
+    def _run_steps(self, steps: _Steps, progress: _Progress, out: Path, digest: str, notes: list[str],
+                   title: str) -> None:
+        """Step from ``progress.step`` to ``max_steps``, saving a checkpoint every ``save_every`` steps and at the
+        end. A non-finite loss is noted in the record rather than stopping the run, so its curve shows where.
+        Past ``stop_after`` it raises :class:`Stopped`, like a kill: only the checkpoints already written
+        survive."""
+        cfg = steps.config
+        bar = self._bar(steps, progress, title)
+        tokens_per_step = steps.layout.effective * cfg.seq_length
+        steps.model.train()
+        while progress.step < cfg.max_steps:
             t0 = time.perf_counter()
-            lr_used = scheduler.get_last_lr()[0]
-            micro_losses = []
-            for micro in range(layout.accumulation):
-                # Data, masks and dropout depend on the micro-batch's slot in the effective batch only, so
-                # 1 process x 2 accumulation steps and 2 processes x 1 step train on the same examples.
-                slot = micro * layout.processes + rank
-                idx = order.indices(step, micro, rank, layout)
-                torch.manual_seed(mlm.mask_seed(cfg.seed, step, slot, stream=1))  # dropout
-                batch = collator(blocks[idx], mlm.mask_seed(cfg.seed, step, slot, stream=0))
-                batch = {k: v.to(accelerator.device) for k, v in batch.items()}
-                sync = micro == layout.accumulation - 1
-                with contextlib.nullcontext() if sync else accelerator.no_sync(model), accelerator.autocast():
-                    loss = model(**batch)
-                accelerator.backward(loss / layout.accumulation)
-                micro_losses.append(loss.detach().float())
-            if step < cfg.head_warmup_steps:  # only the MLM head learns (the tied word embeddings do not)
-                for p in encoder_parameters:
-                    p.grad = None
-            accelerator.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            step_loss = accelerator.reduce(torch.stack(micro_losses).mean(), reduction="mean").item()
-            if device_type == "cuda":
-                torch.cuda.synchronize()
-            dt = time.perf_counter() - t0
-            step += 1
-            elapsed += dt
-            tokens_seen += tokens_per_step
-            window_loss.append(step_loss)
-            window_tokens += tokens_per_step
-            window_time += dt
+            lr_used = steps.scheduler.get_last_lr()[0]
+            step_loss = steps.step(progress.step)
+            progress.count(step_loss, time.perf_counter() - t0, tokens_per_step, lr_used, cfg)
+            step = progress.step
             if not math.isfinite(step_loss):
                 notes.append(f"non-finite loss at step {step}")
-            if step % cfg.log_every == 0 or step == cfg.max_steps or step == 1:
-                curve.append({"step": step, "loss": float(np.mean(window_loss)), "lr": lr_used,
-                              "tokens_per_s": window_tokens / window_time if window_time else None,
-                              "tokens_seen": tokens_seen, "elapsed_s": round(elapsed, 3)})
-                window_loss, window_tokens, window_time = [], 0, 0.0
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix_str(f"step {step}/{cfg.max_steps}, loss {step_loss:.3f}", refresh=False)
             if step % cfg.save_every == 0 or step == cfg.max_steps:
-                save_checkpoint()
-            if self.stop_after is not None and step >= self.stop_after and step < cfg.max_steps:
+                _save_checkpoint(steps, progress, out, digest)
+            if self._stops_after(step, cfg.max_steps):
                 if bar is not None:
                     bar.close()
-                raise Stopped(step, out)  # like a kill: only the checkpoints already written survive
+                raise Stopped(step, out)
         if bar is not None:
             bar.close()
-        if accelerator.is_main_process:
-            def save(building: Path) -> None:
-                accelerator.unwrap_model(model).lm.save_pretrained(str(building))
-                tokenizer.save_pretrained(str(building))
 
-            publish_folder(out / "model", save)
-        accelerator.wait_for_everyone()
-        heldout = None
-        if cfg.heldout_per_set and accelerator.is_main_process:
-            from medibio.pretrain.heldout import heldout_loss
+    def _bar(self, steps: _Steps, progress: _Progress, title: str) -> Any:
+        """The progress bar of the steps left, on one process per machine; None when off or nothing is left."""
+        left = steps.config.max_steps - progress.step
+        if self.progress and steps.accelerator.is_local_main_process and left > 0:
+            return live.bar(title, left)
+        return None
 
-            heldout = heldout_loss(accelerator.unwrap_model(model).lm, tokenizer, cfg, data_root, cfg.heldout_per_set)
-
-        architecture = {"model_type": accelerator.unwrap_model(model).lm.config.model_type, "parameters": n_params}
-        model_block = ({"name": SCRATCH, "path": "", "tag": SCRATCH, "hash": None, **architecture} if init is None
-                       else {**zoo.model_info(job.init, cache_root=ctx.settings.cache_root,
-                                              results_root=ctx.settings.results_root), "parameters": n_params})
-        details = {
-            "init": {"kind": "scratch" if init is None else "continual", "from": job.init},
-            "corpus": {"spec": job.corpus, "variant": job.variant, "blocks": len(blocks),
-                       "block_size": blocks.block_size, "tokens": len(blocks) * blocks.block_size,
-                       "stats": blocks.meta.get("stats"), "cache": str(blocks.folder)},
-            "tokenizer": {"vocab_size": len(tokenizer), "fingerprint": corpora.tokenizer_fingerprint(tokenizer),
-                          "class": type(tokenizer).__name__},
-            "architecture": architecture,
-            "batch": {"per_device": layout.per_device, "processes": layout.processes,
-                      "accumulation": layout.accumulation, "effective": layout.effective,
-                      "seq_length": cfg.seq_length, "tokens_per_step": layout.effective * cfg.seq_length},
-            "mixed_precision": str(accelerator.mixed_precision), "steps_done": step, "max_steps": cfg.max_steps,
-            "curve": curve, "final_loss": curve[-1]["loss"] if curve else None, "tokens_seen": tokens_seen,
-            "tokens_per_s": tokens_seen / elapsed if elapsed > 0 else None, "checkpoints": checkpoints,
-            "resumed_from": resumed_from, **({"heldout": heldout} if heldout else {})}
-        record = ctx.record(model=model_block, hyperparameters=cfg.to_dict(), wall_time_s=round(elapsed, 3),
-                            peak_memory_mb=round(_peak_memory_mb(device_type), 1), notes=notes, details=details)
-        built = ("model", "checkpoints") + (("tokenizer",) if (out / "tokenizer").is_dir() else ())
-        return Outcome(record, None, built)
+    def _stops_after(self, step: int, max_steps: int) -> bool:
+        """Whether a run told to stop (``stop_after``) ends after ``step``; a run at its last step finishes."""
+        return self.stop_after is not None and step >= self.stop_after and step < max_steps
 
 
 def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstracts", variant: str = "abstract",

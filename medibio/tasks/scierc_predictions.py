@@ -9,7 +9,7 @@ caller asks for ``partial`` scoring (our smoke runs' capped test sets); an empty
 and what was expected.
 
 A well-formed line is also checked for what no model produces and what would make the score depend on
-the file instead of the predictions (issue 20): a type outside SciERC's label sets, a span outside the
+the file instead of the predictions: a type outside SciERC's label sets, a span outside the
 document (negative, past its last word, or ending before it starts), the same span with several types
 (the last one would win), a mention in two coreference clusters, and a relation whose arguments are not
 among the line's predicted entities (relations are scored end-to-end, on predicted entities). Each is an
