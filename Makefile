@@ -91,16 +91,16 @@ gpu-check: install
 
 # The Table 5 study (docs/pretraining.md): both queues in the background, one per core, each in a session of its
 # own whose scheduling group takes nice 10 (medibio.core.launch.yield_to_interactive_work: a plain nice value does
-# not yield to another session's work), with logs beside the study's work folders; a queue already running is left
-# alone. The end of a session stops them: run it again (each queue goes on from its last checkpoint). Each unit
+# not yield to another session's work), with logs in logs/ of the study root the queues see (the settings'
+# study_root: $MEDIBIO_STUDY_ROOT, else its default); a queue already running is left alone. The end of a session stops them: run it again (each queue goes on from its last checkpoint). Each unit
 # runs the checkout's code as it starts: when editing meanwhile, start the queues from a clean clone.
-STUDY_LOGS ?= $(HOME)/.cache/medibio-study/logs
 study: install
-	mkdir -p $(STUDY_LOGS)
+	logs=$$($(PY) -c 'from medibio.core.settings import Settings; print(Settings.from_env().study_root / "logs")') && \
+	mkdir -p "$$logs" && \
 	for q in a b; do \
 	  if pgrep -f "medibio study queue $$q" > /dev/null; then echo "queue $$q: already running"; else \
-	    setsid nohup nice -n 10 $(PY) -m medibio study queue $$q >> $(STUDY_LOGS)/queue-$$q.log 2>&1 < /dev/null & \
-	    echo "queue $$q: started, log $(STUDY_LOGS)/queue-$$q.log"; fi; \
+	    setsid nohup nice -n 10 $(PY) -m medibio study queue $$q >> "$$logs/queue-$$q.log" 2>&1 < /dev/null & \
+	    echo "queue $$q: started, log $$logs/queue-$$q.log"; fi; \
 	done
 
 clean-book:

@@ -108,14 +108,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200, help="steps of each run (a multiple of 25)")
     parser.add_argument("--window", type=int, default=25, help="steps whose training loss is averaged")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--work-root", type=Path, default=None, help="default: the study's (~/.cache/medibio-study)")
+    parser.add_argument("--work-root", type=Path, default=None, help="default: the study's ($MEDIBIO_STUDY_ROOT, "
+                        "else ~/.cache/medibio-study)")
     parser.add_argument("--data-root", default=None)
     parser.add_argument("--only", choices=VARIANTS, default=None, help="train one variant (the parent runs both)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    from medibio.pretrain import study
+    from medibio.core.settings import Settings
 
-    work_root = args.work_root or study.WORK_ROOT
+    work_root = args.work_root or Settings.from_env().study_root
     common = ["--steps", str(args.steps), "--seed", str(args.seed), "--work-root", str(work_root),
               *(["--data-root", args.data_root] if args.data_root else [])]
     if args.only:

@@ -25,6 +25,7 @@ import pytest
 from benchmarks.gpu_check import pack, run
 from medibio.book import assets, build
 from medibio.cli import pretrain as pretrain_cli
+from medibio.cli import study as study_cli
 from medibio.core.errors import ModelUnavailableError
 from medibio.core.settings import LIMIT_ENV, MAX_LIMIT, Settings, SettingsError
 from medibio.models import zoo
@@ -155,9 +156,9 @@ def test_study_tokens_have_an_upper_bound_that_says_why(tmp_path: Path, capsys) 
     code, _, err = run_main(["study", "unit", "--arm", "2", "--seed", "1", "--tokens", "9" * 23, "--work-root",
                              str(tmp_path / "work"), *no_data], capsys)
     assert code == 2
-    _one_line(code, err, "'--tokens'", f"[1, {pretrain_cli.MAX_STUDY_TOKENS}]", "9" * 23, "100 times the study's",
+    _one_line(code, err, "'--tokens'", f"[1, {study_cli.MAX_STUDY_TOKENS}]", "9" * 23, "100 times the study's",
               "steps of 8,192 tokens")
-    code, _, err = run_main(["study", "status", "--tokens", str(pretrain_cli.MAX_STUDY_TOKENS + 1), "--work-root",
+    code, _, err = run_main(["study", "status", "--tokens", str(study_cli.MAX_STUDY_TOKENS + 1), "--work-root",
                              str(tmp_path)], capsys)
     _one_line(code, err, "'--tokens'")
     code, _, err = run_main(["pretrain", "--max-steps", "9" * 23, *no_data], capsys)

@@ -58,6 +58,7 @@ AREAS = (
     "medibio.cli.results",  # medibio results table
     "medibio.cli.fields",  # medibio fields cooccurrence|subset
     "medibio.cli.pretrain",  # medibio pretrain, medibio vocab train
+    "medibio.cli.study",  # medibio study unit|status|finetune|queue|pilot
     "medibio.cli.scierc",  # medibio scierc train|evaluate|table
     "medibio.cli.book",  # medibio book
 )

@@ -29,6 +29,10 @@ PROCESSES_ENV = "MEDIBIO_PROCESSES"
 PROGRESS_ENV = "MEDIBIO_PROGRESS"
 SHARE_ENV = "MEDIBIO_SHARE_CORES_WITH"
 RECORDED_ENV = "MEDIBIO_RECORDED"
+STUDY_ENV = "MEDIBIO_STUDY_ROOT"
+# The CPU Table 5 study's work root (its results/ and cache/, medibio.pretrain.study): outside the checkout, so
+# that a next session on the same machine resumes its runs.
+DEFAULT_STUDY_ROOT = Path("~/.cache/medibio-study")
 # Set by accelerate/torchrun in the processes they start: such a process never launches processes again.
 LAUNCHED_ENV = ("WORLD_SIZE", "LOCAL_RANK")
 
@@ -65,7 +69,8 @@ class Settings:
     :mod:`medibio.book.background`); a run started meanwhile computes on one core less. ``recorded``: the
     recorded results (a results root, e.g. ``reference/``) this session renders from: the results root was
     seeded from it and no run may train (:func:`medibio.runs.protocol.run` raises instead); None: runs train
-    when they have no record.
+    when they have no record. ``study_root``: the work root of the CPU Table 5 study, whose commands read and
+    write their results and cache under it (:func:`medibio.pretrain.study.work_settings`).
     """
 
     data_root: Path = dataclasses.field(default_factory=paths.default_data_root)
@@ -76,9 +81,10 @@ class Settings:
     progress: bool = True
     share_cores_with: int | None = None
     recorded: Path | None = None
+    study_root: Path = DEFAULT_STUDY_ROOT
 
     def __post_init__(self) -> None:
-        for name in ("data_root", "results_root", "cache_root"):
+        for name in ("data_root", "results_root", "cache_root", "study_root"):
             object.__setattr__(self, name, Path(getattr(self, name)).expanduser())
         if self.cache_root.exists() and not self.cache_root.is_dir():  # said here, not as "File exists" in a run
             raise SettingsError(f"{self.cache_root}: expected a folder (the cache, ${CACHE_ENV}), got a file; point "
@@ -96,7 +102,8 @@ class Settings:
         """The settings of a boundary: ``given`` (its flags; ``None`` = not given), else the environment."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
-        for field, name in (("data_root", DATA_ENV), ("results_root", RESULTS_ENV), ("cache_root", CACHE_ENV)):
+        for field, name in (("data_root", DATA_ENV), ("results_root", RESULTS_ENV), ("cache_root", CACHE_ENV),
+                            ("study_root", STUDY_ENV)):
             if env.get(name):
                 values[field] = Path(env[name])
         if env.get(LIMIT_ENV, "").strip():
@@ -119,7 +126,7 @@ class Settings:
     def to_env(self) -> dict[str, str]:
         """The settings as environment variables, for a process medibio starts."""
         env = {DATA_ENV: str(self.data_root), RESULTS_ENV: str(self.results_root),
-               CACHE_ENV: str(self.cache_root), PROCESSES_ENV: str(self.processes),
+               CACHE_ENV: str(self.cache_root), STUDY_ENV: str(self.study_root), PROCESSES_ENV: str(self.processes),
                PROGRESS_ENV: "1" if self.progress else "0"}
         if self.limit is not None:
             env[LIMIT_ENV] = str(self.limit)
