@@ -59,7 +59,7 @@ ARM = check.lookup(design.get_arm)
 WORK_HELP = f"Folder of the study's results/ and cache/ (default ${STUDY_ENV}, else {DEFAULT_STUDY_ROOT})."
 PILOT = f"(the pilot: {design.PILOT_TOKENS})"
 
-study_app = typer.Typer(help="The CPU Table 5 study's pretraining (issue 40), in resumable units.",
+study_app = typer.Typer(help="The CPU Table 5 study's pretraining, in resumable units.",
                         no_args_is_help=True)
 
 
