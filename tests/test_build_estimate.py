@@ -18,6 +18,9 @@ def _settings(tmp_path, **kw) -> Settings:
     return Settings(data_root=tmp_path / "data", results_root=tmp_path / "results", cache_root=tmp_path / "cache", **kw)
 
 
+NOTEBOOKS = sum(c.is_notebook for c in select())  # the chapters that share the work besides training
+
+
 def same(precision: str) -> float:
     """The recording machine's own step: this machine is that one."""
     return est.RECORDING_STEP_S[precision]
@@ -38,7 +41,8 @@ def test_a_fresh_build_on_the_recording_machine_is_estimated_at_the_recording_bu
     assert found.to_train == len(planned) and found.recorded_here == 0 and found.processes == 2
     assert found.recorded_seconds == pytest.approx(est.RECORDED_RUNS_S, rel=1e-3)
     assert found.seconds == pytest.approx(est.RECORDING_BUILD_S, rel=1e-3)
-    assert list(found.chapters) == [c.slug for c in select() if not c.execute_last] + ["intro", "what_holds_up"]
+    assert list(found.chapters) == [c.slug for c in select() if c.is_notebook and not c.execute_last] + ["intro",
+                                                                                              "what_holds_up"]
     assert "about 31 min" in found.describe()
 
 
@@ -66,7 +70,7 @@ def test_one_chapter_on_one_core_counts_its_own_runs_in_one_process(tmp_path):
                          cores=1)
     scierc = _trained(r for r in est.planned_runs("cpu") if r.kind == "scierc")
     assert (found.to_train, found.processes, list(found.chapters)) == (len(scierc), 1, ["table_4_scierc"])
-    assert found.seconds == pytest.approx(sum(r.wall_time_s for r in scierc) + est.OTHER_WORK_S / len(select()))
+    assert found.seconds == pytest.approx(sum(r.wall_time_s for r in scierc) + est.OTHER_WORK_S / NOTEBOOKS)
 
 
 def test_no_estimate_where_no_recorded_configuration_runs(tmp_path):
@@ -116,6 +120,28 @@ def test_each_run_is_scaled_from_the_precision_it_was_recorded_in_to_the_one_it_
     pretrain = sum(r.wall_time_s for r in planned if r.kind == "pretrain")
     scierc = sum(r.wall_time_s for r in planned if r.kind == "scierc")
     bf16_scale = 3 * est.RECORDING_STEP_S["no"] / est.RECORDING_STEP_S["bf16"]
-    other = est.OTHER_WORK_S / len(select()) * 3  # the work besides training scales as fp32 does
+    other = est.OTHER_WORK_S / NOTEBOOKS * 3  # the work besides training scales as fp32 does
     assert found.chapters["table_3_pretraining"] == pytest.approx(3 * pretrain + other)
     assert found.chapters["table_4_scierc"] == pytest.approx(bf16_scale * scierc + other)
+
+
+def test_a_build_from_recorded_runs_counts_the_runs_every_chapter_reads(tmp_path):
+    """Rendering reference/ trains nothing; each chapter's time follows the recorded runs it reads (all of them
+    for Appendix B's index and drift, the claims' fine-tuning runs for What holds up), not the profile's 48."""
+    recorded = REFERENCE_ROOT.resolve()
+    found = est.estimate("cpu", _settings(tmp_path, recorded=recorded), select(), step=same, precision_here=bf16_cpu,
+                         cores=2)
+    every = sorted(p for p in recorded.rglob("seed*.json") if not p.name.endswith(".test.json"))
+    assert found.to_train == 0 and found.rendered == len(every) > len(est.planned_runs("cpu"))
+    assert found.reads["appendix_b_reproducibility"] == len(every)
+    claims = [p for p in every if p.relative_to(recorded).parts[:2] in {("finetune", "cpu-ift"), ("finetune", "cpu-study")}]
+    assert found.reads["what_holds_up"] == len(claims)
+    assert found.reads["figures_2_4_field_correlation"] == 0
+    for slug, seconds in found.chapters.items():  # on the recording machine: its fixed work plus the reading
+        assert seconds >= est.RECORDED_CHAPTER_S
+        assert (seconds == est.RECORDED_CHAPTER_S) == (found.reads[slug] == 0)
+    assert found.chapters["appendix_b_reproducibility"] > 5 * found.chapters["intro"]
+    slower = est.estimate("cpu", _settings(tmp_path, recorded=recorded), select(), step=lambda p: 2 * same(p),
+                          precision_here=bf16_cpu, cores=2)
+    assert slower.seconds == pytest.approx(2 * found.seconds)
+    assert f"renders {len(every)} recorded runs" in found.describe()

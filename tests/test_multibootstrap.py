@@ -207,8 +207,8 @@ def test_the_draws_do_not_depend_on_the_scores() -> None:
 
 
 @pytest.mark.parametrize(("low", "high", "side", "delta", "expected"), [
-    (-0.5, 0.8, 1, 1.0, V.EQUIVALENT), (-0.5, 1.2, 1, 1.0, V.INCONCLUSIVE), (0.2, 0.8, 1, 1.0, V.SUPPORTED),
-    (-0.5, 0.8, -1, 1.0, V.EQUIVALENT), (-0.5, 0.8, 1, math.nan, V.INCONCLUSIVE), (-1.0, 0.5, 1, 1.0, V.INCONCLUSIVE),
+    (-0.5, 0.8, 1, 1.0, V.EQUIVALENT), (-0.5, 1.2, 1, 1.0, V.INCONCLUSIVE), (0.2, 0.8, 1, 1.0, V.SUPPORTED_SMALL),
+    (-0.5, 0.8, -1, 1.0, V.SUPPORTED), (-0.5, 0.8, 1, math.nan, V.INCONCLUSIVE), (-1.0, 0.5, 1, 1.0, V.INCONCLUSIVE),
 ])
 def test_equivalence_outcome(low: float, high: float, side: int, delta: float, expected: str) -> None:
     assert V.verdict(low, high, side, delta) == expected

@@ -4,6 +4,7 @@ links to the chapters' headings, and ``medibio claims --json``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -87,6 +88,115 @@ def test_our_rule(low: float, high: float, side: int, expected: str) -> None:
     assert V.verdict(low, high, side) == expected
 
 
+@pytest.mark.parametrize(("low", "high", "side", "delta", "expected"), [
+    (0.2, 0.8, 1, 1.0, V.SUPPORTED_SMALL),  # above zero and below δ: a real effect, smaller than the margin
+    (0.2, 1.2, 1, 1.0, V.SUPPORTED), (0.2, 0.8, 1, math.nan, V.SUPPORTED),
+    (-0.5, 0.8, 1, 1.0, V.EQUIVALENT), (-2.0, -0.5, 1, 1.0, V.CONTRADICTED),
+    # "A does not beat B" is non-superiority: supported when the upper end lies below +δ, whatever the lower end
+    (-1.2, 0.9, -1, 1.0, V.SUPPORTED), (0.2, 0.9, -1, 1.0, V.SUPPORTED), (-1.21, 1.65, -1, 1.0, V.INCONCLUSIVE),
+    (0.5, 1.5, -1, 1.0, V.INCONCLUSIVE), (1.2, 2.0, -1, 1.0, V.CONTRADICTED),
+])
+def test_the_margin_rules(low: float, high: float, side: int, delta: float, expected: str) -> None:
+    assert V.verdict(low, high, side, delta) == expected
+
+
+def test_a_claim_of_no_gain_is_a_non_superiority_claim() -> None:
+    """fulltext ("#4 does not beat #3") was judged as "#4 significantly worse than #3"; an interval below +δ
+    that holds zero supports it now, where the old rule said only "no difference larger than δ"."""
+    claim = V.get("fulltext")
+    assert claim.side == -1 and claim.test.delta == 1.0
+    assert V.verdict(-0.4, 0.9, claim.side, claim.test.delta) == V.SUPPORTED
+    assert V.verdict(-0.4, 0.9, 1, claim.test.delta) == V.EQUIVALENT  # what the claim-of-gain rule reads there
+    assert V.verdict_text(V.SUPPORTED_SMALL, 1.0) == "supported, smaller than 1"
+
+
+def test_the_paper_effect_test_and_the_interval_never_disagree() -> None:
+    """The paper's effect is excluded exactly when the interval's end on its side lies short of it, and
+    exactly when p < 0.05; effects placed on draws (ties) and between them, on both sides of zero."""
+    rng = np.random.default_rng(7)
+    for case in range(300):
+        draws = np.round(rng.normal(rng.uniform(-1, 1), rng.uniform(0.1, 2), 499), 1)  # many ties
+        effect = float(rng.choice(draws)) if case % 2 else float(rng.uniform(-4, 4))
+        if effect == 0:
+            continue
+        p, excluded, end = V.paper_effect_test(draws, effect)
+        low, high = S.order_interval(draws)
+        assert end == (high if effect > 0 else low)
+        assert excluded == (end < effect if effect > 0 else end > effect) == (p < V.ALPHA), (case, effect, end, p)
+    # by hand: 499 draws 0.00, 0.01, ...; the paper's +4.90 has 9 draws at or beyond it
+    p, excluded, end = V.paper_effect_test(np.arange(499) / 100, 4.90)
+    assert p == pytest.approx(19 / 500) and excluded and end < 4.90
+
+
+def test_welch_sd_is_the_spread_at_which_welch_turns_significant() -> None:
+    for diff in (0.26, 1.29, 14.94):
+        sd = V.welch_sd(diff)
+        p = [stats.ttest_ind_from_stats(diff, x, 5, 0.0, x, 5, equal_var=False).pvalue
+             for x in (0.99 * sd, 1.01 * sd)]
+        assert p[0] < 0.05 < p[1]
+    paper = V.paper_evidence(V.get("vs-biolinkbert-ner"))  # Table 7 prints means only
+    assert paper.welch_sd == pytest.approx(V.welch_sd(86.28 - 86.02)) and paper.welch_sd < 0.2
+    assert V.paper_evidence(V.get("scierc-ner")).welch_sd is None  # Table 4 prints its spread: Welch itself
+
+
+def test_the_table5_claims_print_the_paper_in_our_statistic() -> None:
+    """Ours is the mean over the seven large sets: the paper's column is Table 6's mean over them, the 13-set
+    Table 5 average the text quotes kept beside it."""
+    expected = {"science-base": ("#1", "#2", 0.85), "scratch-vs-general": ("#3", "#2", 0.02),
+                "fulltext": ("#4", "#3", -0.32)}
+    for cid, (a, b, printed) in expected.items():
+        paper = V.paper_evidence(V.get(cid))
+        by_hand = np.mean([tables.cell(6, a, d) - tables.cell(6, b, d) for d in V.T5_SETS])
+        assert paper.diff == pytest.approx(by_hand) and round(paper.diff, 2) == printed
+        assert paper.quoted_diff == pytest.approx(tables.cell(5, a, "blurb_avg") - tables.cell(5, b, "blurb_avg"))
+        assert "the text quotes" in paper.test
+
+
+def _tested(**scores: float) -> V.Evidence:
+    return V.Evidence(0.4, -2.4, 3.6, 0.79, "runs", **scores)
+
+
+def test_design_labels_from_the_data_and_from_the_claim() -> None:
+    pubmedqa, hoc, biosses = V.get("ift-pubmedqa"), V.get("ift-hoc"), V.get("ift-biosses")
+    floor = _tested(a_score=53.6, b_score=53.1, constant=55.2, constant_low=51.0, constant_high=59.6)
+    design, detail = V.design_of(pubmedqa.test, floor)
+    assert design == V.FLOOR and "55.2 [51.0, 59.6]" in detail
+    assert V.verdict_words(V.INCONCLUSIVE, 2.0, design) == "not testable: floor (measured: inconclusive)"
+    learnt = dataclasses.replace(floor, a_score=70.0)  # one arm above the constant's interval: no floor
+    assert V.design_of(pubmedqa.test, learnt)[0] == V.PROXY  # the declared proxy shows instead
+    assert V.verdict_words(V.CONTRADICTED, 2.0, V.design_of(hoc.test, learnt)[0]) == "proxy contradicted"
+    design, detail = V.design_of(biosses.test, _tested(a_score=86.7, b_score=86.9), paper_b=57.68)
+    assert design == V.CEILING and detail.startswith("base scores 86.9 here against 57.7 in the paper")
+    assert V.verdict_words(V.INCONCLUSIVE, 2.0, design) == "inconclusive, at a ceiling"
+    assert V.design_of(V.get("scratch-vs-general").test, _tested())[0] == V.SCALE_MISMATCH
+    assert V.verdict_words(V.CONTRADICTED, 1.0, V.SCALE_MISMATCH) == \
+        "not testable at this scale (measured: contradicted)"
+    assert V.design_of(V.get("science-base").test, _tested()) == ("", "")
+    assert V.verdict_words(V.NOT_TESTABLE, 2.0, V.PROXY) == V.NOT_TESTABLE  # nothing measured: nothing to label
+
+
+def test_a_claim_reads_only_arms_that_share_a_precision() -> None:
+    science = V.get("science-base").test
+    mixed = dataclasses.replace(_tested(), precisions=(("bf16",), ("fp32",)))
+    design, detail = V.design_of(science, mixed)
+    assert design == V.PRECISIONS and "#1 in bf16 and #2 in fp32" in detail
+    assert V.verdict_words(V.INCONCLUSIVE, 1.0, design) == \
+        "not testable: the arms differ in precision (measured: inconclusive)"
+    assert V.design_of(science, dataclasses.replace(mixed, precisions=(("fp32",), ("fp32",)))) == ("", "")
+    # a declared scale mismatch is shown only once the precisions agree: what the runs cannot read comes first
+    scratch = V.get("scratch-vs-general").test
+    assert V.design_of(scratch, mixed)[0] == V.PRECISIONS
+
+
+def test_seed_spreads_from_records(build: Build) -> None:
+    spreads = {x.system: x for x in V.seed_spreads(("BIOSSES",), [build.results])}
+    base = [r.score_test for r in records.load_records(build.results, profile="cpu-ift", variant="base")]
+    assert spreads["cpu-ift/minilm/base"].seeds == 3
+    assert spreads["cpu-ift/minilm/base"].sd == pytest.approx(np.std(base, ddof=1))
+    assert "cpu/minilm/ift-BioASQ" not in spreads  # one seed: no spread
+    assert V.seed_spreads(("BIOSSES", "HoC"), [build.results]) == ()  # no seed has both
+
+
 def test_paper_rule() -> None:
     assert V.paper_verdict(None, 1, (), None) == V.NO_NUMBERS
     assert V.paper_verdict(1.0, 1, ("a failed check",), 0.001) == V.INCONSISTENT
@@ -163,11 +273,16 @@ def test_ift_claims_on_records_and_a_changed_record_changes_the_verdict(build: B
     again = {r.id: r for r in V.rows(build.settings, "cpu", claims, resamples=499, recorded=None)}
     assert again["ift-biosses"].verdict == V.CONTRADICTED and again["ift-biosses"].ours.high < 0
     glance = V.overview(list(again.values()))
+    turned = again["ift-biosses"]
     row = glance.loc["ift-biosses"]
-    assert row["our verdict"] == V.CONTRADICTED and row["paper verdict"] == again["ift-biosses"].paper.verdict
-    assert row["ours A − B [95%]"] == f"{again['ift-biosses'].ours.diff:+.2f} [{again['ift-biosses'].ours.low:+.2f}, " \
-        f"{again['ift-biosses'].ours.high:+.2f}]"
-    assert row["δ"] == "2"
+    assert list(glance.columns) == ["claim", "paper's number", "ours [95%]", "verdict"]
+    assert all(isinstance(v, str) for v in glance.to_numpy().ravel())  # no True/False, no floats
+    assert row["paper's number"] == f"{turned.paper.diff:+.2f}" == "+35.02"  # Table 7 − Table 6 #1
+    assert row["ours [95%]"] == f"{turned.ours.diff:+.2f} [{turned.ours.low:+.2f}, {turned.ours.high:+.2f}]"
+    # the declared ceiling is named in the verdict, and the paper's +35 is excluded by our interval
+    assert row["verdict"] == (f"contradicted, at a ceiling; the paper's +35.02 is excluded at this scale (upper end "
+                              f"{turned.ours.high:+.2f})")
+    assert glance.loc["ift-domain", "paper's number"] == "none printed"
 
 
 def test_a_profile_of_its_own_is_read_from_the_recorded_root_when_the_build_has_none(build: Build,
@@ -268,6 +383,21 @@ def test_the_study_tests_a_table5_claim_only_with_both_pretraining_seeds_of_each
     row = V.rows(build.settings, "cpu", [V.get("fulltext")], resamples=499, recorded=None)[0]
     assert row.verdict != V.NOT_TESTABLE and row.ours.high < 0
     assert "pretraining seeds" in row.ours.resampled and "large BLURB sets (DDI)" in row.ours.runs
+    # beside the declared statistic: each set alone (the same draws) and Welch's t over the pretrained models
+    alone = next(b for b in row.ours.beside if b.label.startswith("DDI alone"))
+    assert (alone.diff, alone.low, alone.high) == (row.ours.diff, row.ours.low, row.ours.high)  # one set here
+    welch = next(b for b in row.ours.beside if b.label.startswith("Welch's t over the pretrained models (2 + 2"))
+    models = {}
+    for arm in ("4", "3"):
+        runs = S.runs_of(records.load_records(build.results, variant=f"study-{arm}"), build.results, arm, "DDI",
+                         build.data, pretraining=lambda r: r.model["tag"])
+        models[arm] = [np.mean([x for x, m in zip(runs.scores, runs.pretraining, strict=True) if m == tag])
+                       for tag in sorted(set(runs.pretraining))]
+    by_hand = stats.ttest_ind(models["4"], models["3"], equal_var=False)
+    assert welch.p == pytest.approx(by_hand.pvalue)
+    assert welch.diff == pytest.approx(np.mean(models["4"]) - np.mean(models["3"]))
+    assert (welch.low, welch.high) == pytest.approx(tuple(by_hand.confidence_interval(0.95)))
+    assert (welch.low > 0 or welch.high < 0) == (welch.p < 0.05)
 
 
 def test_a_table5_claim_is_not_tested_on_some_of_the_seven_large_sets(tmp_path: Path) -> None:
@@ -385,6 +515,17 @@ def test_cli_json(build: Build) -> None:
             assert (ours["low"] > 0 or ours["high"] < 0) == (ours["p"] < 0.05), claim["id"]
     assert by_id["scierc-ner"]["paper"]["verdict"] == V.SIGNIFICANT and by_id["scierc-ner"]["ours"]["low"] is None
     assert by_id["ift-biosses"]["link"] == "tables_1_2_intermediate_finetuning.html#ift-for-sentence-similarity"
+    # the paper's own effect, tested one-sided on the verdict's draws, and the design label beside every verdict
+    assert biosses["paper_effect"] == pytest.approx(92.7 - 57.68)
+    assert biosses["paper_effect_end"] == biosses["ours"]["high"]
+    assert biosses["paper_effect_excluded"] == (biosses["ours"]["high"] < biosses["paper_effect"]) \
+        == (biosses["paper_effect_p"] < 0.05)
+    assert biosses["design"] == V.CEILING and biosses["verdict_words"] == "supported, at a ceiling"
+    assert "draws" not in biosses["ours"] and biosses["ours"]["b_score"] > 0
+    assert by_id["scratch-vs-general"]["design"] == V.SCALE_MISMATCH and hoc["design"] == V.PROXY
+    assert by_id["vs-biolinkbert-ner"]["paper_effect_excluded"] is None
+    assert by_id["vs-biolinkbert-ner"]["paper"]["welch_sd"] == pytest.approx(V.welch_sd(0.26))
+    assert {c["design"] for c in out["claims"]} <= set(V.DESIGNS)
 
 
 def test_cli_table_names_every_claim(build: Build) -> None:

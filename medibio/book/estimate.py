@@ -9,6 +9,9 @@ book trains in two one-thread processes on a CPU with two cores or more (a chapt
 :mod:`medibio.book.background`); what a build does besides training (kernels, light chapters, the HTML, run
 pages) is :data:`OTHER_WORK_S` at the recording, scaled as fp32 work.
 
+A build from recorded runs (``--from``) trains nothing: its chapters' time follows the recorded runs each of
+them reads (:func:`chapters_reading`; Appendix B reads every one), not the profile's own runs.
+
 The measurement sees the load of its moment and assumes it lasts; more cores than two make the estimate
 pessimistic (a chapter's runs then get more threads). ``docs/benchmarks.md`` compares it with real builds.
 """
@@ -16,7 +19,7 @@ pessimistic (a chapter's runs then get more threads). ``docs/benchmarks.md`` com
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from medibio.book import background
@@ -40,6 +43,25 @@ OTHER_WORK_S = RECORDING_BUILD_S - RECORDED_RUNS_S / 2
 # 58.8 s (64.8 s less 6 s) against the recorded 47.76 s.
 RECORDING_STEP_S = {"bf16": round(0.2395 * 64.59 / 244.4, 4), "no": round(0.2395 * 47.76 / 58.8, 4)}
 
+# A build from recorded runs trains nothing: a chapter takes RECORDED_CHAPTER_S (kernel, imports, its own
+# computations) and, for every recorded run it reads, READ_S of its chapter (records, test predictions scored unit
+# by unit, tables; the claims' multi-bootstraps are computed once per build, medibio.results.evidence_cache),
+# at the recording machine's speed, scaled as fp32 work. Calibrated on `make book FROM=reference` of 474 runs
+# (docs/benchmarks.md, "The claims' evidence"): the chapters that read no run took 46 s each there, 3.8 times
+# the 12 s of the quiet development machine (notebooks 1:56 for ten chapters of 48 runs); each chapter's time
+# beyond them, divided by 3.8 and by the runs it read, is its READ_S. Appendix B's includes the claims' first
+# scoring (an empty cache) and its run index replanning every record.
+RECORDED_CHAPTER_S = 12.0
+_APPENDIX_B = "appendix_b_reproducibility"
+_CLAIMS = "what_holds_up"
+_TABLES_5_6 = "tables_5_6_pretraining_configurations"
+_TABLES_1_2 = "tables_1_2_intermediate_finetuning"
+_TABLE_7 = "table_7_blurb_comparison"
+READ_S = {_TABLES_5_6: 0.053, _TABLES_1_2: 0.046, _TABLE_7: 0.17, _APPENDIX_B: 0.17, _CLAIMS: 0.013}
+_READ_OTHER_S = 0.05  # a chapter not measured (Table 3's pretraining run, SciERC's three)
+# The profiles a claim is declared on (their runs are recorded, read by the claims and shown by one chapter)
+_SHOWN_BY = {"cpu-ift": _TABLES_1_2, "cpu-study": _TABLES_5_6}
+
 # The chapter that trains each kind of run (fine-tuning after an intermediate task: Tables 1–2; frozen
 # baselines: the background process, beside the first chapters).
 _NAMES = {"bf16": "bf16", "no": "fp32"}
@@ -53,6 +75,29 @@ def chapter_of(record: RunRecord) -> str | None:
         return ("tables_5_6_pretraining_configurations" if record.variant == "base"
                 else "tables_1_2_intermediate_finetuning")
     return _CHAPTER_OF_KIND.get(record.kind)
+
+
+def chapters_reading(record: RunRecord, profile: str) -> set[str]:
+    """The chapters of a ``profile`` build that read ``record``: Appendix B (its run index and drift read every
+    run); a run of the profile, the chapters whose tables show it (the frozen baselines: every fine-tuning
+    table); a run of a profile a claim is declared on, the chapter that shows it and, for fine-tuning, the
+    claims."""
+    found = {_APPENDIX_B}
+    if record.profile == profiles.filed_under(profile, record.kind):
+        if record.kind == "frozen":
+            return found | {_TABLES_5_6, _TABLES_1_2, _TABLE_7}
+        if record.kind == "finetune":
+            return found | {_TABLE_7, _TABLES_5_6 if record.variant == "base" else _TABLES_1_2}
+        return found | ({chapter_of(record)} - {None})
+    for declared, slug in _SHOWN_BY.items():
+        if record.profile == profiles.filed_under(declared, record.kind):
+            found |= {slug, _CLAIMS} if record.kind == "finetune" else {slug}
+    return found
+
+
+def recorded_runs(root: str | Path) -> list[RunRecord]:
+    """Every run recorded under ``root``, of every kind and profile."""
+    return [r for kind in KINDS for r in load_records(root, kind=kind, legacy=False)]
 
 
 def planned_runs(profile: str, root: str | Path = REFERENCE_ROOT) -> list[RunRecord]:
@@ -100,12 +145,19 @@ class Estimate:
     scale: float  # this machine's step time / the recording machine's, weighted by the runs' recorded time
     steps: dict[str, float]  # the step measured here, per precision the runs will compute in
     processes: int
+    reads: dict[str, int] = field(default_factory=dict)  # a build from recorded runs: slug -> runs it reads
+    rendered: int = 0  # a build from recorded runs: the runs recorded there, of every kind and profile
 
     def describe(self) -> str:
         minutes = self.seconds / 60
-        trains = (f"trains {self.to_train} runs ({self.recorded_seconds / 60:.0f} min where reference/ was "
-                  f"recorded; {self.recorded_here} already recorded here)" if self.to_train else
-                  f"trains nothing ({self.recorded_here} runs recorded here)")
+        if self.rendered:
+            read = ", ".join(f"{slug} {n}" for slug, n in self.reads.items() if n)
+            trains = f"renders {self.rendered} recorded runs, training nothing (runs read by chapter: {read})"
+        elif self.to_train:
+            trains = (f"trains {self.to_train} runs ({self.recorded_seconds / 60:.0f} min where reference/ was "
+                      f"recorded; {self.recorded_here} already recorded here)")
+        else:
+            trains = f"trains nothing ({self.recorded_here} runs recorded here)"
         steps = ", ".join(f"{_NAMES[p]} {s * 1000:.0f} ms" for p, s in self.steps.items())
         there = ", ".join(f"{_NAMES[p]} {s * 1000:.0f} ms" for p, s in RECORDING_STEP_S.items())
         return (f"estimate: this build {trains}; a training step takes {steps} on this CPU now, {there} where "
@@ -159,6 +211,13 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
     # the work besides training (kernels, imports, pandas, Sphinx) is fp32 work whatever the runs use
     other = steps["no"] / RECORDING_STEP_S["no"] if "no" in steps else overall
     processes = 2 if in_background and (cores or capacity.usable_cores()) >= 2 else 1
+    if settings.recorded is not None:
+        rendered = recorded_runs(settings.recorded)
+        reads = {slug: sum(slug in chapters_reading(r, profile) for r in rendered) for slug in slugs}
+        chapters = {slug: other * (RECORDED_CHAPTER_S + READ_S.get(slug, _READ_OTHER_S) * reads[slug])
+                    for slug in slugs}
+        return Estimate(sum(chapters.values()), chapters, 0, here, 0.0, overall, steps, processes, reads,
+                        len(rendered))
     chapters = _by_chapter(slugs, [(r, r.wall_time_s * scale(r)) for r in train], other, processes)
     return Estimate(sum(chapters.values()), chapters, len(train), here, sum(r.wall_time_s for r in train), overall,
                     steps, processes)
@@ -171,7 +230,7 @@ def _by_chapter(slugs: list[str], train: list[tuple[RunRecord, float]], other_sc
     before the fine-tuning ones train their own runs, then trains ahead of the fine-tuning chapters
     (:data:`medibio.book.background.FINETUNES`): what is left of that shared work when they start is done by
     both processes, half the time, in proportion to each chapter's own runs."""
-    other = OTHER_WORK_S / len(execution_order()) * other_scale
+    other = OTHER_WORK_S / _notebooks() * other_scale
     own = dict.fromkeys(slugs, 0.0)
     frozen = 0.0
     for record, seconds in train:
@@ -193,6 +252,12 @@ def _by_chapter(slugs: list[str], train: list[tuple[RunRecord, float]], other_sc
     for slug in slugs[slugs.index(shared_chapters[0]):]:
         times[slug] = other + (left * own[slug] / shared if slug in shared_chapters and shared else own[slug])
     return times
+
+
+def _notebooks() -> int:
+    """The executed chapters of a whole build, among which the work besides training is shared (markdown
+    chapters, copied, take none of it)."""
+    return sum(c.is_notebook for c in execution_order())
 
 
 def _precision_here(requested: str) -> str:

@@ -11,15 +11,23 @@ from those facts by one of two rules written once:
   ``printed numbers disagree`` when the printed difference is not on the claimed side; then, where the paper
   prints mean ± sd over runs (Table 4), Welch's t-test: ``significant`` (p < 0.05) or ``not significant``;
   where it prints means only, ``no spread printed`` (no test is possible).
-* :func:`verdict` (from our runs): ``supported`` when the 95% interval of our difference lies entirely on the
-  claimed side of zero, ``contradicted`` when entirely on the other side, ``inconclusive`` when it covers zero,
+* :func:`verdict` (from our runs): for a claim that A beats B, ``supported`` when the 95% interval of our
+  difference lies above zero (``supported, smaller than δ`` when it also lies below the claim's margin δ),
+  ``contradicted`` when it lies below zero, ``no difference larger than δ`` when it contains zero inside ±δ,
+  ``inconclusive`` otherwise; for a claim that A does *not* beat B (a non-superiority claim), ``supported``
+  when the interval's upper end lies below +δ, ``contradicted`` when its lower end lies above +δ;
   ``not testable here`` when this build has no runs that test it (the row says what would).
 
-The difference is always "A − B" as the claim names them; a claim that A beats B claims a positive side, a
-claim that A does *not* beat B the negative side (so it is supported only when our runs show A below B).
-Our differences come from run records: paired bootstrap intervals and p-values of
-:mod:`medibio.results.significance` over the same test examples, a bootstrap of the plain BLURB mean for the
-Table 5 configurations, a bootstrap over papers for the field claim.
+Beside every verdict, from the same draws, :func:`paper_effect_test` asks whether our runs exclude an effect
+as large as the paper's own in the same statistic (one-sided, H0: Δ at least the paper's Δ), and
+:func:`design_of` names what keeps a comparison from testing the claim: a ``floor`` (both arms within the
+constant answer's interval, found in the data), or a ``scale mismatch``, ``ceiling`` or ``proxy`` declared with
+the claim; :func:`verdict_words` puts the label into the verdict as printed, the measured verdict kept.
+
+The difference is always "A − B" as the claim names them. Our differences come from run records: one
+multi-bootstrap per claim (:func:`medibio.results.significance.multi_bootstrap`: test units, fine-tuning and
+pretraining seeds resampled) whose interval and p-value are read from the same draws; a bootstrap over papers
+for the field claim.
 
 This module sits in the book layer because the claims span :mod:`medibio.paper` and :mod:`medibio.fields`,
 two layers that may not import each other.
@@ -46,22 +54,37 @@ from medibio.paper import audit, sources
 from medibio.paper import claims as printed_claims
 from medibio.pretrain import study
 from medibio.pretrain.trainer import continued_from
+from medibio.results import evidence_cache
 from medibio.results.aggregate import newest_configurations
 from medibio.results.recorded import REFERENCE_ROOT
-from medibio.results.significance import VERDICT_RESAMPLES, MultiComparison, cv_runs, multi_bootstrap, runs_of
+from medibio.results.significance import (
+    VERDICT_RESAMPLES,
+    MultiComparison,
+    Runs,
+    cv_runs,
+    multi_bootstrap,
+    runs_of,
+)
 from medibio.runs.records import RunRecord, load_records
 from medibio.tasks import registry
-from medibio.tasks.bootstrap import CONFIDENCE, alpha_of, bootstrap_p, order_interval
+from medibio.tasks.bootstrap import CONFIDENCE, alpha_of, bootstrap_interval, bootstrap_p, order_interval
+from medibio.tasks.units import unit_stats
 from medibio.training.config import CV_FOLDS, FinetuneConfig
 
-SUPPORTED, CONTRADICTED, EQUIVALENT, INCONCLUSIVE, NOT_TESTABLE = (
-    "supported", "contradicted", "no difference larger than δ", "inconclusive", "not testable here")
-VERDICTS = (SUPPORTED, CONTRADICTED, EQUIVALENT, INCONCLUSIVE, NOT_TESTABLE)
+SUPPORTED, SUPPORTED_SMALL, CONTRADICTED, EQUIVALENT, INCONCLUSIVE, NOT_TESTABLE = (
+    "supported", "supported, smaller than δ", "contradicted", "no difference larger than δ", "inconclusive",
+    "not testable here")
+VERDICTS = (SUPPORTED, SUPPORTED_SMALL, CONTRADICTED, EQUIVALENT, INCONCLUSIVE, NOT_TESTABLE)
 SIGNIFICANT, NOT_SIGNIFICANT, NO_SPREAD, NO_NUMBERS, INCONSISTENT, DISAGREE = (
     "significant", "not significant", "no spread printed", "no numbers printed", "numbers inconsistent",
     "printed numbers disagree")
 PAPER_VERDICTS = (SIGNIFICANT, NOT_SIGNIFICANT, NO_SPREAD, NO_NUMBERS, INCONSISTENT, DISAGREE)
+# What keeps a comparison from testing its claim (the empty label: nothing known does)
+FLOOR, SCALE_MISMATCH, CEILING, PROXY = "floor", "scale mismatch", "ceiling", "proxy"
+PRECISIONS = "precisions differ"  # the arms' runs computed in different precisions: a claim reads one
+DESIGNS = ("", FLOOR, PRECISIONS, SCALE_MISMATCH, CEILING, PROXY)
 ALPHA = alpha_of(CONFIDENCE)
+WELCH_RUNS = 5  # runs per arm of the Welch test asked of printed means without spread (Table 4 prints 5)
 
 RULE = (f"Our verdict: the difference A − B between the claim's two systems in the statistic declared for it "
         f"before any run, with its {CONFIDENCE:.0%} interval from a multi-bootstrap (Sellam et al. 2022): "
@@ -69,17 +92,29 @@ RULE = (f"Our verdict: the difference A − B between the claim's two systems in
         "system's fine-tuning seeds (and pretraining seeds where a system has several pretrained models). The "
         "interval is the percentile interval of those draws by order statistics, and p is read from the same "
         "draws (the smallest level at which that interval would exclude zero), so the interval excludes zero "
-        f"exactly when p < {ALPHA:g}. *supported* when the interval lies entirely on "
-        "the claimed side of zero (above it for 'A beats B', below it for 'A does not beat B'), *contradicted* "
-        "when it lies entirely on the other side, *no difference larger than δ* when it contains zero and lies "
-        "inside ±δ (δ declared per claim), *inconclusive* otherwise, *not testable here* when "
-        "this build has no runs for both systems. The paper's verdict: *no numbers printed* when the claim rests "
+        f"exactly when p < {ALPHA:g}. For a claim that A beats B: *supported* when the interval lies above zero "
+        "(*supported, smaller than δ* when it also lies below +δ), *contradicted* when it lies below zero, *no "
+        "difference larger than δ* when it contains zero and lies inside ±δ (δ declared per claim), "
+        "*inconclusive* otherwise. For a claim that A does not beat B (non-superiority): *supported* when the "
+        "interval's upper end lies below +δ, *contradicted* when its lower end lies above +δ, *inconclusive* "
+        "otherwise. *not testable here* when this build has no runs for both systems. Beside every verdict, "
+        "from the same draws, the paper's own effect in the same statistic is tested one-sided (H0: the "
+        "difference is at least the paper's, in its direction): it is *excluded* when the interval's end on "
+        "the paper's side lies short of it, exactly when that test's p (1 + 2 × the draws at or beyond the "
+        f"paper's effect, over the draws + 1) is below {ALPHA:g}. A comparison that cannot test the claim "
+        "says so in the verdict, the measured verdict kept: *not testable: floor* when both arms score within "
+        "the constant answer's interval (computed from the data), *not testable at this scale* for a declared "
+        "scale mismatch between the arms, *at a ceiling* where the baseline arm already scores what the claim "
+        "expects the other to gain (declared), *proxy* where another task stands in for the paper's. The "
+        "paper's verdict: *no numbers printed* when the claim rests "
         "on no printed number; *numbers inconsistent* when a check of Appendix A on the numbers it rests on "
         "fails, or when the publications of the numbers it quotes turn the comparison around (the cross-source "
         "audit); *printed numbers disagree* when the printed difference is not on the "
         f"claimed side; else Welch's t-test where mean ± sd over runs is printed (*significant* at p < {ALPHA:g}, "
         "*not significant* otherwise), and *no spread printed* where only means are, since no test is possible "
-        "then.")
+        f"then (the row gives the seed standard deviation below which Welch's test with {WELCH_RUNS} + "
+        f"{WELCH_RUNS} runs would call the printed difference significant, beside the seed spreads measured "
+        "here).")
 
 GENERAL_DOMAIN = ("STS-B", "SICK-R", "SICK-E")  # intermediate tasks without biomedical text
 MEDICINE_NEIGHBOURS = ("Biology", "Chemistry", "Psychology")
@@ -101,7 +136,10 @@ class Test:
     or ``none``; ``needs`` says what would test it. ``profile`` names the profile whose runs test it when that
     is not the judged one (the IFT claims' ``cpu-ift`` runs, recorded in ``reference/``). ``primary`` is the
     statistic the verdict reads; ``delta`` the equivalence margin in points (an interval inside ±delta reads
-    "no difference larger than delta"); ``proxy`` says why the intermediate task stands in for the paper's."""
+    "no difference larger than delta"); ``proxy`` says why the intermediate task stands in for the paper's.
+    ``scale_mismatch`` and ``ceiling`` declare why the two arms cannot test the claim at our scale (the arms
+    differ in more than the claim's factor) or why the baseline arm already scores what the other should gain;
+    each turns the verdict's words (:func:`verdict_words`), never its interval."""
 
     kind: str
     dataset: str = ""
@@ -112,6 +150,8 @@ class Test:
     primary: str = ""
     delta: float = math.nan
     proxy: str = ""
+    scale_mismatch: str = ""
+    ceiling: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,7 +163,7 @@ class Claim:
     where: str
     a: str
     b: str
-    printed: tuple[str, str] | None  # printed cells of A and B (medibio.paper.claims references)
+    printed: tuple[str, str] | None  # A and B as printed, in our statistic (medibio.paper.claims references)
     test: Test
     chapter: str  # book slug of the section holding our evidence
     anchor: str  # its heading's anchor
@@ -132,6 +172,8 @@ class Claim:
     checks: tuple[str, ...] = ()  # audit check ids, or "sources:<id>" for the cross-source audit
     note: str = ""
     paper_scale: str = ""  # the scale the paper's evidence was made at
+    quoted: tuple[str, str] | None = None  # what the text quotes, where that is another statistic than ours
+    tasks: tuple[str, ...] = ()  # BLURB sets whose mean `printed` is, where no Test names them (seed spreads)
 
     @property
     def link(self) -> str:
@@ -151,6 +193,16 @@ def _t5(a: str, b: str) -> tuple[str, str]:
     return f"T5|{a}|blurb_avg", f"T5|{b}|blurb_avg"
 
 
+def _t6_large(a: str, b: str) -> tuple[str, str]:
+    """Table 6's mean over the seven large sets: the paper's number in the Table 5 claims' statistic."""
+    return f"LARGE|T6|{a}", f"LARGE|T6|{b}"
+
+
+def _group(group: str) -> tuple[str, ...]:
+    """The BLURB sets whose mean a Table 7 group average is."""
+    return tuple(name for name in registry.names() if registry.get(name).group.value == group)
+
+
 def _t6(config: str) -> tuple[str, ...]:
     return f"t6-avg-{config}", f"t5-vs-t6-{config}"
 
@@ -167,6 +219,7 @@ T5_SETS: tuple[str, ...] = tuple(registry.LARGE_SETS)
 _T5_PRIMARY = ("mean over the seven large BLURB sets (" + ", ".join(T5_SETS) + "); the plain mean "
                "over every tested BLURB set beside it")
 _T5_DELTA = 1.0  # Table 6's differences on the large sets are 0.02-0.85 points
+_PER_SET = "set:"  # the label prefix of a Table 5 claim's per-set statistics
 _STUDY_PROFILE = "cpu-study"  # the Table 5 study on this CPU (medibio.pretrain.study), recorded in reference/
 _IFT_PROFILE = "cpu-ift"  # MiniLM, 5 seeds, a full-data intermediate stage per seed (medibio.core.profiles)
 _IFT_DELTA = 2.0  # points of the target's metric: smaller than every IFT gain the paper prints but PubMedQA's
@@ -189,25 +242,31 @@ CLAIMS: tuple[Claim, ...] = (
           "NER and JRE; Coref is the remaining SciERC task)", "§VI, Table 4", "SciDeBERTa v2", "SciDeBERTa",
           _t4("Coref"), _SCIDEBERTA, "table_4_scierc", "our-runs", spread=True, checks=("sources:t4-coref",)),
     Claim("science-base", "continual learning from a science model (#1) beats continual learning from a "
-          "general model (#2)", "§V-C, Tables 5–6", "#1", "#2", _t5("#1", "#2"),
+          "general model (#2)", "§V-C, Tables 5–6", "#1", "#2", _t6_large("#1", "#2"),
           Test("table5", a="#1", b="#2", needs=_TABLE5, primary=_T5_PRIMARY, delta=_T5_DELTA),
           "tables_5_6_pretraining_configurations", "the-five-configurations-scaled-down",
-          checks=(*_t6("#1"), *_t6("#2"), "t5-steps-vs-t3"), paper_scale=_PAPER_T5_SCALE),
+          checks=(*_t6("#1"), *_t6("#2"), "t5-steps-vs-t3"), paper_scale=_PAPER_T5_SCALE, quoted=_t5("#1", "#2")),
     Claim("scratch-vs-general", "pretraining from scratch on biomedical text (#3) beats continual learning "
-          "from a general model (#2)", "§V-C, Tables 5–6", "#3", "#2", _t5("#3", "#2"),
-          Test("table5", a="#3", b="#2", needs=_TABLE5, primary=_T5_PRIMARY, delta=_T5_DELTA),
+          "from a general model (#2)", "§V-C, Tables 5–6", "#3", "#2", _t6_large("#3", "#2"),
+          Test("table5", a="#3", b="#2", needs=_TABLE5, primary=_T5_PRIMARY, delta=_T5_DELTA,
+               scale_mismatch="the CPU study's #3 is an 11M-parameter model (4 × 256) pretrained from scratch "
+                              "on 10M tokens, #2 is MiniLM (6 × 384) with all its pretraining elsewhere, then "
+                              "the same 10M tokens: the arms differ by that prior pretraining, which the paper's "
+                              "#3 made up for with 125K steps of its own"),
           "tables_5_6_pretraining_configurations", "the-five-configurations-scaled-down",
-          checks=(*_t6("#3"), *_t6("#2")), paper_scale=_PAPER_T5_SCALE),
+          checks=(*_t6("#3"), *_t6("#2")), paper_scale=_PAPER_T5_SCALE, quoted=_t5("#3", "#2")),
     Claim("fulltext", "full text (#4) does not beat abstracts (#3) for pretraining from scratch",
-          "§V-C, Tables 5–6", "#4", "#3", _t5("#4", "#3"),
+          "§V-C, Tables 5–6", "#4", "#3", _t6_large("#4", "#3"),
           Test("table5", a="#4", b="#3", needs=_TABLE5, primary=_T5_PRIMARY, delta=_T5_DELTA),
           "tables_5_6_pretraining_configurations", "the-five-configurations-scaled-down", side=-1,
-          checks=(*_t6("#4"), *_t6("#3")), paper_scale=_PAPER_T5_SCALE),
+          checks=(*_t6("#4"), *_t6("#3")), paper_scale=_PAPER_T5_SCALE, quoted=_t5("#4", "#3")),
     Claim("ift-biosses", "intermediate fine-tuning raises BIOSSES (paper: by about 35 points)",
           "§V-D, Tables 6–7", "with IFT", "without", (f"T7|{_IFT}|BIOSSES", "T6|#1|BIOSSES"),
           Test("ift-gain", "BIOSSES", a="ift-STS-B", b="base", profile=_IFT_PROFILE, delta=_IFT_DELTA,
                primary="Pearson r × 100 on the official 20 test pairs, mean over 5 seeds (each with its own STS-B "
                        "stage); beside it, 5-fold cross-validation over all 100 pairs (each seed's five folds pooled)",
+               ceiling="all-MiniLM-L6-v2 was trained contrastively on about a billion sentence pairs for "
+                       "similarity, so without IFT it already scores what IFT on STS-B is meant to teach",
                needs="the cpu-ift runs (docs/verdicts.md): BIOSSES after STS-B and without, seeds 1-5"),
           "tables_1_2_intermediate_finetuning", "ift-for-sentence-similarity",
           checks=("vd-ift-biosses", f"t7-vs-t6-{_BASE}-BIOSSES"), paper_scale=_PAPER_IFT_SCALE),
@@ -243,18 +302,19 @@ CLAIMS: tuple[Claim, ...] = (
                "the data root lacks): task format differs as well as domain", paper_scale=_PAPER_IFT_SCALE),
     Claim("vs-biolinkbert-ner", "MediBioDeBERTa-IFT beats BioLinkBERT on NER (group average)", "§I, §V-D, Table 7",
           _IFT, _LINK, _t7("NER Avg."), _BIOLINK, "table_7_blurb_comparison", "our-counterpart",
+          tasks=_group("NER"),
           checks=("intro-ner-gain", f"t7-avg-{_IFT}-NER Avg.", f"t7-avg-{_LINK}-NER Avg.", "sources:sota-ner")),
     Claim("vs-biolinkbert-ss", "MediBioDeBERTa-IFT beats BioLinkBERT on sentence similarity (BIOSSES)",
           "§I, §V-D, Table 7", _IFT, _LINK, _t7("BIOSSES"), _BIOLINK, "table_7_blurb_comparison",
-          "our-counterpart", checks=("intro-ss-gain", "sources:sota-ss")),
+          "our-counterpart", checks=("intro-ss-gain", "sources:sota-ss"), tasks=("BIOSSES",)),
     Claim("vs-biolinkbert-qna", "MediBioDeBERTa-IFT beats BioLinkBERT on question answering (group average)",
           "§I, §V-D, Table 7", _IFT, _LINK, _t7("QnA Avg."), _BIOLINK, "table_7_blurb_comparison",
-          "our-counterpart", checks=("intro-qna-gain", "vd-qna-avg", f"t7-avg-{_IFT}-QnA Avg.",
+          "our-counterpart", tasks=_group("QA"), checks=("intro-qna-gain", "vd-qna-avg", f"t7-avg-{_IFT}-QnA Avg.",
                                      f"t7-avg-{_LINK}-QnA Avg.", "sources:sota-qna")),
     Claim("vs-biolinkbert-chemprot", "MediBioDeBERTa-IFT beats BioLinkBERT on ChemProt", "§I, §V-D, Table 7",
           _IFT, _LINK, _t7("ChemProt"), _BIOLINK, "table_7_blurb_comparison", "our-counterpart",
           checks=("intro-chemprot-gain", "vd-chemprot-gain", f"t7-vs-t6-{_IFT}-ChemProt", "sources:sota-chemprot"),
-          note=printed_claims.CHEMPROT_NOTE),
+          note=printed_claims.CHEMPROT_NOTE, tasks=("ChemProt",)),
     Claim("medicine-fields", "the fields most often shared with medicine are biology, chemistry and psychology",
           "§III-B, Figures 2–3", "the weakest of the three", "the strongest other field", None,
           Test("fields", "Medicine", needs="the S2ORC metadata sample in the data root (the field chapter reads "
@@ -277,13 +337,17 @@ def get(claim_id: str) -> Claim:
 
 
 def verdict(low: float, high: float, side: int = 1, delta: float = math.nan) -> str:
-    """Our verdict from the interval [low, high] of A − B, the claimed side (+1: A > B, −1: A ≤ B) and the
-    claim's equivalence margin ``delta`` (NaN: none declared)."""
+    """Our verdict from the interval [low, high] of A − B, the claimed side (+1: A beats B; −1: A does not beat
+    B, a non-superiority claim) and the claim's margin ``delta`` (NaN: none declared, read as 0 for a
+    non-superiority claim)."""
     if math.isnan(low) or math.isnan(high):
         return NOT_TESTABLE
-    if side * low > 0 and side * high > 0:
-        return SUPPORTED
-    if side * low < 0 and side * high < 0:
+    if side < 0:  # H0: A beats B by delta or more; supported when the whole interval lies below +delta
+        margin = 0.0 if math.isnan(delta) else delta
+        return SUPPORTED if high < margin else CONTRADICTED if low > margin else INCONCLUSIVE
+    if low > 0:
+        return SUPPORTED_SMALL if high < delta else SUPPORTED
+    if high < 0:
         return CONTRADICTED
     if -delta < low and high < delta:
         return EQUIVALENT
@@ -291,8 +355,76 @@ def verdict(low: float, high: float, side: int = 1, delta: float = math.nan) -> 
 
 
 def verdict_text(verdict_name: str, delta: float) -> str:
-    """A verdict as printed: the equivalence outcome with its δ."""
-    return f"no difference larger than {delta:g}" if verdict_name == EQUIVALENT else verdict_name
+    """A verdict as printed: the outcomes that name δ with its value."""
+    named = verdict_name in (EQUIVALENT, SUPPORTED_SMALL)
+    return verdict_name.replace("δ", f"{delta:g}") if named else verdict_name
+
+
+def verdict_words(verdict_name: str, delta: float, design: str) -> str:
+    """The verdict as printed with what keeps the comparison from testing the claim (:func:`design_of`); the
+    measured verdict is kept in it, so a row never hides what the runs showed."""
+    measured = verdict_text(verdict_name, delta)
+    if verdict_name == NOT_TESTABLE or not design:
+        return measured
+    if design == FLOOR:
+        return f"not testable: floor (measured: {measured})"
+    if design == PRECISIONS:
+        return f"not testable: the arms differ in precision (measured: {measured})"
+    if design == SCALE_MISMATCH:
+        return f"not testable at this scale (measured: {measured})"
+    if design == CEILING:
+        return f"{measured}, at a ceiling"
+    return f"{PROXY} {measured}"
+
+
+def design_of(test: Test, ours: Evidence, paper_b: float | None = None) -> tuple[str, str]:
+    """What keeps our comparison from testing the claim, and the numbers that show it: ``floor`` when both arms
+    score at or below the upper end of the constant answer's interval (computed from the test data), else the
+    ``scale mismatch``, ``ceiling`` or ``proxy`` declared with the claim's test; ("", "") when none applies.
+    ``paper_b`` is the paper's score of arm B (a ceiling names it beside ours)."""
+    if ours.tested and not math.isnan(ours.constant_high) and max(ours.a_score, ours.b_score) <= ours.constant_high:
+        return FLOOR, (f"both arms ({ours.a_score:.1f} and {ours.b_score:.1f}) score within the constant answer's "
+                       f"{CONFIDENCE:.0%} interval or below it ({ours.constant:.1f} "
+                       f"[{ours.constant_low:.1f}, {ours.constant_high:.1f}])")
+    if ours.tested and len({*ours.precisions}) > 1:
+        arms = " and ".join(f"{arm} in {'/'.join(used)}" for arm, used in zip((test.a, test.b), ours.precisions,
+                                                                            strict=True))
+        return PRECISIONS, (f"the arms' runs computed in different precisions ({arms}); a claim reads only arms "
+                            "that share one (docs/pretraining.md measures what precision alone does)")
+    if test.scale_mismatch:
+        return SCALE_MISMATCH, test.scale_mismatch
+    if test.ceiling:
+        base = f"{test.b} scores {ours.b_score:.1f} here" if ours.tested else ""
+        paper = f" against {paper_b:.1f} in the paper" if base and paper_b is not None else ""
+        return CEILING, f"{base}{paper}: {test.ceiling}" if base else test.ceiling
+    if test.proxy:
+        return PROXY, test.proxy
+    return "", ""
+
+
+def paper_effect_test(draws: np.ndarray, effect: float,
+                      confidence: float = CONFIDENCE) -> tuple[float, bool, float]:
+    """Whether our draws of A − B exclude the paper's own effect ``effect`` (in the same statistic): the
+    one-sided test of H0 "the difference is at least the paper's, in its direction". Returns (p, excluded,
+    the interval end on the paper's side). p = (1 + 2m) / (B + 1), m the draws at or beyond ``effect``: the
+    smallest alpha at which the (1 − alpha) interval's end lies short of it, so ``excluded`` (p < alpha) holds
+    exactly when that end of the interval :func:`order_interval` gives does (a one-sided test at alpha / 2)."""
+    d = np.asarray(draws, dtype=float)
+    direction = -1.0 if effect < 0 else 1.0
+    beyond = int(np.count_nonzero(direction * d >= direction * effect))
+    p = min(1.0, (1 + 2 * beyond) / (len(d) + 1))
+    low, high = order_interval(d, confidence)
+    return p, p < alpha_of(confidence), high if direction > 0 else low
+
+
+def welch_sd(diff: float, runs: int = WELCH_RUNS, confidence: float = CONFIDENCE) -> float:
+    """The seed standard deviation (the same in both arms) below which Welch's two-sided t-test on ``runs`` +
+    ``runs`` runs would call a difference of means ``diff`` significant: |diff| / (t × √(2 / runs)), t the
+    critical value at 2(runs − 1) degrees of freedom (Welch's with equal spreads and sizes)."""
+    from scipy import stats
+
+    t = float(stats.t.ppf(1 - alpha_of(confidence) / 2, 2 * (runs - 1)))
+    return abs(diff) / (t * math.sqrt(2 / runs))
 
 
 def paper_verdict(diff: float | None, side: int, problems: Sequence[str], p: float | None) -> str:
@@ -323,6 +455,8 @@ class PaperEvidence:
     problems: tuple[str, ...]  # the failed checks, named
     verdict: str
     details: tuple[str, ...] = ()  # what each failed check found
+    welch_sd: float | None = None  # means only: the seed sd below which Welch (5 + 5) calls diff significant
+    quoted_diff: float | None = None  # the difference the text quotes, where that is another statistic than ours
 
 
 def _failed_checks(claim: Claim, checks: pd.DataFrame, rechecked: pd.DataFrame) -> list[tuple[str, str]]:
@@ -350,7 +484,13 @@ def paper_evidence(claim: Claim, checks: pd.DataFrame | None = None,
         return PaperEvidence(None, None, None, None, "", problems, paper_verdict(None, claim.side, problems, None),
                              details)
     a, b = (printed_claims.resolve(ref) for ref in claim.printed)
-    diff, p, test = a - b, None, f"{a:g} vs {b:g}: means without spread, no test possible"
+    quoted = [printed_claims.resolve(ref) for ref in claim.quoted] if claim.quoted else []
+    also = (f" in our statistic ({printed_claims.ref_label(claim.printed[0])}, and B's); the text quotes "
+            f"{quoted[0]:g} vs {quoted[1]:g} ({' vs '.join(map(printed_claims.ref_label, claim.quoted))}), another "
+            "statistic" if claim.quoted else "")
+    diff, p, sd = a - b, None, welch_sd(a - b)
+    test = (f"{a:.2f} vs {b:.2f}{also}: means without spread, no test possible; Welch's test on {WELCH_RUNS} + "
+            f"{WELCH_RUNS} runs would call {diff:+.2f} significant with a seed sd below {sd:.2f}")
     if claim.spread:
         from scipy import stats
 
@@ -359,7 +499,9 @@ def paper_evidence(claim: Claim, checks: pd.DataFrame | None = None,
         p = float(welch.pvalue)
         test = (f"{a:.1f} ± {sd_a:.1f} vs {b:.1f} ± {sd_b:.1f}: Welch t = {welch.statistic:.2f}, p = {p:.3f} "
                 f"({_T4_RUNS} runs each)")
-    return PaperEvidence(a, b, diff, p, test, problems, paper_verdict(diff, claim.side, problems, p), details)
+        sd = None
+    return PaperEvidence(a, b, diff, p, test, problems, paper_verdict(diff, claim.side, problems, p), details, sd,
+                         quoted[0] - quoted[1] if quoted else None)
 
 
 # --------------------------------------------------------------------------- our evidence
@@ -394,6 +536,13 @@ class Evidence:
     scale: str = ""  # model and parameters, pretraining tokens, fine-tuning budget of our runs
     beside: tuple[Beside, ...] = ()
     anchor: str = ""  # the heading of the section that shows these runs, where it is not the claim's
+    a_score: float = math.nan  # each arm's own score in the declared statistic
+    b_score: float = math.nan
+    constant: float = math.nan  # the constant answer's score on the same test units, and its interval
+    constant_low: float = math.nan
+    constant_high: float = math.nan
+    draws: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)  # the verdict's
+    precisions: tuple[tuple[str, ...], ...] = ()  # each arm's fine-tuning precisions (empty: not known)
 
     @property
     def tested(self) -> bool:
@@ -406,9 +555,43 @@ def claim_seed(claim_id: str) -> int:
     return zlib.crc32(claim_id.encode())
 
 
-def _from(found: MultiComparison, runs: str, scale: str, beside: tuple[Beside, ...] = ()) -> Evidence:
+def _from(found: MultiComparison, runs: str, scale: str, beside: tuple[Beside, ...],
+          sides: Sequence[Sequence[Runs]], constant: tuple[float, float, float] | None = None) -> Evidence:
+    const = constant or (math.nan, math.nan, math.nan)
     return Evidence(found.diff, found.low, found.high, found.p_value, runs, "", found.resampled, found.resamples,
-                    scale, beside)
+                    scale, beside, a_score=arm_score(sides[0]), b_score=arm_score(sides[1]), constant=const[0],
+                    constant_low=const[1], constant_high=const[2], draws=found.draws)
+
+
+def arm_score(side: Sequence[Runs]) -> float:
+    """An arm's own score: the mean over datasets of the mean over its pretrained models of the mean over their
+    fine-tuning seeds (the weighting of :func:`medibio.results.significance.multi_bootstrap`'s observed value)."""
+    per_dataset = []
+    for runs in side:
+        scores = np.array(runs.scores)
+        labels = np.array(runs.pretraining or [""] * len(scores))
+        per_dataset.append(np.mean([scores[labels == g].mean() for g in sorted(set(labels))]))
+    return float(np.mean(per_dataset))
+
+
+def constant_interval(dataset: str, ids: frozenset[str], data_root: Path, resamples: int,
+                      seed: int) -> tuple[float, float, float] | None:
+    """The constant answer's score (:mod:`medibio.baselines.constant`: taken from the training split) on the test
+    units ``ids``, and its interval over resampled units: what a model that learnt nothing scores. None where the
+    data root lacks the split the answer is taken from."""
+    from medibio.baselines.constant import constant_answer
+    from medibio.tasks.predictions import load_gold
+
+    try:
+        answer = constant_answer(dataset, data_root)
+    except DataMissingError:
+        return None
+    gold = load_gold(dataset, "test", data_root)
+    kept = [(i, ref) for i, ref in zip(gold.ids, gold.references, strict=True) if i in ids]
+    refs = [ref for _, ref in kept]
+    answers = [[answer] * len(ref) for ref in refs] if registry.get(dataset).is_token_task else [answer] * len(refs)
+    found = bootstrap_interval(unit_stats(dataset, refs, answers, [i for i, _ in kept]), resamples, seed)
+    return found.score, found.low, found.high
 
 
 def _beside(label: str, found: MultiComparison, runs: str) -> Beside:
@@ -496,14 +679,14 @@ def _computed(records: Sequence[RunRecord]) -> str:
 
 
 def _compare(claim: Claim, by_variant: dict[str, list[RunRecord]], a: str, b: str, root: Path,
-             settings: Settings, resamples: int) -> tuple[MultiComparison, str] | None:
+             settings: Settings, resamples: int) -> tuple[MultiComparison, str, tuple[Runs, Runs]] | None:
     dataset = claim.test.dataset
     ra, rb = (runs_of(by_variant[v], root, v, dataset, settings.data_root) for v in (a, b))
     if ra is None or rb is None:
         return None
     found = multi_bootstrap([(ra, rb)], {"primary": [ra.dataset]}, resamples, claim_seed(claim.id))["primary"]
     runs = f"{_describe(a, by_variant[a])} vs {_describe(b, by_variant[b])} on {dataset}, {found.units[0]} test units"
-    return found, runs
+    return found, runs, (ra, rb)
 
 
 def _cv_variant(arm: str, fold: int) -> str:
@@ -565,8 +748,11 @@ def _ift_evidence(claim: Claim, settings: Settings, profile: str, resamples: int
             if found is not None:
                 where = "" if root == settings.results_root else " (recorded in reference/)"
                 cv = _cross_validated(claim, by_variant, root, settings, resamples)
+                ra, rb = found[2]
+                constant = constant_interval(ra.dataset, ra.ids, settings.data_root, resamples,
+                                             claim_seed(claim.id))
                 return _from(found[0], f"{runs_profile}/{tag}{where}: {found[1]}",
-                             scale_of(by_variant[test.a], root), beside + cv)
+                             scale_of(by_variant[test.a], root), beside + cv, ([ra], [rb]), constant)
     return Evidence(needs=test.needs, beside=beside)
 
 
@@ -608,7 +794,8 @@ def _table5_found(claim: Claim, pairs: list[tuple[Any, Any]], sides: list[list[R
     runs_profile, va, vb = place
     names = [x.dataset for x, _ in pairs]
     large = [d for d in names if d in T5_SETS]
-    found = multi_bootstrap(pairs, {"primary": large, "plain": names}, resamples, claim_seed(claim.id))
+    per_set = {f"{_PER_SET}{d}": [d] for d in large}  # every statistic reads the same draws: the verdict's stay
+    found = multi_bootstrap(pairs, {"primary": large, "plain": names, **per_set}, resamples, claim_seed(claim.id))
     beside = (_beside(f"plain mean over {len(names)} BLURB datasets", found["plain"], ", ".join(names)),)
     needs = (f"runs of both configurations on every one of the large BLURB sets ({', '.join(T5_SETS)}): the "
              f"declared statistic; {claim.test.needs}")
@@ -632,7 +819,44 @@ def _table5_found(claim: Claim, pairs: list[tuple[Any, Any]], sides: list[list[R
                                         "sets", primary, ", ".join(primary.datasets)), *beside))
     scale = "; against ".join(f"{arm}: {scale_of(side, root)}" for arm, side in zip((claim.test.a, claim.test.b),
                                                                                    sides, strict=True))
-    return _from(primary, runs, scale, beside)
+    chosen = [pair for pair in pairs if pair[0].dataset in primary.datasets]
+    sets = tuple(_beside(f"{d} alone (the same draws; not the verdict's)", found[f"{_PER_SET}{d}"], d)
+                 for d in primary.datasets)
+    welch = _welch_over_models(chosen, (va, vb))
+    found_ = _from(primary, runs, scale, (*beside, *sets, *welch), ([x for x, _ in chosen], [y for _, y in chosen]))
+    return dataclasses.replace(found_, precisions=tuple(_precisions(side) for side in sides))
+
+
+def _precisions(records: Sequence[RunRecord]) -> tuple[str, ...]:
+    """The precisions an arm's fine-tuning runs computed in (``bf16``, ``fp32``), as their records say."""
+    return tuple(sorted({precision.label((r.hyperparameters or {}).get("mixed_precision_used")) for r in records}))
+
+
+def _welch_over_models(pairs: Sequence[tuple[Runs, Runs]], names: tuple[str, str]) -> tuple[Beside, ...]:
+    """Welch's t-interval of A − B over the pretrained models of each arm, each model scored by its mean over
+    the datasets of its fine-tuning seeds' mean: with two pretrained models per arm the multi-bootstrap cannot
+    see how far a third would land, and this interval (one degree of freedom or two) shows what that costs.
+    Empty when either arm has fewer than two pretrained models."""
+    from scipy import stats
+
+    models = []
+    for i in (0, 1):
+        by_model: dict[str, list[float]] = {}
+        for pair in pairs:
+            scores = np.array(pair[i].scores)
+            labels = np.array(pair[i].pretraining or [""] * len(scores))
+            for label in sorted(set(labels)):
+                by_model.setdefault(str(label), []).append(float(scores[labels == label].mean()))
+        models.append([float(np.mean(v)) for v in by_model.values()])
+    if min(len(m) for m in models) < 2:
+        return ()
+    welch = stats.ttest_ind(models[0], models[1], equal_var=False)
+    interval = welch.confidence_interval(CONFIDENCE)
+    label = (f"Welch's t over the pretrained models ({len(models[0])} + {len(models[1])}, each its mean over the "
+             f"{len(pairs)} sets; not the verdict's)")
+    runs = "; ".join(f"{name}: {', '.join(f'{x:.2f}' for x in m)}" for name, m in zip(names, models, strict=True))
+    return (Beside(label, float(np.mean(models[0]) - np.mean(models[1])), float(interval.low), float(interval.high),
+                   float(welch.pvalue), runs),)
 
 
 def field_margin(masks: dict[int, int], fields: Sequence[str], field: str, claimed: Sequence[str],
@@ -705,9 +929,57 @@ def our_evidence(claim: Claim, settings: Settings, profile: str, resamples: int 
 # --------------------------------------------------------------------------- the table
 
 
+@dataclass(frozen=True)
+class Spread:
+    """The seed standard deviation one of our systems showed on a claim's tasks."""
+
+    system: str  # profile/model/variant (the model tag names the pretrained model where an arm has several)
+    seeds: int
+    sd: float  # sample sd over fine-tuning seeds of each seed's mean test score over the tasks
+
+
+def seed_spreads(tasks: Sequence[str], roots: Sequence[Path]) -> tuple[Spread, ...]:
+    """Every system of ours with two or more fine-tuning seeds on all of ``tasks`` (newest configuration, full
+    runs, no cross-validation folds), the first root that has it winning: what a printed difference without
+    spread has to be set against. Records only: no prediction is read."""
+    found: dict[str, Spread] = {}
+    for root in roots:
+        by_system: dict[str, dict[int, dict[str, float]]] = {}
+        for rec in newest_configurations(load_records(root))[0]:
+            if (rec.ok and rec.score_test is not None and rec.dataset in tasks and rec.limited is None
+                    and not (rec.details or {}).get("cv_fold")):
+                system = f"{rec.profile}/{rec.model_tag}/{rec.variant}"
+                by_system.setdefault(system, {}).setdefault(rec.seed, {})[rec.dataset] = float(rec.score_test)
+        for system, seeds in by_system.items():
+            means = [float(np.mean(list(got.values()))) for got in seeds.values() if len(got) == len(tasks)]
+            if len(means) > 1 and system not in found:
+                found[system] = Spread(system, len(means), float(np.std(means, ddof=1)))
+    return tuple(found[k] for k in sorted(found))
+
+
+def claim_tasks(claim: Claim) -> tuple[str, ...]:
+    """The BLURB sets whose mean the claim's printed numbers are."""
+    if claim.tasks:
+        return claim.tasks
+    if claim.test.kind == "table5":
+        return T5_SETS
+    return (claim.test.dataset,) if claim.test.kind.startswith(IFT_PREFIX) else ()
+
+
+def _none(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
 @dataclass
 class Row:
-    """One claim with both kinds of evidence and both verdicts, its declared statistic, δ and scales."""
+    """One claim with both kinds of evidence and both verdicts, its declared statistic, δ and scales.
+
+    ``verdict`` is the rule's outcome on our interval; ``design`` what keeps the comparison from testing the
+    claim (:data:`DESIGNS`) and ``design_detail`` the numbers or declaration behind it; ``verdict_words`` the two
+    together as printed. ``paper_effect`` is the paper's A − B in our statistic (None: nothing printed);
+    ``paper_effect_p`` / ``paper_effect_excluded`` / ``paper_effect_end`` the one-sided test of it on our draws
+    (None when untested); ``seed_sds`` our systems' seed spreads on the claim's tasks, where the paper prints
+    means without spread (``paper.welch_sd`` is the spread Welch's test would need)."""
 
     id: str
     claim: str
@@ -724,41 +996,79 @@ class Row:
     delta: float = math.nan
     proxy: str = ""
     paper_scale: str = ""
+    design: str = ""
+    design_detail: str = ""
+    paper_effect: float | None = None
+    paper_effect_p: float | None = None
+    paper_effect_excluded: bool | None = None
+    paper_effect_end: float | None = None
+    seed_sds: tuple[Spread, ...] = ()
 
     @property
     def verdict_text(self) -> str:
         return verdict_text(self.verdict, self.delta)
 
+    @property
+    def verdict_words(self) -> str:
+        return verdict_words(self.verdict, self.delta, self.design)
+
+    @property
+    def paper_effect_words(self) -> str:
+        """Whether our runs exclude the paper's own effect, in words ("" when either is missing)."""
+        if self.paper_effect is None or self.paper_effect_excluded is None:
+            return ""
+        end = "upper" if self.paper_effect >= 0 else "lower"
+        said = "is excluded at this scale" if self.paper_effect_excluded else "is not excluded"
+        return f"the paper's {self.paper_effect:+.2f} {said} ({end} end {self.paper_effect_end:+.2f})"
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        del out["ours"]["draws"]
         for key in ("paper", "ours"):
             out[key] = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out[key].items()}
         out["paper"]["problems"] = list(out["paper"]["problems"])
         out["paper"]["details"] = list(out["paper"]["details"])
         out["ours"]["beside"] = [dict(b) for b in out["ours"]["beside"]]
+        out["seed_sds"] = [dict(x) for x in out["seed_sds"]]
         out["delta"] = None if math.isnan(self.delta) else self.delta
         out["verdict_text"] = self.verdict_text
+        out["verdict_words"] = self.verdict_words
+        out["paper_effect_words"] = self.paper_effect_words
         out["interval"] = "percentile (order statistics) of the multi-bootstrap draws; p from the same draws"
         return out
 
 
-def judge(claim: Claim, ours: Evidence, paper: PaperEvidence) -> Row:
-    """A claim's row from its two kinds of evidence."""
+def judge(claim: Claim, ours: Evidence, paper: PaperEvidence, seed_sds: tuple[Spread, ...] = ()) -> Row:
+    """A claim's row from its two kinds of evidence: the verdict, the design label and the test of the paper's
+    own effect on the verdict's draws."""
+    design, detail = design_of(claim.test, ours, paper.b)
+    test = (paper_effect_test(ours.draws, paper.diff) if ours.draws is not None and paper.diff is not None
+            else (None, None, None))
     return Row(claim.id, claim.statement, claim.where, claim.a, claim.b, claim.side, paper, ours,
                verdict(ours.low, ours.high, claim.side, claim.test.delta),
                f"{claim.chapter}.html#{ours.anchor}" if ours.anchor else claim.link, claim.note,
-               claim.test.primary, claim.test.delta, claim.test.proxy, claim.paper_scale)
+               claim.test.primary, claim.test.delta, claim.test.proxy, claim.paper_scale, design, detail,
+               paper.diff, *test, seed_sds)
 
 
 def rows(settings: Settings, profile: str, claims: Sequence[Claim] = CLAIMS,
          resamples: int = VERDICT_RESAMPLES, model: str | None = None,
          recorded: Path | None = REFERENCE_ROOT) -> list[Row]:
     """Every claim judged on the runs of ``model`` (None: the profile's) on ``profile`` under
-    ``settings.results_root`` (see :func:`our_evidence` for ``recorded``)."""
+    ``settings.results_root`` (see :func:`our_evidence` for ``recorded``); claims whose paper prints means
+    without spread get the seed spreads of our systems on their tasks, from both roots."""
     checks = audit.run_audit().set_index("id")
     rechecked = sources.recheck_claims().set_index("id")
-    return [judge(claim, our_evidence(claim, settings, profile, resamples, model, recorded),
-                  paper_evidence(claim, checks, rechecked)) for claim in claims]
+    roots = [settings.results_root, *([recorded] if recorded not in (None, settings.results_root) else [])]
+    out = []
+    with evidence_cache.stored_in(settings.cache_root):  # unit scores and draws computed once per input
+        for claim in claims:
+            paper = paper_evidence(claim, checks, rechecked)
+            tasks = claim_tasks(claim) if paper.welch_sd is not None else ()
+            spreads = seed_spreads(tasks, roots) if tasks else ()
+            out.append(judge(claim, our_evidence(claim, settings, profile, resamples, model, recorded), paper,
+                             spreads))
+    return out
 
 
 def _num(x: float | None, fmt: str = "{:+.2f}") -> str:
@@ -767,6 +1077,13 @@ def _num(x: float | None, fmt: str = "{:+.2f}") -> str:
 
 def _interval(low: float, high: float) -> str:
     return "" if math.isnan(low) else f"[{low:+.2f}, {high:+.2f}]"
+
+
+def _spreads(r: Row) -> str:
+    if r.paper.welch_sd is None:
+        return ""
+    measured = "; ".join(f"{x.system} {x.sd:.2f} ({x.seeds} seeds)" for x in r.seed_sds) or "none measured here"
+    return f"Welch ({WELCH_RUNS} + {WELCH_RUNS} runs) needs a seed sd below {r.paper.welch_sd:.2f}; ours: {measured}"
 
 
 def frame(found: Sequence[Row], links: bool = False) -> pd.DataFrame:
@@ -779,7 +1096,7 @@ def frame(found: Sequence[Row], links: bool = False) -> pd.DataFrame:
             "claim": r.claim, "A − B": f"{r.a} − {r.b}", "claimed": "> 0" if r.side > 0 else "≤ 0",
             "paper A − B": _num(r.paper.diff), "paper test": r.paper.test,
             "paper checks": "; ".join(r.paper.problems) or ("all pass" if r.paper.diff is not None else ""),
-            "paper verdict": r.paper.verdict,
+            "paper verdict": r.paper.verdict, "seed spread needed and measured": _spreads(r),
             "declared statistic": r.primary, "δ": _num(r.delta, "{:g}"), "proxy": r.proxy,
             "our runs": ours.runs or f"would be tested by: {ours.needs}",
             "our scale": ours.scale, "paper's scale": r.paper_scale,
@@ -787,6 +1104,8 @@ def frame(found: Sequence[Row], links: bool = False) -> pd.DataFrame:
             "ours A − B": _num(ours.diff),
             f"{CONFIDENCE:.0%} interval": _interval(ours.low, ours.high),
             "p": _num(ours.p, "{:.4f}"), "verdict": r.verdict_text,
+            "design": r.design, "design detail": r.design_detail, "verdict in words": r.verdict_words,
+            "paper's effect": r.paper_effect_words, "p (paper's effect)": _num(r.paper_effect_p, "{:.4f}"),
             "beside (not the verdict's)": "; ".join(
                 f"{b.label}: {b.diff:+.2f} {_interval(b.low, b.high)}, p {b.p:.4f} ({b.runs})" for b in ours.beside),
             "evidence": f'<a href="{r.link}">{r.where}</a>' if links else r.link,
@@ -795,22 +1114,27 @@ def frame(found: Sequence[Row], links: bool = False) -> pd.DataFrame:
 
 
 def overview(found: Sequence[Row], links: bool = False) -> pd.DataFrame:
-    """The two verdicts of each claim and our difference with its interval, narrow enough to read at a
-    glance; :func:`frame` has every column behind them."""
-    full = frame(found, links=links)
-    interval = full[f"{CONFIDENCE:.0%} interval"]
-    ours = [f"{d} {i}".strip() for d, i in zip(full["ours A − B"], interval, strict=True)]
-    return pd.DataFrame({"claim": full["claim"], "paper verdict": full["paper verdict"],
-                         "our verdict": full["verdict"], f"ours A − B [{CONFIDENCE:.0%}]": ours, "p": full["p"],
-                         "δ": full["δ"], "our scale": full["our scale"], "evidence": full["evidence"]},
-                        index=full.index)
+    """The compact table, one row per claim, every cell a string: the claim, the paper's number in our
+    statistic, ours with its interval, and the verdict in words with what it says of the paper's own effect at
+    our scale; ``links`` makes the claim a link to its evidence. :func:`frame` has every column behind them."""
+    out = []
+    for r in found:
+        claim = f'<a href="{r.link}">{r.claim}</a>' if links else r.claim
+        ours = f"{r.ours.diff:+.2f} {_interval(r.ours.low, r.ours.high)}" if r.ours.tested else ""
+        said = "; ".join(x for x in (r.verdict_words, r.paper_effect_words) if x)
+        out.append({"claim": claim, "paper's number": _num(r.paper_effect) or "none printed",
+                    f"ours [{CONFIDENCE:.0%}]": ours, "verdict": said})
+    return pd.DataFrame(out, index=pd.Index([r.id for r in found], name="id"))
 
 
 def counts(found: Sequence[Row]) -> dict[str, int]:
-    """How many claims got each verdict (ours and the paper's), every value of both vocabularies present."""
+    """How many claims got each verdict (ours and the paper's) and each design label, every value of the
+    three vocabularies present."""
     ours = {v: sum(r.verdict == v for r in found) for v in VERDICTS}
     paper = {v: sum(r.paper.verdict == v for r in found) for v in PAPER_VERDICTS}
-    return {**ours, **{f"paper: {k}": v for k, v in paper.items()}}
+    design = {d: sum(r.design == d for r in found) for d in DESIGNS if d}
+    return {**ours, **{f"paper: {k}": v for k, v in paper.items()},
+            **{f"design: {k}": v for k, v in design.items()}}
 
 
 def figure(found: Sequence[Row]) -> Any:

@@ -7,6 +7,8 @@ A claim quotes only the *numbers* as printed (``numbers``); the context is parap
   :func:`medibio.paper.tables.cell` for how rows/columns are named per table;
 * ``"MACRO|T6|#1"`` / ``"PLAIN|T6|#1"`` - the official BLURB score / the plain 13-dataset mean of one
   column of Table 6 or 7 (via :mod:`medibio.tasks.scoring`);
+* ``"LARGE|T6|#1"`` - the mean of one column over the seven BLURB sets with large test sets
+  (:data:`medibio.tasks.registry.LARGE_SETS`), the statistic our Table 5 claims are tested by;
 * ``"REG|groups"`` / ``"REG|datasets"`` - how many groups/datasets BLURB has (registry);
 * ``"COUNT|T2|PubMedQA"`` - how many IFT datasets Table 2 lists for a target task;
 * a bare number (``"4096"``) - a literal taken from the text itself.
@@ -84,6 +86,8 @@ def ref_label(ref: str) -> str:
     if parts[0] in ("MACRO", "PLAIN"):
         what = "BLURB score" if parts[0] == "MACRO" else "plain mean"
         return f"{what} of {parts[1]}[{parts[2]}]"
+    if parts[0] == "LARGE":
+        return f"mean of {parts[1]}[{parts[2]}] over the seven large BLURB sets"
     if parts[0] == "REG":
         return f"number of BLURB {parts[1]} (registry)"
     if parts[0] == "COUNT":
@@ -106,6 +110,9 @@ def resolve(ref: str) -> float:
         scores = tables.column_scores(int(parts[1][1:]), parts[2])
         agg = scoring.blurb_score(scores) if head == "MACRO" else scoring.paper_average(scores)
         return math.nan if agg.value is None or not agg.complete else agg.value
+    if head == "LARGE":
+        return sum(tables.cell(int(parts[1][1:]), parts[2], name) for name in registry.LARGE_SETS) / len(
+            registry.LARGE_SETS)
     if head.startswith("T") and len(parts) == 3:
         return tables.cell(int(head[1:]), parts[1], parts[2])
     raise KeyError(f"cannot resolve operand {ref!r}")

@@ -36,6 +36,7 @@ seqeval (``benchmarks/significance_speed.py``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -48,11 +49,13 @@ import numpy as np
 import pandas as pd
 
 from medibio.core.errors import DataMissingError, InputFormatError, MedibioError
+from medibio.core.hashing import file_sha256
 from medibio.core.paths import data_root as resolve_data_root
+from medibio.results import evidence_cache
 from medibio.results.aggregate import newest_configurations
 from medibio.runs.records import RunRecord, load_records
+from medibio.tasks import loaders, registry
 from medibio.tasks import predictions as blurb_predictions
-from medibio.tasks import registry
 from medibio.tasks.bootstrap import (
     CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -143,6 +146,26 @@ def _gold(dataset: str, data_root: str) -> blurb_predictions.Gold:
 @functools.lru_cache(maxsize=512)
 def _file_stats(path: str, mtime_ns: int, size: int, dataset: str,
                 data_root: str) -> tuple[UnitStats, frozenset[str]]:
+    gold_files = loaders.split_files(dataset, "test", data_root) if evidence_cache.folder() else []
+    if not gold_files or not all(f.is_file() for f in gold_files):
+        return _score_file(path, dataset, data_root)  # no cache asked for, or no gold: said as always
+    name = evidence_cache.key("unit-stats", {"predictions": file_sha256(path), "dataset": dataset,
+                                             "gold": [file_sha256(f) for f in gold_files]})
+    found = evidence_cache.load("unit-stats", name)
+    if found is not None:
+        meta, arrays = found
+        stats = UnitStats(dataset, meta["metric"], meta["unit"], tuple(meta["keys"]), tuple(meta["columns"]),
+                          arrays["counts"])
+        return stats, frozenset(meta["ids"])
+    stats, ids = _score_file(path, dataset, data_root)
+    evidence_cache.save("unit-stats", name, {"metric": stats.metric, "unit": stats.unit, "keys": list(stats.keys),
+                                             "columns": list(stats.columns), "ids": sorted(ids)},
+                        {"counts": stats.counts})
+    return stats, ids
+
+
+def _score_file(path: str, dataset: str, data_root: str) -> tuple[UnitStats, frozenset[str]]:
+    """Unit statistics of a prediction file against the gold test split, and the ids it covers."""
     gold = _gold(dataset, data_root)
     preds = blurb_predictions.read_predictions(path, dataset)
     covered = [i for i in gold.ids if i in preds]
@@ -156,7 +179,8 @@ def prediction_stats(path: str | Path, dataset: str,
                      data_root: str | Path | None = None) -> tuple[UnitStats, frozenset[str]]:
     """Unit statistics of one test-prediction file and the ids it covers (a subset of the gold test ids).
 
-    Cached per (file, size, mtime): the book compares each baseline with many variants.
+    Cached per (file, size, mtime): the book compares each baseline with many variants; and on disk, by the
+    file's and the gold's bytes, where a boundary named a cache folder (:mod:`medibio.results.evidence_cache`).
     """
     path = Path(path)
     if not path.is_file():
@@ -247,14 +271,42 @@ def cv_runs(records: Iterable[RunRecord], results_root: str | Path, label: str, 
     if not complete:
         return None
     root = str(resolve_data_root(data_root))
+    paths = [{fold: by_seed[seed][fold].predictions_file(results_root) for fold in sorted(by_seed[seed])}
+             for seed in complete]
+    system = f"{label} ({folds}-fold CV, {len(complete)} seeds)"
+    splits = [f for split in ("train", "dev", "test") for f in loaders.split_files(name, split, root)]
+    cached = evidence_cache.folder() is not None and all(f.is_file() for f in splits + [f for seed in paths
+                                                                                         for f in seed.values()])
+    if cached:  # pooled folds scored once per their bytes and the gold's
+        entry = evidence_cache.key("cv-unit-stats", {"dataset": name, "gold": [file_sha256(f) for f in splits],
+                                                     "folds": [{str(k): file_sha256(f) for k, f in seed.items()}
+                                                               for seed in paths]})
+        found = evidence_cache.load("cv-unit-stats", entry)
+        if found is not None:
+            meta, arrays = found
+            stats = [UnitStats(name, meta["metric"], meta["unit"], tuple(meta["keys"]), tuple(meta["columns"]),
+                               arrays[f"counts{k}"]) for k in range(len(complete))]
+            return Runs(system, name, tuple(complete), tuple(seed[max(seed)].parent for seed in paths),
+                        frozenset(meta["ids"]), tuple(stats))
+    runs = _pooled_cv_runs(name, root, complete, paths, label, system)
+    if cached:
+        first = runs.stats[0]
+        evidence_cache.save("cv-unit-stats", entry, {"metric": first.metric, "unit": first.unit, "keys": list(first.keys),
+                                                     "columns": list(first.columns), "ids": sorted(runs.ids)},
+                            {f"counts{k}": st.counts for k, st in enumerate(runs.stats)})
+    return runs
+
+
+def _pooled_cv_runs(name: str, root: str, complete: list[int], paths: list[dict[int, Path]], label: str,
+                    system: str) -> Runs:
+    """Each complete seed's fold predictions pooled and scored against the train, dev and test gold."""
     columns = [blurb_predictions.load_gold(name, split, root) for split in ("train", "dev", "test")]
     gold = blurb_predictions.Gold(name, "all", [i for g in columns for i in g.ids],
                                   [r for g in columns for r in g.references])
     stats, files = [], []
-    for seed in complete:
+    for seed, seed_paths in zip(complete, paths, strict=True):
         pooled: dict[str, Any] = {}
-        for fold in sorted(by_seed[seed]):
-            path = by_seed[seed][fold].predictions_file(results_root)
+        for fold, path in seed_paths.items():
             fold_predictions = blurb_predictions.read_predictions(path, name)
             twice = sorted(set(pooled) & set(fold_predictions))
             if twice:
@@ -264,7 +316,6 @@ def cv_runs(records: Iterable[RunRecord], results_root: str | Path, label: str, 
         files.append(path.parent)  # the seed's folds lie in folders of their own; the last one names it
         values = blurb_predictions.align(path.parent, pooled, gold)
         stats.append(unit_stats(name, gold.references, values, gold.ids))
-    system = f"{label} ({folds}-fold CV, {len(complete)} seeds)"
     return Runs(system, name, tuple(complete), tuple(files), frozenset(gold.ids), tuple(stats))
 
 
@@ -463,6 +514,8 @@ def multi_bootstrap(pairs: Sequence[tuple[Runs, Runs]], statistics: Mapping[str,
     every statistic reads the same draws. The random draws depend only on ``seed``, the datasets' order and
     the numbers of units and runs, never on scores, so a rebuild whose predictions moved a little moves every
     draw a little (common random numbers) and a verdict flips only where an interval end crosses a boundary.
+    Where a boundary named a cache folder (:mod:`medibio.results.evidence_cache`), the result is kept there
+    under a digest of the runs' unit counts, seeds and sizes, and read back by the next call with the same.
     """
     if not pairs:
         raise ValueError("no dataset with runs of both systems")
@@ -470,6 +523,42 @@ def multi_bootstrap(pairs: Sequence[tuple[Runs, Runs]], statistics: Mapping[str,
     if len(set(names)) != len(names):
         raise ValueError(f"each dataset once: {', '.join(names)}")
     statistics = statistics or {"mean": names}
+    if evidence_cache.folder() is None:
+        return _multi_bootstrap(pairs, statistics, resamples, seed, confidence)
+    name = evidence_cache.key("multi-bootstrap", {
+        "pairs": [[_runs_digest(side) for side in pair] for pair in pairs],
+        "statistics": {k: list(v) for k, v in statistics.items()}, "resamples": resamples, "seed": seed,
+        "confidence": confidence})
+    found = evidence_cache.load("multi-bootstrap", name)
+    if found is not None:
+        meta, arrays = found
+        return {label: MultiComparison(**{**fields, "datasets": tuple(fields["datasets"]),
+                                          **{k: tuple(fields[k]) for k in ("units", "runs_a", "runs_b")}},
+                                       draws=arrays[f"draws{i}"])
+                for i, (label, fields) in enumerate(meta["results"])}
+    result = _multi_bootstrap(pairs, statistics, resamples, seed, confidence)
+    evidence_cache.save("multi-bootstrap", name,
+                        {"results": [[label, _comparison_fields(c)] for label, c in result.items()]},
+                        {f"draws{i}": c.draws for i, c in enumerate(result.values())})
+    return result
+
+
+def _runs_digest(runs: Runs) -> dict[str, Any]:
+    """What the draws and the scores of one side of a pair depend on (never its label or files)."""
+    return {"dataset": runs.dataset, "pretraining": list(runs.pretraining),
+            "ids": evidence_cache.text_digest(sorted(runs.ids)),
+            "stats": [[s.metric, evidence_cache.text_digest(s.keys), evidence_cache.array_digest(s.counts)]
+                      for s in runs.stats]}
+
+
+def _comparison_fields(found: MultiComparison) -> dict[str, Any]:
+    out = {f.name: getattr(found, f.name) for f in dataclasses.fields(found) if f.name != "draws"}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+
+def _multi_bootstrap(pairs: Sequence[tuple[Runs, Runs]], statistics: Mapping[str, Sequence[str]], resamples: int,
+                     seed: int, confidence: float) -> dict[str, MultiComparison]:
+    names = [a.dataset for a, _ in pairs]
     labels = [_system_labels([p[i] for p in pairs]) for i in (0, 1)]
     pre_rng = np.random.default_rng([seed, 2])
     pre = [bootstrap_weights(len(x), resamples, pre_rng) for x in labels]
