@@ -938,14 +938,15 @@ class Spread:
     sd: float  # sample sd over fine-tuning seeds of each seed's mean test score over the tasks
 
 
-def seed_spreads(tasks: Sequence[str], roots: Sequence[Path]) -> tuple[Spread, ...]:
+def seed_spreads(tasks: Sequence[str], roots: Sequence[Path | Sequence[RunRecord]]) -> tuple[Spread, ...]:
     """Every system of ours with two or more fine-tuning seeds on all of ``tasks`` (newest configuration, full
     runs, no cross-validation folds), the first root that has it winning: what a printed difference without
-    spread has to be set against. Records only: no prediction is read."""
+    spread has to be set against. Records only: no prediction is read. A root may be given as its newest
+    records already read (:func:`rows` reads each root once for every claim)."""
     found: dict[str, Spread] = {}
     for root in roots:
         by_system: dict[str, dict[int, dict[str, float]]] = {}
-        for rec in newest_configurations(load_records(root))[0]:
+        for rec in _newest_records(root) if isinstance(root, Path) else root:
             if (rec.ok and rec.score_test is not None and rec.dataset in tasks and rec.limited is None
                     and not (rec.details or {}).get("cv_fold")):
                 system = f"{rec.profile}/{rec.model_tag}/{rec.variant}"
@@ -955,6 +956,10 @@ def seed_spreads(tasks: Sequence[str], roots: Sequence[Path]) -> tuple[Spread, .
             if len(means) > 1 and system not in found:
                 found[system] = Spread(system, len(means), float(np.std(means, ddof=1)))
     return tuple(found[k] for k in sorted(found))
+
+
+def _newest_records(root: Path) -> list[RunRecord]:
+    return newest_configurations(load_records(root))[0]
 
 
 def claim_tasks(claim: Claim) -> tuple[str, ...]:
@@ -1060,12 +1065,15 @@ def rows(settings: Settings, profile: str, claims: Sequence[Claim] = CLAIMS,
     checks = audit.run_audit().set_index("id")
     rechecked = sources.recheck_claims().set_index("id")
     roots = [settings.results_root, *([recorded] if recorded not in (None, settings.results_root) else [])]
-    out = []
+    out: list[Row] = []
+    newest: list[list[RunRecord]] = []  # each root's records, read once when a claim first needs them
     with evidence_cache.stored_in(settings.cache_root):  # unit scores and draws computed once per input
         for claim in claims:
             paper = paper_evidence(claim, checks, rechecked)
             tasks = claim_tasks(claim) if paper.welch_sd is not None else ()
-            spreads = seed_spreads(tasks, roots) if tasks else ()
+            if tasks and not newest:
+                newest = [_newest_records(root) for root in roots]
+            spreads = seed_spreads(tasks, newest) if tasks else ()
             out.append(judge(claim, our_evidence(claim, settings, profile, resamples, model, recorded), paper,
                              spreads))
     return out
