@@ -52,8 +52,6 @@ def test_page_shows_title_tables_and_images(pages, summaries, chapter) -> None:
         summary = summaries[chapter.slug]
         assert page.tables >= len(summary["tables"]), "a recorded table is missing from the page"
         assert page.images >= len(summary["figures"]), "a recorded figure is missing from the page"
-    else:
-        assert page.tables >= 2  # the intro's chapter map and profile table
     assert Path(page.screenshot).stat().st_size > 10_000
 
 
@@ -106,3 +104,123 @@ def test_the_run_page_filters_by_correctness_and_finds_an_id(run_page) -> None:
 
 def test_the_run_page_has_no_console_errors(run_page) -> None:
     assert run_page.console_errors == []
+
+
+# --------------------------------------------------------------------------- the cpu book, rendered from reference/
+# What a reader meets on the default book: each page opens with its result, and nothing on it is for the builder.
+
+FIRST_SCREEN = {"width": 1400, "height": 900}
+BUILDER_TEXT = re.compile(r"Warning|/tmp/|/home/|/root/|/work/")
+MAX_PAGE_BYTES = 1_000_000
+
+_FIRST_SCREEN_PROBE = """
+() => {
+  const main = document.querySelector('main') || document.body;
+  const box = (el) => { if (!el) return null; const r = el.getBoundingClientRect();
+                         return {top: r.top + window.scrollY, bottom: r.bottom + window.scrollY}; };
+  const counts = Array.from(main.querySelectorAll('p')).find(p => /runs test \\d+ of the paper.s \\d+ claims/.test(p.innerText));
+  const outputs = Array.from(main.querySelectorAll('.cell_output'));
+  const first = outputs.find(o => o.innerText.trim() || o.querySelector('img, table'));
+  const kind = !first ? 'none' : first.querySelector('img') ? 'figure' : first.querySelector('table') ? 'table' : 'text';
+  return {counts: box(counts), figure: box(main.querySelector('.cell_output img')), first: kind,
+          text: main.innerText,
+          boolCells: Array.from(main.querySelectorAll('td')).map(td => td.innerText.trim())
+                       .filter(t => t === 'True' || t === 'False').length};
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cpu_book(tmp_path_factory, session_settings) -> Path:
+    """The ``cpu`` book rendered from the recorded runs (``make book FROM=reference``), once per module."""
+    from medibio.book import build
+    from medibio.results.recorded import REFERENCE_ROOT
+
+    if not Path(testing.CHROMIUM).exists():
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    base = tmp_path_factory.mktemp("cpu-book")
+    settings = session_settings.replace(results_root=base / "results", recorded=REFERENCE_ROOT)
+    report = build.build_book("cpu", settings, root=build.book_root(base), keep_going=True)
+    assert report.html_dir, "the cpu book did not render"
+    return Path(report.html_dir)
+
+
+def open_pages(html_dir: Path, slugs: list[str], viewport: dict[str, int] = FIRST_SCREEN) -> dict[str, dict]:
+    """What the browser sees of each chapter page at ``viewport`` (see :data:`_FIRST_SCREEN_PROBE`)."""
+    from playwright.sync_api import sync_playwright
+
+    seen = {}
+    with testing.serve(html_dir) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=testing.CHROMIUM, args=list(testing.CHROMIUM_ARGS))
+        try:
+            for slug in slugs:
+                page = browser.new_page(viewport=viewport)
+                page.goto(f"{base}/book/{slug}.html", wait_until="networkidle")
+                seen[slug] = page.evaluate(_FIRST_SCREEN_PROBE)
+                page.close()
+        finally:
+            browser.close()
+    return seen
+
+
+@pytest.fixture(scope="module")
+def cpu_pages(cpu_book) -> dict[str, dict]:
+    return open_pages(cpu_book, [c.slug for c in chapters.CHAPTERS])
+
+
+def test_what_holds_up_shows_its_verdict_counts_and_forest_plot_on_the_first_screen(cpu_pages) -> None:
+    page = cpu_pages["what_holds_up"]
+    assert page["counts"] and page["counts"]["bottom"] <= FIRST_SCREEN["height"], page["counts"]
+    assert page["figure"] and page["figure"]["bottom"] <= FIRST_SCREEN["height"], page["figure"]
+    assert page["counts"]["top"] < page["figure"]["top"]
+
+
+@pytest.mark.parametrize("chapter", [c for c in chapters.CHAPTERS if c.is_notebook], ids=lambda c: c.slug)
+def test_each_chapter_opens_with_a_table_or_a_figure(cpu_pages, chapter) -> None:
+    assert cpu_pages[chapter.slug]["first"] in ("table", "figure"), chapter.slug
+
+
+def test_no_page_shows_warnings_machine_paths_or_python_booleans(cpu_pages) -> None:
+    for slug, page in cpu_pages.items():
+        assert not BUILDER_TEXT.findall(page["text"]), (slug, BUILDER_TEXT.findall(page["text"])[:5])
+        assert page["boolCells"] == 0, slug
+
+
+def broken_links(html_dir: Path) -> list[tuple[str, str]]:
+    """Every link of the built book to a file of the book, or to an anchor in one, that is not there: (page,
+    href). External links are left alone (the book has none to check offline)."""
+    from urllib.parse import unquote, urlparse
+
+    from bs4 import BeautifulSoup
+
+    soups = {p.resolve(): BeautifulSoup(p.read_text(encoding="utf-8"), "html.parser") for p in html_dir.rglob("*.html")}
+    ids = {p: {el["id"] for el in s.find_all(id=True)} for p, s in soups.items()}
+    broken = []
+    for page, soup in soups.items():
+        for a in soup.find_all("a", href=True):
+            parsed = urlparse(a["href"])
+            if parsed.scheme or a["href"].startswith(("mailto:", "javascript:")):
+                continue
+            target = (page.parent / unquote(parsed.path)).resolve() if parsed.path else page
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists() or (parsed.fragment and target in ids and unquote(parsed.fragment) not in ids[target]):
+                broken.append((str(page.relative_to(html_dir.resolve())), a["href"]))
+    return broken
+
+
+def test_every_internal_link_resolves(cpu_book) -> None:
+    broken = broken_links(cpu_book)
+    assert not broken, broken[:20]
+
+
+def test_no_html_page_is_over_a_megabyte(cpu_book) -> None:
+    heavy = [(str(p.relative_to(cpu_book)), p.stat().st_size) for p in cpu_book.rglob("*.html")
+             if p.stat().st_size > MAX_PAGE_BYTES]
+    assert not heavy, heavy
+
+
+def test_the_runs_behind_every_tested_verdict_have_pages(cpu_book) -> None:
+    runs = cpu_book / "runs"
+    for profile in ("cpu", "cpu-ift", "cpu-study"):
+        assert list((runs / "finetune" / profile).rglob("index.html")), profile

@@ -46,13 +46,13 @@ def test_prepare_collapses_code_and_drops_what_only_records_a_value():
     notebook = _executed()
     pages.prepare(notebook)
     code = [c for c in notebook.cells if c.cell_type == "code"]
-    assert [c.metadata["tags"] for c in code] == [["parameters"], ["hide-input"], ["hide-input"], ["show-input"],
-                                                 ["hide-input"]]
+    assert [c.metadata["tags"] for c in code] == [["parameters", "hide-cell"], ["hide-input"], ["hide-input"],
+                                                 ["show-input"], ["hide-input"]]
     assert 'profile = "smoke"' in code[0].source and len(code) == 5
     assert [o.output_type for o in code[1].outputs] == ["display_data"]  # the glue record stays, '13' goes
     assert [o.output_type for o in code[2].outputs] == ["execute_result"]  # a table is the page's content
     pages.prepare(notebook)  # preparing twice changes nothing
-    assert [c.metadata["tags"] for c in notebook.cells if c.cell_type == "code"][0] == ["parameters"]
+    assert [c.metadata["tags"] for c in notebook.cells if c.cell_type == "code"][0] == ["parameters", "hide-cell"]
 
 
 def test_a_notebook_without_its_own_parameters_cell_shows_papermills(tmp_path):
@@ -62,7 +62,7 @@ def test_a_notebook_without_its_own_parameters_cell_shows_papermills(tmp_path):
     nbformat.write(notebook, str(path))
     pages.prepare_file(path)
     cells = nbformat.read(str(path), as_version=4).cells
-    assert [c.metadata["tags"] for c in cells] == [["parameters"], ["hide-input"]]
+    assert [c.metadata["tags"] for c in cells] == [["parameters", "hide-cell"], ["hide-input"]]
 
 
 def test_the_line_saying_how_a_page_was_built_outside_a_git_checkout(monkeypatch, tmp_path):
@@ -73,3 +73,67 @@ def test_the_line_saying_how_a_page_was_built_outside_a_git_checkout(monkeypatch
     monkeypatch.setattr(provenance, "git_commit", lambda *args, **kwargs: None)
     line = notebook.built_by(Settings(results_root=tmp_path), "cpu")
     assert "outside a git checkout" in line and "not a gi" not in line
+
+
+def test_progress_lines_and_stderr_stay_off_the_page_and_the_table_stays():
+    progress = new_output("display_data", {"text/plain": "[finetune] 19 runs — 0 trained now (0:00), 19 reused"})
+    warning = new_output("stream", name="stderr", text="/home/me/x.py:3: UserWarning: constrained_layout not applied")
+    said = new_output("stream", name="stdout", text="rows below the frozen baseline: none\n")
+    table = new_output("display_data", {"text/html": "<table></table>", "text/plain": "<Styler>"})
+    cell = new_code_cell("chapter.table('t', frame)", outputs=[progress, warning, said, table])
+    notebook = new_notebook(cells=[new_markdown_cell("# Title"), cell])
+    pages.prepare(notebook)
+    assert [o.get("name") or o.output_type for o in notebook.cells[1].outputs] == ["stdout", "display_data"]
+    assert "text/html" in notebook.cells[1].outputs[1].data
+
+
+def _cells(html: str, columns: list[str]) -> dict[str, list[str]]:
+    """The text of each body cell of a rendered table, by column."""
+    from bs4 import BeautifulSoup
+
+    rows = [[td.get_text() for td in tr.find_all("td")] for tr in BeautifulSoup(html, "html.parser").tbody.find_all("tr")]
+    return {name: [row[i] for row in rows] for i, name in enumerate(columns)}
+
+
+def test_cells_read_as_words_and_counts_as_integers():
+    import pandas as pd
+
+    from medibio.book import notebook
+
+    frame = pd.DataFrame({"runs": [42.0, None], "mean": [78.0, 61.5], "below frozen": [True, False],
+                          "flag": [True, None], "tasks": [["BIOSSES", "HoC"], []], "steps": [90000.0, 1.0]},
+                         index=["a", "b"])
+    html = notebook.style(frame).to_html()
+    cells = _cells(html, list(frame.columns))
+    assert list(cells["runs"]) == ["42", "–"]  # a count, not 42.00
+    assert list(cells["mean"]) == ["78.00", "61.50"]  # a score keeps its decimals
+    assert list(cells["below frozen"]) == ["yes", "no"] and list(cells["flag"]) == ["yes", "–"]
+    assert list(cells["tasks"]) == ["BIOSSES, HoC", "–"]
+    assert list(cells["steps"]) == ["90,000", "1"]
+    assert "True" not in html and "False" not in html
+
+
+def test_the_page_leaves_provenance_out_of_a_score_table_and_the_files_keep_it(tmp_path):
+    import pandas as pd
+
+    from medibio.book import notebook
+    from medibio.core.settings import Settings
+
+    chapter = notebook.ChapterContext("c", "cpu", Settings(results_root=tmp_path))
+    frame = pd.DataFrame({"mean": [80.1], "paper #1_diff": [-1.2], "digest": ["ab12"], "commit": ["f00"]},
+                         index=["BIOSSES"])
+    html = chapter.table("t", frame, paper_vs_ours=True).to_html()
+    assert "ab12" not in html and "f00" not in html and "ours − paper #1" in html and "_diff" not in html
+    saved = pd.read_csv(chapter.tables["t"]["files"]["csv"], index_col=0)
+    assert list(saved.columns) == ["mean", "paper #1_diff", "digest", "commit"]
+    assert chapter.table("p", frame, provenance=True).to_html().count("ab12") == 1
+
+
+def test_the_provenance_line_is_short_and_points_to_appendix_b(tmp_path):
+    from medibio.book import notebook
+    from medibio.core.settings import Settings
+    from medibio.results.recorded import REFERENCE_ROOT
+
+    line = notebook.provenance_line(Settings(results_root=tmp_path, recorded=REFERENCE_ROOT), "cpu")
+    assert notebook.APPENDIX_B in line and "reference/" in line
+    assert len(line) < 300 and line.count(",") <= 3  # not the recorded runs' commits one by one

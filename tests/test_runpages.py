@@ -309,3 +309,60 @@ def test_a_profiles_pretraining_run_gets_its_page(tmp_path: Path) -> None:
     found = runpages.configurations(tmp_path, "cpu")
     assert [c.first.kind for c in found] == ["pretrain"] and found[0].url.startswith("runs/pretrain/mini/")
     assert runpages.configurations(tmp_path, "gpu") == []
+
+
+def test_the_recorded_runs_a_verdict_reads_get_pages_that_open_with_score_baselines_and_the_paper(hand_runs, tmp_path) -> None:
+    from medibio.paper import tables
+
+    base = hand_runs.write("base", 1, wrong=range(0, 10))
+    study = hand_runs.write("study-3", 1, wrong=range(0, 4), profile="cpu-study", digest="3a3a3a3a3a3a")
+    ift = hand_runs.write("ift-BioASQ", 1, wrong=range(0, 2), profile="cpu-ift", digest="1f1f1f1f1f1f")
+    html = tmp_path / "html"
+    written = runpages.write_run_pages(hand_runs.results, "cpu", html, data_root=hand_runs.data)
+    for record in (base, study, ift):
+        assert html / runpages.run_page_url(record) in written
+    text = (html / runpages.run_page_url(study)).read_text(encoding="utf-8")
+    lead = text[text.index('<p class="lead score">'):text.index("</p>", text.index('<p class="lead score">'))]
+    assert "Test score <strong>90.00</strong>" in lead and "Baselines on the same test set, and the paper" in text
+    assert f"Table 6, #3 {tables.column_scores(6, '#3')['BioASQ']:.2f}" in lead  # the arm's column of Table 6
+    assert text.index("Test score") < text.index("Hyperparameters and caps")
+    base_text = (html / runpages.run_page_url(base)).read_text(encoding="utf-8")
+    assert "Table 7, MediBioDeBERTa-IFT" in base_text and "Table 6, #1" in base_text
+    index = (html / "runs" / "index.html").read_text(encoding="utf-8")
+    assert runpages.run_page_url(ift).removeprefix("runs/") in index
+
+
+def test_a_long_prediction_list_goes_beside_the_page(hand_runs, tmp_path, monkeypatch) -> None:
+    record = hand_runs.write("base", 1, wrong=range(0, 10))
+    monkeypatch.setattr(runpages, "INLINE_EXAMPLES", 100)
+    html = tmp_path / "html"
+    runpages.write_run_pages(hand_runs.results, "cpu", html, data_root=hand_runs.data)
+    page = html / runpages.run_page_url(record)
+    text = page.read_text(encoding="utf-8")
+    assert '<script src="examples.js"></script>' in text and 'id="examples"' not in text
+    script = (page.parent / "examples.js").read_text(encoding="utf-8")
+    assert script.startswith("window.medibioExamples = ")
+    data = json.loads(script.removeprefix("window.medibioExamples = ").rstrip().rstrip(";").replace("<\\/", "</"))
+    assert len(data["rows"]) == 40
+
+
+def test_a_cross_validation_folds_ift_run_is_paired_with_the_same_folds_direct_run(hand_runs, tmp_path) -> None:
+    base = hand_runs.write("base", 1, wrong=range(0, 10))
+    fold = hand_runs.write("cv2", 1, wrong=range(0, 6), digest="2c2c2c2c2c2c")
+    ift_fold = hand_runs.write("ift-STS-B+cv2", 1, wrong=range(0, 4), digest="3d3d3d3d3d3d")
+    html = tmp_path / "html"
+    runpages.write_run_pages(hand_runs.results, "cpu", html, data_root=hand_runs.data)
+    paired = html / runpages.paired_page_url(ift_fold, fold)
+    assert paired.is_file() and not (html / runpages.paired_page_url(ift_fold, base)).exists()
+    link = re.search(r'id="paired-link" href="([^"]+)"', (html / runpages.run_page_url(ift_fold)).read_text(encoding="utf-8"))
+    assert link and (html / runpages.run_page_url(ift_fold)).parent.joinpath(link.group(1)).resolve() == paired.resolve()
+
+
+def test_no_run_page_links_to_a_paired_view_that_could_not_be_written(hand_runs, tmp_path) -> None:
+    hand_runs.write("base", 1, wrong=range(0, 10))
+    ift = hand_runs.write("ift-STS-B", 1, wrong=range(5, 8), digest="1f11f11f11f1")
+    (hand_runs.data / "blurb" / "BioASQ" / "test.tsv").unlink()  # no gold: neither page lists its examples
+    html = tmp_path / "html"
+    runpages.write_run_pages(hand_runs.results, "cpu", html, data_root=hand_runs.data)
+    assert 'id="paired-link"' not in (html / runpages.run_page_url(ift)).read_text(encoding="utf-8")
+    assert not (html / "runs" / "paired").exists()

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from medibio.core.paths import REPO_ROOT
 from medibio.core.errors import UnknownNameError
+from medibio.core.paths import REPO_ROOT
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 BOOK_DIR = REPO_ROOT / "book"
@@ -73,6 +73,7 @@ CHAPTERS: tuple[TocEntry, ...] = (
     TocEntry("appendix_a_paper_audit", "Appendix A: paper audit", "appendix_a_paper_audit.ipynb", PARTS[7]),
     TocEntry("appendix_b_reproducibility", "Appendix B: reproducibility", "appendix_b_reproducibility.ipynb",
              PARTS[7]),
+    TocEntry("glossary", "Glossary", "glossary.md", PARTS[7]),
 )
 
 # Every figure and table of the paper, in the paper's order of appearance, with the chapter reproducing it.

@@ -18,6 +18,7 @@ import html
 import io
 import json
 import os
+import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -67,6 +68,9 @@ class ChapterContext:
     # the encoder this chapter's runs fine-tune (chapters with a ``model`` parameter); named on its tables and
     # figures, since a book can be built for any model (``medibio book --model``)
     model: str | None = None
+    # what the page says about how it was built (provenance, presets, limit): shown under the chapter's first
+    # table or figure, so that a page opens with its result
+    notes: list[str] = field(default_factory=list)
 
     @property
     def built_for(self) -> str:
@@ -96,14 +100,17 @@ class ChapterContext:
         return paths.data_root(self.settings.data_root) / relative
 
     def table(self, key: str, frame: pd.DataFrame, caption: str = "", paper_vs_ours: bool = False,
-              precision: int = 2, links: Mapping[tuple[str, str], str] | None = None) -> Any:
+              precision: int = 2, links: Mapping[tuple[str, str], str] | None = None,
+              provenance: bool = False) -> Any:
         """Record ``frame`` under ``key``, write it as CSV and JSON, and show it (paper/ours/diff coloured) with
         links to both files right under it.
 
         ``links`` maps (row, column) labels as :func:`label_text` spells them to a page of the built book,
         given relative to the HTML root (``runs/.../index.html``): that cell keeps its formatted text and
         becomes a link to the page (chapter pages sit one folder down, in ``book/``). The files hold the
-        plain values. In a notebook the table is displayed right away, so every table of a cell reaches the
+        plain values and every column; the page leaves out the provenance columns (:data:`PROVENANCE_COLUMNS`:
+        digests and commits belong to the run pages and Appendix B, not between the scores) unless
+        ``provenance``, and names a ``<column>_diff`` column "ours − <column>". In a notebook the table is displayed right away, so every table of a cell reaches the
         page (a returned value shows only when it is the cell's last expression); outside IPython the Styler
         is returned."""
         files = write_table(frame, self.out_dir / TABLES_DIR, key)
@@ -112,6 +119,10 @@ class ChapterContext:
                             "n_rows": int(len(frame)), "caption": caption,
                             "files": {kind: str(path) for kind, path in files.items()}}
         self.save()
+        shown = for_the_page(frame, provenance)
+        hidden = {label_text(c) for c in frame.columns} - {label_text(c) for c in shown.columns}
+        links = {cell: url for cell, url in (links or {}).items() if cell[1] not in hidden}
+        frame = shown
         styler = style(frame, caption=caption, diff_columns=_diff_columns(frame) if paper_vs_ours else (),
                        precision=precision, links=links)
         if not _in_kernel():
@@ -120,7 +131,17 @@ class ChapterContext:
 
         display(styler)
         display(Markdown(downloads(files, self.page_dir)))
+        self._show_notes()
         return None
+
+    def _show_notes(self) -> None:
+        """Display the pending :attr:`notes` once, right after the page's first table or figure."""
+        if not self.notes or not _in_kernel():
+            return
+        from IPython.display import Markdown, display
+
+        display(Markdown("\n\n".join(self.notes)))
+        self.notes = []
 
     def glue(self, key: str, value: Any, fmt: str | Callable[[Any], str] = "{}") -> str:
         """Glue ``value``, formatted by ``fmt`` (a format string or a function), for the ``{glue:text}`key` ``
@@ -143,8 +164,10 @@ class ChapterContext:
         """:meth:`glue` each ``key: (value, format)`` (what :mod:`medibio.book.numbers` computes)."""
         return {key: self.glue(key, value, fmt) for key, (value, fmt) in numbers.items()}
 
-    def figure(self, key: str, fig: Any) -> Any:
-        """Save ``fig`` as PNG under the chapter's output folder, record it, and return it for display."""
+    def figure(self, key: str, fig: Any, notes: bool = True) -> Any:
+        """Save ``fig`` as PNG under the chapter's output folder, record it, and display it in a notebook
+        (outside one, return it); the page's pending notes follow it unless ``notes`` is False (a page whose
+        first figure and table belong together)."""
         path = self.out_dir / "figures" / f"{key}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         if self.model and not getattr(fig, "_medibio_built_for", False):
@@ -153,7 +176,16 @@ class ChapterContext:
         fig.savefig(path, dpi=110, bbox_inches="tight")
         self.figures[key] = str(path)
         self.save()
-        return fig
+        if not _in_kernel():
+            return fig
+        import matplotlib.pyplot as plt
+        from IPython.display import display
+
+        display(fig)  # here, so that the notes under the first result come after it
+        plt.close(fig)
+        if notes:
+            self._show_notes()
+        return None
 
     def reproduces(self, artefact: str, records: Iterable[Any] = (), section: str = "",
                    status: str | None = None) -> None:
@@ -203,11 +235,16 @@ class ChapterContext:
 
     def figure_file(self, key: str, path: str | Path) -> Any:
         """Record a PNG a library function already wrote, and return it for display."""
-        from IPython.display import Image
+        from IPython.display import Image, display
 
         self.figures[key] = str(path)
         self.save()
-        return Image(filename=str(path))
+        image = Image(filename=str(path))
+        if not _in_kernel():
+            return image
+        display(image)
+        self._show_notes()
+        return None
 
     def save(self) -> Path:
         payload = {"chapter": self.name, "profile": self.profile, "model": self.model,
@@ -216,6 +253,19 @@ class ChapterContext:
                    "values": self.values, "glued": self.glued, "reproductions": self.reproductions,
                    "updated": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         return write_json(self.out_dir / SUMMARY_FILE, payload)
+
+
+PROVENANCE_COLUMNS = frozenset({"digest", "commit", "config_digest", "git_commit", "run", "record", "lock", "device",
+                                "CPU", "created", "machine"})
+
+
+def for_the_page(frame: pd.DataFrame, provenance: bool = False) -> pd.DataFrame:
+    """``frame`` as a page shows it: without :data:`PROVENANCE_COLUMNS` (unless ``provenance``), and a
+    difference column ``X_diff`` named "ours − X"."""
+    hidden = [] if provenance else [c for c in frame.columns if label_text(c) in PROVENANCE_COLUMNS]
+    shown = frame.drop(columns=hidden) if len(hidden) < len(frame.columns) else frame
+    return shown.rename(columns=lambda c: f"ours − {c.removesuffix('_diff')}" if isinstance(c, str)
+                        and c.endswith("_diff") else c)
 
 
 def _in_kernel() -> bool:
@@ -300,23 +350,52 @@ def setup(name: str, profile: str, data_root_param: str | Path | None = "",
     pd.set_option("display.precision", 2)
     model = getattr(resolved, "model", None)
     chapter = ChapterContext(name=name, profile=resolved.profile, settings=settings, params=resolved, model=model)
-    from IPython.display import Markdown, display
-
+    log_warnings(chapter.out_dir / "warnings.log")
     chapter.values["built"] = built_by(settings, resolved.profile, model)
-    display(Markdown(chapter.values["built"]))
+    chapter.notes.append(provenance_line(settings, resolved.profile, model))
     if model is not None:
         chapter.values["model"] = zoo.display_name(model)
         note = presets_note(resolved.profile, model)
         if note:
             chapter.values["presets_note"] = note
-            display(Markdown(note))
+            chapter.notes.append(note)
     if settings.limit:
         chapter.values["limit"] = settings.limit
-        display(Markdown(f"**Limited build:** every run of this chapter used at most {settings.limit} examples "
-                         f"per split (`--limit`, `$MEDIBIO_LIMIT`): the `{resolved.profile}` profile's code "
-                         "path end to end, not its results."))
+        chapter.notes.append(f"**Limited build:** every run of this chapter used at most {settings.limit} examples "
+                             f"per split (`--limit`, `$MEDIBIO_LIMIT`): the `{resolved.profile}` profile's code "
+                             "path end to end, not its results.")
     chapter.save()
     return chapter
+
+
+def log_warnings(path: Path) -> None:
+    """Send Python warnings of this kernel to ``path`` instead of the cell's stderr: a library's warning
+    (with the file it came from, an absolute path of this machine) is for whoever builds the book, not for
+    the page's reader."""
+    def show(message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    warnings.showwarning = show
+
+
+APPENDIX_B = "appendix_b_reproducibility.html"  # a chapter page's link to the appendix that lists every run
+
+
+def provenance_line(settings: Settings, profile: str, model: str | None = None) -> str:
+    """The short line under a page's first result: how this build got its numbers and the commit that built
+    it; the runs' own commits, machines and lock files are one link away (Appendix B), not on every page."""
+    commit = provenance.git_commit()
+    by = f"commit {commit[:8]}" if commit else "code outside a git checkout"
+    appendix = f"every run's commit, machine and lock file: <a href=\"{APPENDIX_B}\">Appendix B</a>"
+    if settings.recorded is not None:
+        runs = recorded.origin(settings.recorded)["runs"]
+        return (f"<small>Rendered by {by} from the {runs:,} runs recorded in <code>{settings.recorded.name}/</code> "
+                f"(none trained for this page); {appendix}.</small>")
+    built_for = f" for <code>{html.escape(zoo.display_name(model))}</code>" if model else ""
+    return (f"<small>Re-executed on profile <code>{profile}</code>{built_for} by {by} (runs without a record "
+            f"were trained, the others reused); {appendix}.</small>")
 
 
 def presets_note(profile: str, model: str) -> str:
@@ -349,22 +428,24 @@ def built_by(settings: Settings, profile: str, model: str | None = None) -> str:
 
 def _diff_columns(frame: pd.DataFrame) -> tuple[str, ...]:
     return tuple(str(c) for c in frame.columns
-                 if (str(c).lower().startswith(("diff", "Δ", "delta", "gain")) or str(c).endswith("_diff"))
+                 if (str(c).lower().startswith(("diff", "Δ", "delta", "gain", "ours − ")) or str(c).endswith("_diff"))
                  and pd.api.types.is_numeric_dtype(frame[c]))
 
 
 def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = (), precision: int = 2,
           links: Mapping[tuple[str, str], str] | None = None) -> Any:
     """A pandas Styler as the paper prints numbers: counts as integers with thousands separators (Table 5's
-    90,000 steps, not 90000.00), scores with fixed precision, "–" for missing values, coloured differences;
-    the table scrolls sideways inside the page when it is wider than the page. ``links``: see
+    90,000 steps, not 90000.00; a column of runs or seeds, 42 not 42.00), scores with fixed precision, flags as
+    words ("yes"/"no", never ``True``), lists as comma-separated text, "–" for missing values, coloured
+    differences; the table scrolls sideways inside the page when it is wider than the page. ``links``: see
     :meth:`ChapterContext.table`."""
     numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])
                and not pd.api.types.is_bool_dtype(frame[c])]
-    whole = {c for c in numeric if _whole_numbers(frame[c])}
+    whole = {c for c in numeric if _whole_numbers(frame[c], c)}
     formats = {c: _count if c in whole else _score(precision) if c in numeric else _plain(precision)
                for c in frame.columns}
     styler = frame.style.format(formats)
+    styler = styler.format_index(_plain(precision), axis=0).format_index(_plain(precision), axis=1)
     for (row, column), url in _cells(frame, links or {}).items():
         styler = styler.format(_linked(formats[column], url), subset=pd.IndexSlice[[row], [column]])
     styler = styler.set_table_attributes('style="display: block; overflow-x: auto; max-width: 100%;"')
@@ -389,10 +470,29 @@ def _score(precision: int) -> Callable[[Any], str]:
     return lambda value: NOT_AVAILABLE if _missing(value) else f"{value:.{precision}f}"
 
 
+def cell_text(value: Any, precision: int = 2) -> str:
+    """A value of a text, flag or mixed column as a reader wants it: "yes"/"no" for a flag, integers as
+    integers, floats at the table's precision, a list as comma-separated text, "–" where there is none."""
+    import numpy as np
+
+    if isinstance(value, (list, tuple, set, frozenset, np.ndarray)):
+        return ", ".join(cell_text(v, precision) for v in value) or NOT_AVAILABLE
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {cell_text(v, precision)}" for k, v in value.items()) or NOT_AVAILABLE
+    if _missing(value):
+        return NOT_AVAILABLE
+    if isinstance(value, (bool, np.bool_)) or value in ("True", "False"):  # a flag, or one a table made text
+        return "yes" if value in (True, "True") else "no"
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.{precision}f}"
+    return str(value)
+
+
 def _plain(precision: int) -> Callable[[Any], str]:
-    """Text, flags and mixed columns: floats at the table's precision, everything else as it prints."""
-    return lambda value: (NOT_AVAILABLE if _missing(value) else
-                          f"{value:.{precision}f}" if isinstance(value, float) else str(value))
+    """Text, flags and mixed columns: :func:`cell_text`."""
+    return lambda value: cell_text(value, precision)
 
 
 def _cells(frame: pd.DataFrame, links: Mapping[tuple[str, str], str]) -> dict[tuple[Any, Any], str]:
@@ -416,13 +516,22 @@ def _linked(shown: Callable[[Any], str], url: str) -> Callable[[Any], str]:
     return lambda value: f'<a href="{href}">{shown(value)}</a>'
 
 
-def _whole_numbers(column: pd.Series) -> bool:
-    """Counts (steps, examples, seeds): every present value is an integer of magnitude 100 or more, or the
-    column has an integer type. Scores such as 78.00 keep their decimals."""
+# column names that count things: a whole-valued column so named shows integers even below 100 (runs 42)
+_COUNTS = re.compile(r"(^|[\s_(])(n|runs?|seeds?|steps?|probes?|examples?|records?|files?|papers?|epochs?|"
+                     r"threads?|processes|count|pairs|sentences|documents|questions|rows|tasks|datasets|"
+                     r"arms|parameters)($|[\s_)])", re.IGNORECASE)
+
+
+def _whole_numbers(column: pd.Series, name: Any = "") -> bool:
+    """Counts (steps, examples, seeds): an integer column, or every present value an integer and either one of
+    magnitude 100 or more or a column named for a count (:data:`_COUNTS`). Scores such as 78.00 keep their
+    decimals."""
     values = column.dropna().astype(float)
     if pd.api.types.is_integer_dtype(column):
         return True
-    return bool(len(values)) and bool((values == values.round()).all()) and bool((values.abs() >= 100).any())
+    if not len(values) or not bool((values == values.round()).all()):
+        return False
+    return bool((values.abs() >= 100).any()) or bool(_COUNTS.search(label_text(name)))
 
 
 def _diff_colour(value: Any) -> str:

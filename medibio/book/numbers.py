@@ -9,8 +9,8 @@ exist, so that every key a markdown cell names is glued on every profile.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -131,3 +131,39 @@ def ift_summary(ift: pd.DataFrame, baseline: str, chosen: str | None) -> Numbers
 def below_frozen(rows: Sequence[str], key: str) -> Numbers:
     """The rows of a table under their frozen-encoder baseline, as a list ("none" when there are none)."""
     return {f"{key}_n": (len(rows), "{}"), key: (", ".join(rows) or "none", "{}")}
+
+
+LARGE_MEAN = "mean of the 7 large sets"  # the study table's column of the Table 5 claims' statistic
+
+
+def study_reading(table: pd.DataFrame) -> Numbers:
+    """The Tables 5–6 chapter's first sentence, from the study's Table 6 (:func:`medibio.book.study.micro_table6`):
+    each arm's mean over the seven large BLURB sets, ours and the paper's, best first; ``study_reading`` is
+    None (read "–") before the study is recorded."""
+    if table.empty or LARGE_MEAN not in table.columns:
+        return {"study_reading": (None, "{}")}
+    means = pd.to_numeric(table[LARGE_MEAN], errors="coerce").dropna()
+    ours = means[[str(i).startswith("ours ") for i in means.index]].sort_values(ascending=False)
+    paper = means[[str(i).startswith("paper ") for i in means.index]].sort_values(ascending=False)
+    if ours.empty:
+        return {"study_reading": (None, "{}")}
+
+    def listed(values: pd.Series, prefix: str) -> str:
+        return ", ".join(f"{str(i).removeprefix(prefix)} {v:.2f}" for i, v in values.items())
+
+    text = (f"On the mean over the seven large BLURB sets, the arms pretrained on this CPU rank {listed(ours, 'ours ')}"
+            + (f"; the paper's same configurations rank {listed(paper, 'paper ')}" if not paper.empty else "")
+            + ".")
+    return {"study_reading": (text, "{}")}
+
+
+def table7_reading(compared: pd.DataFrame, ours: str, columns: Sequence[str]) -> Numbers:
+    """The Table 7 chapter's first sentence: our direct mean over the datasets we scored beside each paper
+    column's mean over the same datasets (``compared``: :func:`medibio.book.results.versus_paper`'s table)."""
+    scored = compared.dropna(subset=[ours])
+    if scored.empty:
+        return {"t7_reading": (None, "{}")}
+    beside = [f"{name} {scored[name].mean():.2f}" for name in columns if scored[name].notna().all()]
+    text = (f"Fine-tuned directly on {len(scored)} BLURB sets, our model averages {scored[ours].mean():.2f} on them"
+            + (f", against {' and '.join(beside)} on the same sets in the paper's Table 7" if beside else "") + ".")
+    return {"t7_reading": (text, "{}")}

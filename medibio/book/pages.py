@@ -10,16 +10,24 @@ forget it):
   source one click away, its output in place); a cell tagged ``show-input`` in the source keeps its code in
   view, where the code is the point;
 * **no stray outputs**: a cell that ends by recording a number (``chapter.glue(...)``, ``chapter.value(...)``)
-  would print the returned value under it; such a result is dropped.
+  would print the returned value under it; such a result is dropped, and so are the live progress lines of
+  long work (``[finetune] 19 runs — ...``, :class:`medibio.core.progress.CellStatus`) and whatever a cell wrote
+  on stderr (library warnings name files of the building machine): they are for whoever builds the book, and
+  stay in the terminal and the chapter's logs;
+* **the result first**: the parameters cell keeps its ``parameters`` tag (papermill needs it) and is folded
+  away (``hide-cell``), so a page opens with its title, its reading and its key table or figure.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PARAMETERS, INJECTED = "parameters", "injected-parameters"
-HIDE, SHOW = "hide-input", "show-input"
+HIDE, SHOW, FOLD = "hide-input", "show-input", "hide-cell"
+# the text of a progress line that a CellStatus displays in a cell while it runs: "[finetune] 19 runs — ..."
+PROGRESS_LINE = re.compile(r"^\[[\w .-]+\] ")
 # calls that record a value for the prose or the appendix; what they return is not meant for the page
 RECORDING_CALLS = frozenset({"glue", "glue_all", "value"})
 
@@ -78,10 +86,22 @@ def prepare(notebook) -> None:
         if cell.cell_type != "code":
             continue
         tags = _tags(cell)
-        if PARAMETERS not in tags and SHOW not in tags and HIDE not in tags:
+        if PARAMETERS in tags and FOLD not in tags:
+            tags.append(FOLD)
+        elif PARAMETERS not in tags and SHOW not in tags and HIDE not in tags:
             tags.append(HIDE)
+        cell.outputs = [o for o in cell.get("outputs", []) if not _for_the_builder(o)]
         if _records_only(cell.source):
-            cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") != "execute_result"]
+            cell.outputs = [o for o in cell.outputs if o.get("output_type") != "execute_result"]
+
+
+def _for_the_builder(output) -> bool:
+    """Whether a cell output is a progress line or stderr text (see the module's rules), not the page's."""
+    if output.get("output_type") == "stream":
+        return output.get("name") == "stderr"
+    data = output.get("data", {})
+    return (output.get("output_type") == "display_data" and set(data) == {"text/plain"}
+            and bool(PROGRESS_LINE.match(str(data["text/plain"]))))
 
 
 def prepare_file(path: str | Path) -> None:

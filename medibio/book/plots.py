@@ -6,10 +6,9 @@ records it (``chapter.figure``) and Jupyter displays it.
 
 from __future__ import annotations
 
-import numpy as np
-
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 
@@ -91,6 +90,28 @@ def lines(frame: pd.DataFrame, x: str, y: str, hue: str | None, title: str, logy
     if logy:
         ax.set_yscale("log")
     ax.set_title(title)
+    return fig
+
+
+def line_panels(frame: pd.DataFrame, x: str, y: str, panel: str, hue: str, title: str, columns: int = 3) -> Any:
+    """Tidy lines in one small panel per value of ``panel`` (a study arm), each with its own short legend of
+    ``hue``, sharing both axes: sixteen curves in one axes would hide each other and need a legend taller
+    than the plot."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    panels = list(dict.fromkeys(frame[panel]))
+    rows = -(-len(panels) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(3.4 * columns, 2.6 * rows + 0.6), sharex=True, sharey=True,
+                             layout="constrained", squeeze=False)
+    for ax, name in zip(axes.flat, panels, strict=False):
+        part = frame[frame[panel] == name]
+        sns.lineplot(data=part, x=x, y=y, hue=hue, ax=ax, linewidth=1.2)
+        ax.set_title(str(name), fontsize=10)
+        ax.legend(fontsize=7, title=None, loc="upper right", frameon=False)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_axis_off()
+    fig.suptitle(title)
     return fig
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import re
 import shutil
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,8 +41,9 @@ from medibio.book.notebook import label_text
 from medibio.core import profiles
 from medibio.core.atomic import atomic_open, write_text
 from medibio.core.errors import MedibioError
-from medibio.core.text import file_bytes
 from medibio.core.hashing import file_sha256
+from medibio.core.text import file_bytes
+from medibio.paper import tables as paper_tables
 from medibio.results.aggregate import newest_configurations
 from medibio.results.significance import compare_records
 from medibio.runs.records import KINDS, RunRecord, load_records
@@ -59,6 +61,13 @@ PAGE_SIZE = 50  # rows the browser renders at a time
 SCORE_TOLERANCE = 0.5
 IFT_PREFIX = "ift-"
 FROZEN_COLUMNS = ("frozen encoder", "frozen 95% CI")  # the frozen-baseline columns of the results tables
+# the recorded profiles whose runs the claims page of a profile judges (medibio.book.verdicts reads them): their
+# runs get pages too, so that every tested verdict leads to the runs behind it
+READ_BESIDE = {"cpu": ("cpu-ift", "cpu-study")}
+# test predictions above this many characters go to a script file beside the page, not into it: a page stays
+# under 1 MB (ChemProt's three seeds are 5 MB of JSON) and still opens from disk (a <script src> needs no server)
+INLINE_EXAMPLES = 400_000
+STUDY_PAPER_COLUMN = {"1": "#1", "2": "#2", "3": "#3", "4": "#4"}  # a study arm's Table 6 column
 
 
 def run_page_url(record: RunRecord) -> str:
@@ -317,14 +326,26 @@ def paired_rows(a: Examples, b: Examples) -> tuple[dict[str, int], list[dict[str
     return table, differ
 
 
+_FOLD = re.compile(r"\+(cv\d+)$")  # a cross-validation fold's IFT variant (ift-STS-B+cv2); its direct run is cv2
+
+
+def _direct_variant(variant: str) -> str:
+    """The direct fine-tuning variant an IFT variant is compared with: ``base``, or the same fold's ``cvN``."""
+    fold = _FOLD.search(variant)
+    return fold.group(1) if fold else "base"
+
+
 def ift_pairs(configs: Sequence[Configuration]) -> list[tuple[Configuration, Configuration]]:
-    """(after an intermediate task, direct) pairs of fine-tuning configurations on the same profile, model
-    and dataset: the comparison the book's IFT tables test."""
-    direct = {(c.first.profile, c.first.model_tag, c.first.dataset): c for c in configs
-              if c.first.kind == "finetune" and c.first.variant == "base"}
-    return [(c, direct[(c.first.profile, c.first.model_tag, c.first.dataset)]) for c in configs
-            if c.first.kind == "finetune" and c.first.variant.startswith(IFT_PREFIX)
-            and (c.first.profile, c.first.model_tag, c.first.dataset) in direct]
+    """(after an intermediate task, direct) pairs of fine-tuning configurations on the same profile, model,
+    dataset and cross-validation fold: the comparison the book's IFT tables test."""
+    direct = {(c.first.profile, c.first.model_tag, c.first.dataset, c.first.variant): c for c in configs
+              if c.first.kind == "finetune" and not c.first.variant.startswith(IFT_PREFIX)}
+    pairs = []
+    for c in configs:
+        key = (c.first.profile, c.first.model_tag, c.first.dataset, _direct_variant(c.first.variant))
+        if c.first.kind == "finetune" and c.first.variant.startswith(IFT_PREFIX) and key in direct:
+            pairs.append((c, direct[key]))
+    return pairs
 
 
 # --------------------------------------------------------------------------- links from tables
@@ -420,6 +441,24 @@ def scierc_links(records: Sequence[RunRecord], tasks: Sequence[str], columns: Se
     for r in records:
         by_model.setdefault(r.model_tag, []).append(r)
     return cell_links({(model, task): recs for model, recs in by_model.items() for task in tasks}, columns)
+
+
+def paper_numbers(record: RunRecord) -> list[dict[str, str]]:
+    """The paper's scores for what a run page shows: a study arm's Table 6 column, else Table 6's #1 (the
+    configuration that became MediBioDeBERTa) and Table 7's MediBioDeBERTa-IFT, on the run's BLURB dataset."""
+    if not registry.is_blurb(record.dataset):
+        return []
+    if record.variant.startswith("study-"):
+        arm = record.variant.split("-")[1]
+        columns = [(6, STUDY_PAPER_COLUMN[arm])] if arm in STUDY_PAPER_COLUMN else []
+    else:
+        columns = [(6, "#1"), (7, "MediBioDeBERTa-IFT")]
+    out = []
+    for table, column in columns:
+        score = paper_tables.column_scores(table, column).get(record.dataset)
+        if score is not None:
+            out.append({"what": f"Table {table}, {column}", "score": _number(float(score))})
+    return out
 
 
 # --------------------------------------------------------------------------- rendering
@@ -539,38 +578,44 @@ def write_run_pages(results_root: str | Path, profile: str, html_dir: str | Path
     env = _environment()
     for name in ASSETS:
         write_text(out_root / name, (TEMPLATES / name).read_text(encoding="utf-8"))
-    configs = configurations(results_root, profile)
+    configs = [c for name in (profile, *READ_BESIDE.get(profile, ())) for c in configurations(results_root, name)]
     by_key: dict[tuple, list[Configuration]] = {}
     for c in configs:
         by_key.setdefault((c.first.kind, c.first.profile, c.first.model_tag, c.first.dataset), []).append(c)
     pairs = ift_pairs(configs)
-    paired_of = {id(a): b for a, b in pairs}
     examples: dict[int, Examples | None] = {}
+    problems: dict[int, str] = {}
+    for config in configs:
+        try:
+            examples[id(config)] = examples_of(config, results_root, data_root)
+        except PageDataError as exc:
+            examples[id(config)], problems[id(config)] = None, str(exc)
+    # a paired view needs both lists of examples; a run page links to one only where it is written
+    pairs = [(a, b) for a, b in pairs if examples[id(a)] is not None and examples[id(b)] is not None]
+    paired_of = {id(a): b for a, b in pairs}
     written = []
     for config in configs:
         folder = (html_dir / config.url).parent
-        try:
-            examples[id(config)] = found = examples_of(config, results_root, data_root)
-            problem = ""
-        except PageDataError as exc:
-            examples[id(config)] = found = None
-            problem = str(exc)
+        found, problem = examples[id(config)], problems.get(id(config), "")
         other = paired_of.get(id(config))
+        payload = _json_script(found.payload()) if found else ""
+        examples_file = ""
+        if len(payload) > INLINE_EXAMPLES:
+            examples_file = write_text(folder / "examples.js", f"window.medibioExamples = {payload};\n").name
+            payload = ""
         html = env.get_template("run.html").render(
             config=config, record=config.first, root=_relative("", config.url),
             seeds=_seed_rows(config.records, _downloads(config, results_root, folder)),
             hyperparameters=sorted(config.first.hyperparameters.items()),
             curve=dev_curve_svg(config.records), baselines=_baselines(config, by_key, data_root),
             counts=_frame_html(error_counts(found) if found else None),
-            examples=_json_script(found.payload()) if found else "", problem=problem,
+            examples=payload, examples_file=examples_file, problem=problem, paper=paper_numbers(config.first),
             paired=_relative(paired_page_url(config.first, other.first), config.url) if other else "",
             json=lambda value: json.dumps(value, indent=1, ensure_ascii=False, default=str))
         written.append(write_text(folder / "index.html", html))
     paired_pages = []
     for a, b in pairs:
-        ea, eb = examples.get(id(a)), examples.get(id(b))
-        if ea is None or eb is None:
-            continue
+        ea, eb = examples[id(a)], examples[id(b)]
         url = paired_page_url(a.first, b.first)
         table, differ = paired_rows(ea, eb)
         test = compare_records(a.records, b.records, results_root, a.first.dataset, label_a=a.first.variant,
@@ -581,7 +626,8 @@ def write_run_pages(results_root: str | Path, profile: str, html_dir: str | Path
             tolerance=SCORE_TOLERANCE)
         written.append(write_text(html_dir / url, html))
         paired_pages.append({"url": url, "a": a, "b": b, "differ": len(differ)})
-    index = env.get_template("index.html").render(profile=profile, configs=configs, number=_number,
+    index = env.get_template("index.html").render(profile=profile, beside=READ_BESIDE.get(profile, ()),
+                                                  configs=configs, number=_number,
                                                   paired=paired_pages, root="../",
                                                   local=lambda url: url.removeprefix(RUNS_DIR + "/"))
     written.append(write_text(out_root / "index.html", index))

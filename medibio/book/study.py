@@ -280,7 +280,8 @@ def micro_table6(root: str | Path, tokens: int = study.TOKENS, profile: str = PR
                 **{name: paper.get(name) for name in rows[f"ours #{arm}"] if name in paper},
                 "mean of the 7 large sets": round(float(np.mean([paper[n] for n in registry.LARGE_SETS])), 2),
                 "runs": None, "pretraining seeds": 1, "tokens seen (M)": None}
-    return _study_columns(pd.DataFrame(rows).T)
+    order = sorted(rows, key=lambda name: (name.split("#")[1], not name.startswith("ours")))  # #1 ours, paper, #2 ...
+    return _study_columns(pd.DataFrame(rows).T.reindex(order))
 
 
 def micro_probes(root: str | Path, tokens: int = study.TOKENS, profile: str = PROFILE) -> pd.DataFrame:
@@ -299,7 +300,8 @@ def micro_probes(root: str | Path, tokens: int = study.TOKENS, profile: str = PR
 
 def curves_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFrame:
     """The MLM loss curves of the study's recorded pretraining runs against tokens seen (millions), one line
-    per arm, seed, budget and precision (a run made again in another precision is another run)."""
+    per arm, seed, budget and precision (a run made again in another precision is another run): ``run`` names
+    the line, ``arm`` its panel and ``line`` the line within the panel."""
     frames = []
     for r in load_records(root, profile=config, kind="pretrain", legacy=False):
         curve = (r.details or {}).get("curve") or []
@@ -309,5 +311,8 @@ def curves_frame(root: str | Path, config: str = study.CONFIG) -> pd.DataFrame:
             steps = int((r.hyperparameters or {}).get("max_steps", 0))
             arm = study.ARMS[_arm_of(r.variant)]
             frame["run"] = f"#{arm.id} seed {r.seed} ({_budget(arm, steps)}, {_precision(r)})"
+            frame["arm"] = f"#{arm.id}"
+            frame["line"] = f"seed {r.seed}, {_budget(arm, steps)}, {_precision(r)}"
             frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["tokens (M)", "loss", "run"])
+    return (pd.concat(frames, ignore_index=True) if frames
+            else pd.DataFrame(columns=["tokens (M)", "loss", "run", "arm", "line"]))

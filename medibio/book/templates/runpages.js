@@ -2,7 +2,8 @@
 // filtered by correctness or error kind and searched by example id. No server, no library.
 (function () {
   "use strict";
-  const data = JSON.parse(document.getElementById("examples").textContent);
+  // large prediction lists come in a script file beside the page (window.medibioExamples), small ones inline
+  const data = window.medibioExamples || JSON.parse(document.getElementById("examples").textContent);
   const $ = (id) => document.getElementById(id);
   const state = { seed: data.seeds[0], filter: "all", query: "", page: 0 };
   const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));

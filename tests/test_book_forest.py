@@ -1,0 +1,76 @@
+"""The claims page's first screen (medibio.book.forest): the forest plot, the compact table, the headline; read
+from verdict rows with or without the attributes a newer row carries (the paper's effect in our statistic, a
+design label, the verdict in words)."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import matplotlib
+import pytest
+
+from medibio.book import forest
+
+matplotlib.use("Agg")
+
+
+def _row(id_: str, diff: float, low: float, high: float, verdict: str, paper: float | None = None,
+         delta: float = 1.0, **extra) -> SimpleNamespace:
+    return SimpleNamespace(id=id_, claim=f"claim {id_}", where="§V", a="A", b="B", side=1, delta=delta,
+                           verdict=verdict, verdict_text=verdict, link=f"chapter.html#{id_}",
+                           paper=SimpleNamespace(diff=paper, verdict="no spread printed"),
+                           ours=SimpleNamespace(diff=diff, low=low, high=high, scale="MiniLM (22M); 5 seeds"), **extra)
+
+
+@pytest.fixture
+def rows() -> list[SimpleNamespace]:
+    untested = _row("scierc-ner", math.nan, math.nan, math.nan, "not testable here", paper=2.0)
+    return [_row("science-base", -1.17, -2.99, 0.66, "inconclusive", paper=0.4),
+            _row("ift-biosses", -0.16, -1.5, 1.2, "no difference larger than δ", paper=35.0, delta=2.0),
+            untested, _row("fulltext", 3.0, 1.0, 5.0, "supported", paper_effect=-0.8)]
+
+
+def test_the_forest_plot_draws_every_tested_claim_with_zero_delta_and_the_papers_effect(rows) -> None:
+    fig = forest.figure(rows)
+    ax = fig.axes[0]
+    labels = [t.get_text().split("\n") for t in ax.get_yticklabels()]
+    # each line names its claim and, under it, the verdict in words
+    assert labels == [["science-base", "inconclusive"], ["ift-biosses", "no difference larger than δ"],
+                      ["fulltext", "supported"]]
+    diamonds = [line for line in ax.lines if line.get_marker() == "D"]
+    # the paper's effect in our statistic where the row has it (fulltext: -0.8), else the printed difference
+    assert sorted(float(d.get_xdata()[0]) for d in diamonds) == [-0.8, 0.4]
+    # one far outside our intervals (BIOSSES's +35) sits at the edge, pointing out, with its value
+    low, high = ax.get_xlim()
+    assert low < -2.99 and 5.0 < high < 10
+    assert [float(line.get_xdata()[0]) for line in ax.lines if line.get_marker() == ">"] == [high]
+    assert [t.get_text() for t in ax.texts] == ["paper +35.0"]
+    assert any(line.get_xdata()[0] == 0 == line.get_xdata()[1] for line in ax.lines)  # the zero line
+    assert len(ax.collections) == 3  # ±δ, one band per claim
+    assert [t.get_color() for t in ax.get_yticklabels()] == [forest.COLOURS[v] for v in
+                                                             ("inconclusive", "no difference larger than δ", "supported")]
+
+
+def test_the_compact_table_has_four_columns_and_links_each_verdict_to_its_runs(rows) -> None:
+    table = forest.compact(rows)
+    assert list(table.columns) == ["claim", "paper", "ours A − B [95%]", "verdict"]
+    assert table.loc["science-base", "ours A − B [95%]"] == "-1.17 [-2.99, +0.66]"
+    assert table.loc["scierc-ner", "ours A − B [95%]"] == "not tested here"
+    assert table.loc["fulltext", "paper"].startswith("-0.80")
+    assert table.loc["fulltext", "verdict"].endswith(">supported — MiniLM (22M)</a>")  # the verdict and its scale
+    # the IFT claims' runs are the cpu-ift runs, which the Tables 1-2 chapter leads with (not the STILT matrix)
+    chapter, anchor = forest.SECTIONS["cpu-ift"]
+    assert f'href="{chapter}.html#{anchor}"' in table.loc["ift-biosses", "verdict"]
+    assert 'href="chapter.html#science-base"' in table.loc["science-base", "verdict"]
+
+
+def test_the_headline_counts_the_verdicts_of_the_tested_claims(rows) -> None:
+    text = forest.headline(rows)
+    assert text.startswith("This build's runs test 3 of the paper's 4 claims: 1 supported, ")
+    assert "1 no difference larger than δ, 1 inconclusive" in text and "the other 1 cannot" in text
+
+
+def test_nothing_tested_still_draws_a_figure() -> None:
+    fig = forest.figure([_row("x", math.nan, math.nan, math.nan, "not testable here")])
+    assert "no claim is tested" in fig.axes[0].texts[0].get_text()
