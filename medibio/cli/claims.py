@@ -28,6 +28,7 @@ def claims(
     from medibio.core.console import console
 
     settings = session.settings(data_root, results_root)
+    _require_runs(settings.results_root)
     found = verdicts.rows(settings, profile)
     if as_json:
         session.echo_json({"profile": profile, "results_root": str(settings.results_root), "rule": verdicts.RULE,
@@ -46,6 +47,20 @@ def claims(
         runs = row.ours.runs or f"would be tested by: {row.ours.needs}"
         console().print(f"{row.id}: paper: {row.paper.test or row.paper.verdict}; ours: {runs}")
     console().print(verdicts.RULE)
+
+
+def _require_runs(results_root: Path) -> None:
+    """The verdicts judge the runs under ``results_root`` (a claim declared on a recorded profile falls back to
+    ``reference/``, and says so): a folder without runs is refused rather than titled over numbers from
+    elsewhere."""
+    from medibio.core.errors import MedibioError
+    from medibio.results.recorded import REFERENCE_ROOT
+    from medibio.runs.records import require_root
+
+    try:
+        require_root(results_root)
+    except MedibioError as exc:
+        raise MedibioError(f"{exc}. To judge the recorded runs, give --results-root {REFERENCE_ROOT}") from None
 
 
 def register(app: typer.Typer) -> None:

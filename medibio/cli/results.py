@@ -192,16 +192,33 @@ def register(app: typer.Typer) -> None:
     def verify_cmd(
         root: Path = typer.Argument(None, metavar="[ROOT]", help="The results root to verify (default: "
                                     "$MEDIBIO_RESULTS or results/), e.g. reference."),
-        add_digests: bool = typer.Option(False, "--add-digests", help="First write into each record that lacks "
-                                         "them the digests of the files it names (records made before digests; "
-                                         "only for files known to be the run's own)."),
+        add_digests: bool = typer.Option(False, "--add-digests", help="Write into each intact record that lacks "
+                                         "them the digests of the files it names, and a seal (records made before "
+                                         "digests; only for files known to be the run's own)."),
+        data_root: Path = typer.Option(None, "--data-root", help="Data root whose gold the test predictions are "
+                                       "re-scored against (default: $MEDIBIO_DATA or ../shared/data; without "
+                                       "one, scores are not re-scored)."),
+        rescore: bool = typer.Option(True, "--rescore/--no-rescore", help="Re-score each record's test "
+                                     "predictions and compare with its scores (memoised in the cache)."),
     ) -> None:
-        """Check a results root as a whole: every record parses and lies in its own folder, each predictions
-        file matches the digest in its record, and no file lies there without a record. Exits 1 on a problem."""
+        """Check a results root as a whole: every record parses, lies in its own folder and is still the record
+        its run wrote (its seal), each predictions file matches the digest in its record, its scores are
+        those of its predictions (re-scored against the data root's gold), and no file lies there without a
+        record. Exits 1 on a problem."""
+        from medibio.core.errors import MedibioError
+        from medibio.results.rescore import MEMO_NAME
         from medibio.results.verify import verify
 
-        found = verify(root or session.settings().results_root, add_missing=add_digests)
+        settings = session.settings(data_root)
+        gold = settings.data_root if rescore and (settings.data_root / "blurb").is_dir() else None
+        if rescore and gold is None and data_root is not None:
+            raise MedibioError(f"{data_root}: no blurb/ folder; expected a data root to re-score the predictions "
+                               "against (or --no-rescore)")
+        found = verify(root or settings.results_root, add_missing=add_digests, data_root=gold,
+                       memo=settings.cache_root / MEMO_NAME)
         typer.echo(found.describe())
+        if rescore and gold is None:
+            typer.echo(f"(no data root with blurb/ at {settings.data_root}: give --data-root to re-score)")
         if not found.ok:
             raise typer.Exit(1)
 
@@ -250,7 +267,7 @@ def register(app: typer.Typer) -> None:
     @results.command("drift")
     def drift_cmd(
         recorded: Path = typer.Argument(..., help="The results folder to compare with (a recording, or a build "
-                                        "of other code).", exists=True, file_okay=False),
+                                        "of other code)."),
         results_root: Path = typer.Option(None, "--results-root", help=_RESULTS_ROOT_HELP),
         data_root: Path = typer.Option(None, "--data-root", help=_DATA_ROOT_HELP),
         profile: str = typer.Option(None, "--profile", help=_PROFILE_HELP, callback=PROFILE),

@@ -28,7 +28,7 @@ from medibio.core.hashing import file_sha256
 from medibio.core.paths import REPO_ROOT
 from medibio.core.text import GZ, file_bytes
 from medibio.results.aggregate import newest_configurations, seed_stats
-from medibio.runs.records import KINDS, RunRecord, add_digests, load_records
+from medibio.runs.records import KINDS, RunRecord, add_digests, check_seal, load_records, sealed
 
 REFERENCE_ROOT = REPO_ROOT / "reference"
 
@@ -56,11 +56,15 @@ def record(records: Iterable[RunRecord], results_root: str | Path, root: str | P
     """Copy finished runs (record and gzipped test predictions; not artifacts such as weights or encoders) from
     a results root into the reference folder. Skipped runs are copied too: their record (say, a train split
     the data root lacks) is what a rebuild reuses instead of trying again. The predictions are compressed
-    without a time stamp, so that recording the same run twice writes the same bytes."""
+    without a time stamp, so that recording the same run twice writes the same bytes. A record whose seal no
+    longer holds is refused (:class:`~medibio.runs.records.SealError`): the copy is sealed anew, and must not
+    launder an edited number."""
     written = []
     for rec in records:
         if rec.legacy:
             continue
+        if rec.path(results_root).is_file():
+            check_seal(rec.path(results_root))
         source = rec.predictions_file(results_root)  # checked against its digest (EvidenceError)
         target = rec.path(root)
         if source is not None:
@@ -69,7 +73,7 @@ def record(records: Iterable[RunRecord], results_root: str | Path, root: str | P
                 out.write(gzip.compress(file_bytes(source), compresslevel=9, mtime=0))
             plain.unlink(missing_ok=True)  # an earlier recording's uncompressed copy
             add_digests(rec, source.parent)  # a record written before digests gets them here
-        written.append(write_json(target, rec.to_dict()))
+        written.append(write_json(target, sealed(rec)))
     return written
 
 

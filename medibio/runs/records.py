@@ -23,6 +23,11 @@ from predictions other than the ones the record's scores came from. A published 
 the record (``seed<seed>.test.jsonl.gz``, as ``reference/`` keeps them): the record still names the plain
 file, its digest is over the uncompressed content, and every reader takes either (:func:`evidence_file`).
 :func:`medibio.results.verify.verify` checks a whole results root (``medibio results verify``).
+
+A record is also sealed as a whole: every writer (:func:`write_record`) puts into ``seal`` the SHA-256 of
+the record's canonical JSON without the seal (:func:`seal_of`), so that a score edited after the run no
+longer matches (:func:`check_seal`). Records written before seals have none; ``medibio results verify``
+re-scores their predictions against the gold instead.
 """
 
 from __future__ import annotations
@@ -103,6 +108,7 @@ class RunRecord:
     config: dict[str, Any] = field(default_factory=dict)
     request: dict[str, Any] = field(default_factory=dict)
     schema: str = ""  # the schema string of a legacy record; empty for this schema
+    seal: str = ""  # SHA-256 of the record's canonical JSON without this field (seal_of); empty before seals
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -185,8 +191,9 @@ class RunRecord:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict, keys in contract order (identity first, then results, then provenance)."""
         data = dataclasses.asdict(self)
-        if not data["schema"]:
-            del data["schema"]
+        for optional in ("schema", "seal"):
+            if not data[optional]:
+                del data[optional]
         return {key: data[key] for key in _ORDER if key in data}
 
     @classmethod
@@ -238,7 +245,7 @@ _ORDER = ("schema_version", "schema", "kind", "run_id", "status", "reason", "dat
           "model", "profile", "seed", "variant", "hyperparameters", "dev_curve", "best_epoch", "dev", "test",
           "score_dev", "score_test", "predictions", "artifacts", "digests", "train_examples", "eval_examples",
           "wall_time_s", "train_examples_per_s", "peak_memory_mb", "environment", "created", "notes", "details",
-          "config_digest", "config", "request")
+          "config_digest", "config", "request", "seal")
 assert set(_ORDER) == {f.name for f in dataclasses.fields(RunRecord)}
 
 
@@ -306,11 +313,60 @@ def add_digests(record: RunRecord, folder: Path) -> list[str]:
 
 # --- locations, locks ---------------------------------------------------------------------------------
 
+class SealError(MedibioError):
+    """A sealed run record whose content is no longer what was sealed: a field was edited after the run."""
+
+
+def seal_of(data: dict[str, Any]) -> str:
+    """SHA-256 of a record's content as it lies on disk (canonical JSON: sorted keys, no spaces), its own
+    ``seal`` left out: any edited value, score or digest, gives another seal."""
+    body = {key: value for key, value in data.items() if key != "seal"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _on_disk(value: Any) -> Any:
+    """What :func:`~medibio.core.atomic.write_json` makes of a value, so that a seal computed before writing
+    is the seal of what is read back (numpy scalars and arrays as numbers and lists, paths as text)."""
+    if isinstance(value, Path):
+        return str(value)
+    for attr in ("item", "tolist"):
+        if hasattr(value, attr):
+            return getattr(value, attr)()
+    raise TypeError(f"a run record cannot hold {type(value).__name__} values")
+
+
+def sealed(record: RunRecord) -> dict[str, Any]:
+    """The record's content as it will lie on disk, with its seal (which ``record`` then carries too): what
+    every writer of a record writes, in one atomic write."""
+    record.seal = ""
+    data = json.loads(json.dumps(record.to_dict(), default=_on_disk))
+    record.seal = data["seal"] = seal_of(data)
+    return data
+
+
 def write_record(record: RunRecord, results_root: str | Path) -> Path:
-    """Write a record atomically to its key's path and return the path."""
+    """Write a record atomically to its key's path, sealed (:func:`sealed`), and return the path."""
     if record.legacy:
         raise ValueError(f"refusing to write {record.run_id} without a configuration digest of this schema")
-    return write_json(record.path(results_root), record.to_dict())
+    return write_json(record.path(results_root), sealed(record))
+
+
+def check_seal(path: str | Path) -> bool:
+    """Whether the record at ``path`` carries a seal (False: written before seals); raise :class:`SealError`
+    when its content is not what was sealed."""
+    path = Path(path)
+    data = strict_json(path.read_text(encoding="utf-8"))
+    sealed = data.get("seal") if isinstance(data, dict) else None
+    if not sealed:
+        return False
+    found = seal_of(data)
+    if found != sealed:
+        raise SealError(f"{path}: this run record is not the one its run wrote: its seal (SHA-256 of its content) "
+                        f"is {sealed}, its content now gives {found}; a value (a score, a digest, ...) was edited "
+                        "after the run. Restore the record (git, or the results root it was recorded from) or "
+                        "delete it and run again")
+    return True
 
 
 def find_record(results_root: str | Path, key: RunKey) -> RunRecord | None:
@@ -398,25 +454,44 @@ def _check_filed(record: RunRecord, path: Path) -> None:
                                "move it back or restore its fields")
 
 
+def record_files(results_root: str | Path, kind: str) -> Iterator[Path]:
+    """The files under one kind's folder named like a run record (``seed<N>.json``, at any depth: records of
+    earlier schemas lie one level higher), whether or not they parse."""
+    for path in (Path(results_root) / kind).rglob("seed*.json"):
+        if path.stem[4:].isdigit() and path.is_file():
+            yield path
+
+
 def require_root(results_root: str | Path, what: str = "results root") -> Path:
-    """``results_root`` if it is a results root (a folder with at least one kind's folder of records), else a
-    :class:`MedibioError` saying what it is instead: nothing there is not an empty answer."""
+    """``results_root`` if it is a results root, else a :class:`MedibioError` saying what it is instead:
+    nothing there is not an empty answer. A results root is known by its run records (a ``seed<N>.json``
+    under a kind's folder that reads as a run record), not by the names of its folders: a data root has a
+    ``scierc/`` folder too."""
     root = Path(results_root)
-    expected = f"a {what}: a folder holding {'/, '.join(KINDS)}/ folders of run records"
+    expected = f"a {what}: a folder whose {'/, '.join(KINDS)}/ folders hold run records (seed<N>.json)"
     if not root.exists():
         raise MedibioError(f"{root}: no such folder; expected {expected}")
     if not root.is_dir():
         raise MedibioError(f"{root}: a file; expected {expected}")
-    if not any((root / kind).is_dir() for kind in KINDS):
-        hint = ""
-        if root.name in KINDS:
-            hint = f" ({root} is one kind's folder: give its parent, {root.parent})"
-        elif (root / "blurb").is_dir():
-            hint = " (it looks like a data root, with blurb/)"
-        elif not any(root.iterdir()):
-            hint = " (it is empty)"
-        raise MedibioError(f"{root} is not a results root{hint}; expected {expected}")
-    return root
+    unreadable: list[str] = []
+    for kind in KINDS:
+        for path in record_files(root, kind):
+            try:
+                read_record(path)
+                return root
+            except (MedibioError, OSError, UnicodeDecodeError) as exc:
+                unreadable.append(str(exc))
+    if unreadable:
+        hint = f"none of its {len(unreadable)} seed<N>.json files reads as a run record; first: {unreadable[0]}"
+    elif root.name in KINDS:
+        hint = f"{root} is one kind's folder: give its parent, {root.parent}"
+    elif (root / "blurb").is_dir():
+        hint = "it looks like a data root, with blurb/"
+    elif not any(root.iterdir()):
+        hint = "it is empty"
+    else:
+        hint = "it holds no run records"
+    raise MedibioError(f"{root} is not a results root ({hint}); expected {expected}")
 
 
 def load_records(results_root: str | Path, profile: str | None = None, model: str | None = None,
