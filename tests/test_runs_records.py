@@ -143,7 +143,7 @@ def test_fingerprint_covers_config_and_weights(tmp_path: Path):
 
 def test_fingerprint_of_hub_id_is_that_of_its_whole_snapshot(monkeypatch: pytest.MonkeyPatch, tmp_path):
     """A hub id is named by the files of its complete snapshot (medibio.models.zoo.hub_snapshot), never by its
-    config alone (tests/test_modelzoo.py covers partial snapshots offline)."""
+    config alone (tests/test_models_zoo.py covers partial snapshots offline)."""
     folder = tmp_path / "snapshot"
     folder.mkdir()
     (folder / "config.json").write_text('{"model_type": "bert"}')

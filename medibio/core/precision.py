@@ -47,7 +47,7 @@ mDeBERTa/DeBERTa-v3, microsoft/DeBERTa#77) is handled inside transformers, which
 patch: since huggingface/transformers#24116 (v4.31) ``DisentangledSelfAttention`` divides the key (and the
 c2p/p2c position terms) by ``sqrt(d * scale_factor)`` *before* the matmul, and masks padded positions with
 ``torch.finfo(dtype).min`` of the compute dtype (a fixed ``-1e4``/``-inf`` would overflow or give NaN rows);
-under autocast softmax, layer norm and the losses run in fp32. ``tests/test_accel.py`` checks that the
+under autocast softmax, layer norm and the losses run in fp32. ``tests/test_core_precision.py`` checks that the
 installed transformers still scales before the matmul and that the tiny DeBERTa's fp16 forward pass on CPU
 stays finite and close to fp32.
 
