@@ -393,7 +393,7 @@ def provenance_line(settings: Settings, profile: str, model: str | None = None) 
         runs = recorded.origin(settings.recorded)["runs"]
         return (f"<small>Rendered by {by} from the {runs:,} runs recorded in <code>{settings.recorded.name}/</code> "
                 f"(none trained for this page); {appendix}.</small>")
-    built_for = f" for <code>{html.escape(zoo.display_name(model))}</code>" if model else ""
+    built_for = f" for model <code>{html.escape(zoo.display_name(model))}</code>" if model else ""
     return (f"<small>Re-executed on profile <code>{profile}</code>{built_for} by {by} (runs without a record "
             f"were trained, the others reused); {appendix}.</small>")
 
