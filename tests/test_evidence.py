@@ -23,6 +23,7 @@ from medibio.runs import protocol
 from medibio.runs import records as rec
 from tests.conftest import HandRuns
 from tests.support.cli import run_main
+from tests.support.roots import not_a_results_root
 
 REFERENCE = Path(__file__).resolve().parents[1] / "reference"
 
@@ -110,16 +111,7 @@ def test_an_unfinished_runs_work_folder_is_no_orphan_and_sealing_reports_a_missi
 
 @pytest.mark.parametrize("make", ["missing", "file", "empty", "kind folder", "data root"])
 def test_verify_refuses_what_is_no_results_root(tmp_path: Path, make: str, capsys) -> None:
-    target = tmp_path / "x"
-    if make == "file":
-        target.write_text("")
-    elif make == "empty":
-        target.mkdir()
-    elif make == "kind folder":
-        (target / "finetune").mkdir(parents=True)
-        target = target / "finetune"
-    elif make == "data root":
-        (target / "blurb").mkdir(parents=True)
+    target = not_a_results_root(tmp_path, make)
     code, _, err = run_main(["results", "verify", str(target)], capsys)
     assert code == 2 and str(target) in err
     assert {"missing": "no such folder", "file": "a file", "empty": "it is empty",

@@ -25,6 +25,7 @@ from medibio.runs import records as rec
 from medibio.tasks import loaders
 from tests.conftest import HandRuns
 from tests.support.cli import run_main
+from tests.support.roots import not_a_results_root
 
 REFERENCE = Path(__file__).resolve().parents[1] / "reference"
 GAD_RUN = "finetune/cpu/minilm/base/GAD"  # one recorded run folder: seed1's record and gzipped predictions
@@ -210,13 +211,7 @@ def test_a_reference_records_score_edited_by_ten_fails_verify(tmp_path: Path, da
 
 @pytest.mark.parametrize("make", ["missing", "file", "empty", "data root"])
 def test_claims_refuses_a_folder_without_runs(tmp_path: Path, make: str, capsys) -> None:
-    target = tmp_path / "x"
-    if make == "file":
-        target.write_text("")
-    elif make == "empty":
-        target.mkdir()
-    elif make == "data root":
-        target = _data_root(tmp_path)
+    target = _data_root(tmp_path) if make == "data root" else not_a_results_root(tmp_path, make)
     code, out, err = run_main(["claims", "--results-root", str(target)], capsys)
     assert code == 2 and not out, out
     assert err.count("\n") == 1 and str(target) in err and "--results-root" in err and "reference" in err
