@@ -145,3 +145,7 @@ def test_a_build_from_recorded_runs_counts_the_runs_every_chapter_reads(tmp_path
                           precision_here=bf16_cpu, cores=2)
     assert slower.seconds == pytest.approx(2 * found.seconds)
     assert f"renders {len(every)} recorded runs" in found.describe()
+    # the run pages come after the chapters: in the total, in the countdown, and in the per-stage line
+    assert found.pages > 0 and found.pages == pytest.approx(slower.pages / 2)
+    assert found.seconds == pytest.approx(sum(found.chapters.values()) + found.pages)
+    assert list(found.stages())[-1] == "run pages" and "run pages" in found.describe()

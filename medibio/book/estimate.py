@@ -59,6 +59,10 @@ _TABLES_1_2 = "tables_1_2_intermediate_finetuning"
 _TABLE_7 = "table_7_blurb_comparison"
 READ_S = {_TABLES_5_6: 0.053, _TABLES_1_2: 0.046, _TABLE_7: 0.17, _APPENDIX_B: 0.17, _CLAIMS: 0.013}
 _READ_OTHER_S = 0.05  # a chapter not measured (Table 3's pretraining run, SciERC's three)
+# The run pages after the chapters: per recorded run, at the recording machine's speed (a fresh clone's
+# `make book FROM=reference` of 516 runs wrote 248 run pages in 88 s on an Intel Xeon with AMX whose fp32 step
+# was 0.46 of the recording machine's: 88 / 0.46 / 516).
+RUN_PAGE_S = 0.37
 # The profiles a claim is declared on (their runs are recorded, read by the claims and shown by one chapter)
 _SHOWN_BY = {"cpu-ift": _TABLES_1_2, "cpu-study": _TABLES_5_6}
 
@@ -147,6 +151,7 @@ class Estimate:
     processes: int
     reads: dict[str, int] = field(default_factory=dict)  # a build from recorded runs: slug -> runs it reads
     rendered: int = 0  # a build from recorded runs: the runs recorded there, of every kind and profile
+    pages: float = 0.0  # a build from recorded runs: the run pages after the chapters, expected seconds
 
     def describe(self) -> str:
         minutes = self.seconds / 60
@@ -163,7 +168,11 @@ class Estimate:
         return (f"estimate: this build {trains}; a training step takes {steps} on this CPU now, {there} where "
                 f"they were recorded (x{self.scale:.2f} overall), {self.processes} "
                 f"training process{'es' if self.processes > 1 else ''}: about {minutes:.0f} min\n  by chapter: "
-                + ", ".join(f"{slug} {seconds / 60:.1f}" for slug, seconds in self.chapters.items()) + " min")
+                + ", ".join(f"{slug} {seconds / 60:.1f}" for slug, seconds in self.stages().items()) + " min")
+
+    def stages(self) -> dict[str, float]:
+        """Expected seconds of every stage the progress line counts down: the chapters, then the run pages."""
+        return {**self.chapters, **({"run pages": self.pages} if self.pages else {})}
 
 
 def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, execute: bool = True,
@@ -216,8 +225,9 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
         reads = {slug: sum(slug in chapters_reading(r, profile) for r in rendered) for slug in slugs}
         chapters = {slug: other * (RECORDED_CHAPTER_S + READ_S.get(slug, _READ_OTHER_S) * reads[slug])
                     for slug in slugs}
-        return Estimate(sum(chapters.values()), chapters, 0, here, 0.0, overall, steps, processes, reads,
-                        len(rendered))
+        pages = other * RUN_PAGE_S * len(rendered)
+        return Estimate(sum(chapters.values()) + pages, chapters, 0, here, 0.0, overall, steps, processes, reads,
+                        len(rendered), pages)
     chapters = _by_chapter(slugs, [(r, r.wall_time_s * scale(r)) for r in train], other, processes)
     return Estimate(sum(chapters.values()), chapters, len(train), here, sum(r.wall_time_s for r in train), overall,
                     steps, processes)

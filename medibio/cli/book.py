@@ -41,7 +41,7 @@ def _announce_estimate(profile: str, settings, chosen, execute: bool, model: str
 
     found = estimate(profile, settings, chosen, execute=execute, model=model)
     typer.echo(found if isinstance(found, str) else found.describe())
-    return None if isinstance(found, str) else progress.Countdown(found.chapters)
+    return None if isinstance(found, str) else progress.Countdown(found.stages())
 
 
 def register(app: typer.Typer) -> None:
