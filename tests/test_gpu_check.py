@@ -88,5 +88,5 @@ def test_cpu_dry_run_of_the_gpu_check(tmp_path, data_root) -> None:
         names = tar.getnames()
         page = tar.extractfile(f"book/{run.CHAPTER}.ipynb").read().decode("utf-8")
     assert not any(n.endswith(".safetensors") for n in names)
-    assert f"for model `{run.MODEL_DIR}`" in page and "outside a git checkout" in page
+    assert f"for model <code>{run.MODEL_DIR}</code>" in page and "outside a git checkout" in page
     assert "by commit not a gi" not in page
