@@ -1,4 +1,4 @@
-"""The Table 5 study's pilot (issue 40): the pretrained arms fine-tuned on three BLURB sets, and the go/no-go.
+"""The Table 5 study's pilot: the pretrained arms fine-tuned on three BLURB sets, and the go/no-go.
 
 The pilot pretrains #3 (scratch, abstracts) and #4 (scratch, full text) on 5M tokens each
 (:mod:`medibio.pretrain.study`, in units) and fine-tunes them beside #0 (random initialisation) on

@@ -128,7 +128,7 @@ _IFT, _BASE, _LINK = printed_claims.IFT, printed_claims.BASE, printed_claims.LIN
 
 @dataclass(frozen=True)
 class Test:
-    """How our runs test a claim, declared before any test score was seen (issue 35).
+    """How our runs test a claim: the arms, statistic and margin declared before any test score was seen.
 
     ``kind`` is ``ift-gain`` (intermediate task ``a`` vs no intermediate on ``dataset``), ``ift-domain``
     (general-domain intermediate ``a`` vs biomedical intermediate ``b`` on ``dataset``), ``table5``
@@ -139,7 +139,8 @@ class Test:
     "no difference larger than delta"); ``proxy`` says why the intermediate task stands in for the paper's.
     ``scale_mismatch`` and ``ceiling`` declare why the two arms cannot test the claim at our scale (the arms
     differ in more than the claim's factor) or why the baseline arm already scores what the other should gain;
-    each turns the verdict's words (:func:`verdict_words`), never its interval."""
+    each turns the verdict's words (:func:`verdict_words`), never its interval; they were declared after the
+    runs were seen (docs/verdicts.md), which is why they may not move a number."""
 
     kind: str
     dataset: str = ""
