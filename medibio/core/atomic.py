@@ -249,7 +249,7 @@ def write_text(path: str | Path, text: str) -> Path:
 def write_json(path: str | Path, obj: Any, indent: int = 2) -> Path:
     """Atomically write ``obj`` as JSON (sorted keys off: records keep their logical order)."""
     with atomic_open(path, "w") as fh:
-        json.dump(obj, fh, indent=indent, ensure_ascii=False, default=_default)
+        json.dump(obj, fh, indent=indent, ensure_ascii=False, default=json_default)
         fh.write("\n")
     return Path(path)
 
@@ -258,13 +258,14 @@ def write_jsonl(path: str | Path, rows: Iterable[Any]) -> Path:
     """Atomically write one JSON object per line."""
     with atomic_open(path, "w") as fh:
         for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False, default=_default))
+            fh.write(json.dumps(row, ensure_ascii=False, default=json_default))
             fh.write("\n")
     return Path(path)
 
 
-def _default(obj: Any) -> Any:
-    """JSON fallback for numpy scalars/arrays and paths."""
+def json_default(obj: Any) -> Any:
+    """JSON fallback for numpy scalars/arrays and paths: what the writers here make of them (a record's seal is
+    computed on the same form, so that it is the seal of what is read back)."""
     if isinstance(obj, Path):
         return str(obj)
     for attr in ("item", "tolist"):

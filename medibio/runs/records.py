@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from medibio.core import profiles
-from medibio.core.atomic import LockHeldError, describe_holder, exclusive_lock, write_json
+from medibio.core.atomic import LockHeldError, describe_holder, exclusive_lock, json_default, write_json
 from medibio.core.errors import InputFormatError, MedibioError, UnknownNameError
 from medibio.core.hashing import file_sha256
 from medibio.core.text import GZ, file_bytes, strict_json
@@ -325,22 +325,11 @@ def seal_of(data: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def _on_disk(value: Any) -> Any:
-    """What :func:`~medibio.core.atomic.write_json` makes of a value, so that a seal computed before writing
-    is the seal of what is read back (numpy scalars and arrays as numbers and lists, paths as text)."""
-    if isinstance(value, Path):
-        return str(value)
-    for attr in ("item", "tolist"):
-        if hasattr(value, attr):
-            return getattr(value, attr)()
-    raise TypeError(f"a run record cannot hold {type(value).__name__} values")
-
-
 def sealed(record: RunRecord) -> dict[str, Any]:
     """The record's content as it will lie on disk, with its seal (which ``record`` then carries too): what
     every writer of a record writes, in one atomic write."""
     record.seal = ""
-    data = json.loads(json.dumps(record.to_dict(), default=_on_disk))
+    data = json.loads(json.dumps(record.to_dict(), default=json_default))
     record.seal = data["seal"] = seal_of(data)
     return data
 
