@@ -212,3 +212,12 @@ def test_every_run_trains_inside_the_attention_kernels(monkeypatch: pytest.Monke
     plan = protocol.plan("finetune", "cpu", "m", "base", "BIOSSES", 1, {"kernels": 1}, {}, "noting")
     protocol.run(NotingKind(training), plan, settings)
     assert entered == ["in", "train", "out"]
+
+
+@pytest.mark.parametrize(("value", "expected"), [("off", False), ("OFF ", False), ("", True), ("on", True)])
+def test_native_bf16_can_be_switched_off(monkeypatch: pytest.MonkeyPatch, value: str, expected: bool) -> None:
+    """``$MEDIBIO_CPU_BF16=off`` keeps ``auto`` at fp32 on a CPU with native bf16 (the study's declared precision)."""
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: "flags\t\t: avx512f avx512_bf16\n")
+    monkeypatch.setenv(accel.CPU_BF16_ENV, value)
+    assert accel.cpu_has_bf16() is expected
+    assert precision_for(requested="auto") == ("bf16" if expected else "no")

@@ -174,3 +174,27 @@ def test_the_command_line_reads_the_study_design_without_torch() -> None:
     assert (study.TOKENS, study.PILOT_TOKENS, study.QUEUES, study.ARMS) == (
         design.TOKENS, design.PILOT_TOKENS, design.QUEUES, design.ARMS)
     assert study.get_arm("#3").name == "study-3"
+
+
+def test_a_study_unit_plans_in_the_declared_fp32_on_a_cpu_with_native_bf16(monkeypatch, tmp_path: Path,
+                                                                            capsys) -> None:
+    """The study declares fp32; its configuration asks for ``auto``, so on a CPU with AMX or AVX512-BF16 a unit
+    would pretrain in bf16 unless the study's commands switch native bf16 off (which a queue's children inherit)."""
+    from medibio.core import precision
+
+    monkeypatch.setenv(precision.CPU_BF16_ENV, "")  # restored afterwards, the command's own setting included
+    monkeypatch.delenv(precision.CPU_BF16_ENV)
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: "flags\t\t: avx512f amx_bf16\n")
+    assert precision.precision_for(requested="auto") == "bf16"
+    used: list[str] = []
+
+    def run_unit(arm, seed, tokens, settings, unit_steps=25, config=design.CONFIG, progress=False):
+        used.append(precision.precision_for(requested="auto"))
+        return 25
+
+    from medibio.pretrain import study
+
+    monkeypatch.setattr(study, "run_unit", run_unit)
+    code, _, err = run_main(["study", "unit", "--arm", "3", "--seed", "1", "--work-root", str(tmp_path)], capsys)
+    assert code == study_cli.UNIT_STOPPED, err
+    assert design.PRECISION == "fp32" and used == ["no"]

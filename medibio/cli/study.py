@@ -63,6 +63,18 @@ study_app = typer.Typer(help="The CPU Table 5 study's pretraining, in resumable 
                         no_args_is_help=True)
 
 
+@study_app.callback()
+def _declared_precision() -> None:
+    """Every study command, and the children a queue starts, computes in the study's declared precision: fp32
+    (native bf16 off, unless ``$MEDIBIO_CPU_BF16`` says otherwise)."""
+    import os
+
+    from medibio.core.precision import CPU_BF16_ENV
+
+    if design.PRECISION == "fp32":
+        os.environ.setdefault(CPU_BF16_ENV, "off")
+
+
 def _settings(work_root: Path | None, data_root: Path | None) -> Settings:
     """The command's settings, with ``--work-root`` over the environment's study root."""
     return session.settings(data_root).replace(study_root=work_root)

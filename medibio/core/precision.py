@@ -56,6 +56,7 @@ On a GPU, bf16 attention runs without cuDNN's kernels (:func:`attention_kernels`
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -66,6 +67,10 @@ from typing import Any
 from medibio.core.errors import MedibioError
 
 REQUESTS = ("auto", "bf16", "gpu", "fp16", "no", "fp32")
+# "off": treat this CPU as one without native bf16, so that a configuration asking for ``auto`` computes in fp32
+# here too, with the request (and so the digest) of a run made in fp32 on a CPU without bf16. The CPU Table 5
+# study declares fp32 for every later run; its configuration asks for ``auto`` to keep its recorded digests.
+CPU_BF16_ENV = "MEDIBIO_CPU_BF16"
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,10 @@ class Device:
 
 def cpu_has_bf16() -> bool:
     """True when the CPU computes bf16 natively (AVX512-BF16 or AMX): autocast then roughly halves the cost
-    of MiniLM fine-tuning; elsewhere bf16 is emulated and slower, so runs stay fp32."""
+    of MiniLM fine-tuning; elsewhere bf16 is emulated and slower, so runs stay fp32. False as well where
+    ``$MEDIBIO_CPU_BF16`` is ``off`` (:data:`CPU_BF16_ENV`)."""
+    if os.environ.get(CPU_BF16_ENV, "").strip().lower() == "off":
+        return False
     try:
         flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
