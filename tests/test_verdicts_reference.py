@@ -69,4 +69,6 @@ def test_every_interval_agrees_with_its_p(found: dict[str, V.Row]) -> None:
         assert (ours.low > 0 or ours.high < 0) == (ours.p < V.ALPHA), row.id
         for b in ours.beside:
             assert (b.low > 0 or b.high < 0) == (b.p < V.ALPHA), (row.id, b.label)
-    assert found["ift-biosses"].design == V.CEILING and "57.7 in the paper" in found["ift-biosses"].design_detail
+    # MiniLM's recorded runs stand beside ift-biosses as the ceiling case, whatever the declared #3 models show
+    (ceiling,) = [b for b in found["ift-biosses"].ours.beside if b.label.startswith("minilm: the ceiling case")]
+    assert ceiling.runs.startswith("cpu-ift/minilm: ift-STS-B (5 seeds) vs base (5 seeds) on BIOSSES")

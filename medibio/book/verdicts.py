@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -140,7 +140,10 @@ class Test:
     ``scale_mismatch`` and ``ceiling`` declare why the two arms cannot test the claim at our scale (the arms
     differ in more than the claim's factor) or why the baseline arm already scores what the other should gain;
     each turns the verdict's words (:func:`verdict_words`), never its interval; they were declared after the
-    runs were seen (docs/verdicts.md), which is why they may not move a number."""
+    runs were seen (docs/verdicts.md), which is why they may not move a number. ``models`` names the pretrained
+    models (their tags in the results tree) whose runs of ``profile`` test the claim, each a pretraining seed that
+    the draws resample like the fine-tuning seeds (empty: the profile's one model); ``also`` pairs a model whose
+    runs of the same arms stand beside the declared statistic with why they are not its evidence."""
 
     kind: str
     dataset: str = ""
@@ -153,6 +156,8 @@ class Test:
     proxy: str = ""
     scale_mismatch: str = ""
     ceiling: str = ""
+    models: tuple[str, ...] = ()
+    also: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -223,6 +228,9 @@ _T5_DELTA = 1.0  # Table 6's differences on the large sets are 0.02-0.85 points
 _PER_SET = "set:"  # the label prefix of a Table 5 claim's per-set statistics
 _STUDY_PROFILE = "cpu-study"  # the Table 5 study on this CPU (medibio.pretrain.study), recorded in reference/
 _IFT_PROFILE = "cpu-ift"  # MiniLM, 5 seeds, a full-data intermediate stage per seed (medibio.core.profiles)
+# The encoders of the IFT mechanism's test: the CPU study's #3 (scratch, MLM on abstracts), both pretraining seeds,
+# made again in fp32 for it (docs/verdicts.md); #2 inherits MiniLM's similarity training, so it is not one
+_STUDY_ENCODERS = tuple(f"{study.ARMS['3'].name}-s{seed}" for seed in study.SEEDS)
 _IFT_DELTA = 2.0  # points of the target's metric: smaller than every IFT gain the paper prints but PubMedQA's
 _PAPER_IFT_SCALE = ("MediBioDeBERTa (base-size DeBERTa; SciDeBERTa v2's 500K steps × 8,192 sequences, then 10K × "
                     "49,152 on 52 GB of medical S2ORC text); full BLURB training sets")
@@ -264,11 +272,17 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("ift-biosses", "intermediate fine-tuning raises BIOSSES (paper: by about 35 points)",
           "§V-D, Tables 6–7", "with IFT", "without", (f"T7|{_IFT}|BIOSSES", "T6|#1|BIOSSES"),
           Test("ift-gain", "BIOSSES", a="ift-STS-B", b="base", profile=_IFT_PROFILE, delta=_IFT_DELTA,
-               primary="Pearson r × 100 on the official 20 test pairs, mean over 5 seeds (each with its own STS-B "
-                       "stage); beside it, 5-fold cross-validation over all 100 pairs (each seed's five folds pooled)",
-               ceiling="all-MiniLM-L6-v2 was trained contrastively on about a billion sentence pairs for "
-                       "similarity, so without IFT it already scores what IFT on STS-B is meant to teach",
-               needs="the cpu-ift runs (docs/verdicts.md): BIOSSES after STS-B and without, seeds 1-5"),
+               models=_STUDY_ENCODERS,
+               primary="Pearson r × 100 on the official 20 test pairs, mean over the CPU study's two #3 models "
+                       "(pretrained from scratch with MLM only on SumPubMed abstracts, never on a similarity "
+                       "task) of the mean over 5 fine-tuning seeds each (each seed with its own STS-B stage); "
+                       "pretraining seeds, fine-tuning seeds and test pairs resampled; beside it, 5-fold "
+                       "cross-validation over all 100 pairs (each seed's five folds pooled)",
+               also=(("minilm", "the ceiling case, not the verdict's: all-MiniLM-L6-v2 was trained "
+                                "contrastively on about a billion sentence pairs for similarity, so without IFT it "
+                                "already scores what IFT on STS-B is meant to teach"),),
+               needs="the cpu-ift runs on the study's #3 models (docs/verdicts.md): BIOSSES after STS-B and "
+                     "without, fine-tuning seeds 1-5 on each of the two pretraining seeds"),
           "tables_1_2_intermediate_finetuning", "ift-for-sentence-similarity",
           checks=("vd-ift-biosses", f"t7-vs-t6-{_BASE}-BIOSSES"), paper_scale=_PAPER_IFT_SCALE),
     Claim("ift-hoc", "intermediate fine-tuning raises HoC (paper: by about 10 points)", "§V-D, §V-E, Tables 6–7",
@@ -623,6 +637,9 @@ def _describe(variant: str, records: Sequence[RunRecord]) -> str:
     the variant) say so, since they are another experiment than the profile's."""
     limits = sorted({r.limited for r in records if r.limited is not None})
     limited = f", LIMITED to {'/'.join(map(str, limits))} examples per split" if limits else ""
+    models = len({r.model_tag for r in records})
+    if models > 1:  # runs of several pretrained models
+        return f"{variant} ({len(records)} runs: {models} pretrained models × their seeds{limited})"
     return f"{variant} ({len(records)} seed{'s' if len(records) != 1 else ''}{limited})"
 
 
@@ -680,9 +697,10 @@ def _computed(records: Sequence[RunRecord]) -> str:
 
 
 def _compare(claim: Claim, by_variant: dict[str, list[RunRecord]], a: str, b: str, root: Path,
-             settings: Settings, resamples: int) -> tuple[MultiComparison, str, tuple[Runs, Runs]] | None:
+             settings: Settings, resamples: int,
+             pretraining: Callable[[RunRecord], str] | None = None) -> tuple[MultiComparison, str, tuple[Runs, Runs]] | None:
     dataset = claim.test.dataset
-    ra, rb = (runs_of(by_variant[v], root, v, dataset, settings.data_root) for v in (a, b))
+    ra, rb = (runs_of(by_variant[v], root, v, dataset, settings.data_root, pretraining) for v in (a, b))
     if ra is None or rb is None:
         return None
     found = multi_bootstrap([(ra, rb)], {"primary": [ra.dataset]}, resamples, claim_seed(claim.id))["primary"]
@@ -700,12 +718,12 @@ def _cv_variant(arm: str, fold: int) -> str:
 
 
 def _cross_validated(claim: Claim, by_variant: dict[str, list[RunRecord]], root: Path, settings: Settings,
-                     resamples: int) -> tuple[Beside, ...]:
+                     resamples: int, pretraining: Callable[[RunRecord], str] | None = None) -> tuple[Beside, ...]:
     """The declared arms scored by cross-validation over every example of the dataset (each seed's folds
     pooled), a labelled row beside the declared statistic; none when either arm lacks complete seeds."""
     test = claim.test
     sides = [cv_runs([r for fold in range(1, CV_FOLDS + 1) for r in by_variant.get(_cv_variant(arm, fold), [])],
-                     root, arm, test.dataset, settings.data_root) for arm in (test.a, test.b)]
+                     root, arm, test.dataset, settings.data_root, pretraining) for arm in (test.a, test.b)]
     if sides[0] is None or sides[1] is None:
         return ()
     found = multi_bootstrap([(sides[0], sides[1])], {"cv": [test.dataset]}, resamples, claim_seed(claim.id))["cv"]
@@ -730,30 +748,76 @@ def _dev_selected(claim: Claim, settings: Settings, profile: str, model: str, re
     return (_beside(label, found[0], f"{profile}/{model}: {found[1]}"),)
 
 
+def _pretrained_model(record: RunRecord) -> str:
+    """A run's pretrained model, the level above its fine-tuning seed where an arm has several."""
+    return str((record.model or {}).get("hash", ""))
+
+
+def _ift_runs(root: Path, profile: str, tags: Sequence[str], dataset: str) -> dict[str, list[RunRecord]]:
+    """The newest runs of ``profile`` on ``dataset`` by variant, pooled over the models ``tags``."""
+    by_variant: dict[str, list[RunRecord]] = {}
+    for tag in tags:
+        for variant, records in _newest(load_records(root, profile=profile, model=tag, dataset=dataset)).items():
+            by_variant.setdefault(variant, []).extend(records)
+    return by_variant
+
+
+def _ift_also(claim: Claim, settings: Settings, roots: Sequence[Path], resamples: int) -> tuple[Beside, ...]:
+    """The declared arms on each ``also`` model's runs (the first root holding them), beside the verdict."""
+    test, rows = claim.test, []
+    for tag, why in test.also:
+        for root in roots:
+            by_variant = _ift_runs(root, test.profile, (tag,), test.dataset)
+            found = _compare(claim, by_variant, test.a, test.b, root, settings, resamples) \
+                if test.a in by_variant and test.b in by_variant else None
+            if found is not None:
+                rows.append(_beside(f"{tag}: {why}", found[0], f"{test.profile}/{tag}: {found[1]}"))
+                rows.extend(dataclasses.replace(cv, label=f"{tag}, {cv.label}")
+                            for cv in _cross_validated(claim, by_variant, root, settings, resamples))
+                break
+    return tuple(rows)
+
+
 def _ift_evidence(claim: Claim, settings: Settings, profile: str, resamples: int, model: str | None,
                   recorded: Path | None) -> Evidence:
-    """The declared arms on the declared profile's runs (the build's, else the recorded ones); where neither
-    has them, the declared arms on the judged profile's own runs, at that profile's (smaller) scale."""
+    """The declared arms on the declared profile's runs of the declared models (the build's, else the recorded
+    ones); where neither has them, the declared arms on the judged profile's own runs, at that profile's
+    (smaller) scale, unless the claim names its models: those are its evidence, and another model is not.
+    Where the claim names several pretrained models, their runs are one arm's, the models resampled above the
+    fine-tuning seeds, and the arm waits until every model has runs of both arms."""
     test = claim.test
     judged_model = model_tag(model or profiles.get(profile).model)
     beside = _dev_selected(claim, settings, profile, judged_model, resamples)
-    places = [(profile, judged_model, settings.results_root)]
-    if test.profile and test.profile != profile:  # the build's runs of the declared profile, else the recorded
-        declared = model_tag(profiles.get(test.profile).model)
-        roots = [settings.results_root, *([recorded] if recorded not in (None, settings.results_root) else [])]
+    roots = [settings.results_root, *([recorded] if recorded not in (None, settings.results_root) else [])]
+    places: list[tuple[str, tuple[str, ...], Path]] = [(profile, (judged_model,), settings.results_root)]
+    if test.models:
+        places = [(test.profile or profile, test.models, root) for root in roots]
+    elif test.profile and test.profile != profile:  # the build's runs of the declared profile, else the recorded
+        declared = (model_tag(profiles.get(test.profile).model),)
         places[:0] = [(test.profile, declared, root) for root in roots]
-    for runs_profile, tag, root in places:
-        by_variant = _newest(load_records(root, profile=runs_profile, model=tag, dataset=test.dataset))
-        if test.a in by_variant and test.b in by_variant:
-            found = _compare(claim, by_variant, test.a, test.b, root, settings, resamples)
-            if found is not None:
-                where = "" if root == settings.results_root else " (recorded in reference/)"
-                cv = _cross_validated(claim, by_variant, root, settings, resamples)
-                ra, rb = found[2]
-                constant = constant_interval(ra.dataset, ra.ids, settings.data_root, resamples,
-                                             claim_seed(claim.id))
-                return _from(found[0], f"{runs_profile}/{tag}{where}: {found[1]}",
-                             scale_of(by_variant[test.a], root), beside + cv, ([ra], [rb]), constant)
+    beside += _ift_also(claim, settings, roots, resamples)
+    for runs_profile, tags, root in places:
+        by_variant = _ift_runs(root, runs_profile, tags, test.dataset)
+        if test.a not in by_variant or test.b not in by_variant:
+            continue
+        several = len(tags) > 1
+        pretraining = _pretrained_model if several else None
+        have = [{r.model_tag for r in by_variant[arm]} for arm in (test.a, test.b)]
+        if several and min(map(len, have)) < len(tags):  # a model's runs still to come: not the declared arms
+            so_far = "; ".join(f"{arm}: {', '.join(sorted(h))}" for arm, h in zip((test.a, test.b), have, strict=True))
+            found = _compare(claim, by_variant, test.a, test.b, root, settings, resamples, pretraining)
+            partial = (_beside(f"so far ({so_far}; not the declared models)", found[0], found[1]),) if found else ()
+            return Evidence(needs=f"runs of every declared model ({', '.join(tags)}) in both arms (so far: "
+                                  f"{so_far}); {test.needs}", beside=beside + partial)
+        found = _compare(claim, by_variant, test.a, test.b, root, settings, resamples, pretraining)
+        if found is not None:
+            where = "" if root == settings.results_root else " (recorded in reference/)"
+            cv = _cross_validated(claim, by_variant, root, settings, resamples, pretraining)
+            ra, rb = found[2]
+            constant = constant_interval(ra.dataset, ra.ids, settings.data_root, resamples,
+                                         claim_seed(claim.id))
+            return _from(found[0], f"{runs_profile}/{'+'.join(tags)}{where}: {found[1]}",
+                         scale_of(by_variant[test.a], root), beside + cv, ([ra], [rb]), constant)
     return Evidence(needs=test.needs, beside=beside)
 
 

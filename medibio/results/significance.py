@@ -255,25 +255,32 @@ def runs_of(records: Iterable[RunRecord], results_root: str | Path, label: str, 
 
 
 def cv_runs(records: Iterable[RunRecord], results_root: str | Path, label: str, dataset: str,
-            data_root: str | Path | None = None) -> Runs | None:
+            data_root: str | Path | None = None,
+            pretraining: Callable[[RunRecord], str] | None = None) -> Runs | None:
     """The cross-validated seeds among ``records`` (runs with ``details.cv_fold``) as :class:`Runs` named
     ``label``: each seed's folds pooled, so that every example of the official splits is scored once, as a
     test example of its fold (:func:`medibio.training.features.cv_splits`). A seed lacking a fold is left out
-    (the label says how many seeds are complete); None when no seed has every fold."""
+    (the label says how many seeds are complete); None when no seed has every fold. ``pretraining`` names each
+    run's pretrained model, as for :func:`runs_of`: a seed is then a seed of one pretrained model."""
     name = registry.get(dataset).name
-    by_seed: dict[int, dict[int, RunRecord]] = {}
+    by_run: dict[tuple[str, int], dict[int, RunRecord]] = {}
     folds = 0
     for rec in records:
         if rec.dataset == name and rec.ok and rec.predictions and rec.details.get("cv_fold"):
-            by_seed.setdefault(rec.seed, {})[int(rec.details["cv_fold"])] = rec
+            key = (pretraining(rec) if pretraining else "", rec.seed)
+            by_run.setdefault(key, {})[int(rec.details["cv_fold"])] = rec
             folds = max(folds, int(rec.details.get("cv_folds", 0)))
-    complete = sorted(seed for seed, got in by_seed.items() if folds and len(got) == folds)
+    complete = sorted(key for key, got in by_run.items() if folds and len(got) == folds)
     if not complete:
         return None
+    seeds = [seed for _, seed in complete]
+    labels = tuple(model for model, _ in complete) if pretraining else ()
     root = str(resolve_data_root(data_root))
-    paths = [{fold: by_seed[seed][fold].predictions_file(results_root) for fold in sorted(by_seed[seed])}
-             for seed in complete]
-    system = f"{label} ({folds}-fold CV, {len(complete)} seeds)"
+    paths = [{fold: by_run[key][fold].predictions_file(results_root) for fold in sorted(by_run[key])}
+             for key in complete]
+    models = len(set(labels))
+    system = (f"{label} ({folds}-fold CV, {len(complete)} seeds"
+              + (f" of {models} pretrained models)" if models > 1 else ")"))
     splits = [f for split in ("train", "dev", "test") for f in loaders.split_files(name, split, root)]
     cached = evidence_cache.folder() is not None and all(f.is_file() for f in splits + [f for seed in paths
                                                                                          for f in seed.values()])
@@ -286,15 +293,15 @@ def cv_runs(records: Iterable[RunRecord], results_root: str | Path, label: str, 
             meta, arrays = found
             stats = [UnitStats(name, meta["metric"], meta["unit"], tuple(meta["keys"]), tuple(meta["columns"]),
                                arrays[f"counts{k}"]) for k in range(len(complete))]
-            return Runs(system, name, tuple(complete), tuple(seed[max(seed)].parent for seed in paths),
-                        frozenset(meta["ids"]), tuple(stats))
-    runs = _pooled_cv_runs(name, root, complete, paths, label, system)
+            return Runs(system, name, tuple(seeds), tuple(seed[max(seed)].parent for seed in paths),
+                        frozenset(meta["ids"]), tuple(stats), labels)
+    runs = _pooled_cv_runs(name, root, seeds, paths, label, system)
     if cached:
         first = runs.stats[0]
         evidence_cache.save("cv-unit-stats", entry, {"metric": first.metric, "unit": first.unit, "keys": list(first.keys),
                                                      "columns": list(first.columns), "ids": sorted(runs.ids)},
                             {f"counts{k}": st.counts for k, st in enumerate(runs.stats)})
-    return runs
+    return dataclasses.replace(runs, pretraining=labels)
 
 
 def _pooled_cv_runs(name: str, root: str, complete: list[int], paths: list[dict[int, Path]], label: str,
