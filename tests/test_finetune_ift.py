@@ -190,3 +190,26 @@ def test_an_intermediate_seed_leaves_runs_without_a_chain_alone(settings, data_r
     seeded = runner.plan_run("BIOSSES", profile="smoke", overrides={"intermediate_seed": 1}, settings=settings)
     assert seeded.key.config_digest == plain.key.config_digest
     assert "intermediate_seed" not in seeded.payload["hyperparameters"]
+
+
+def test_an_intermediate_stage_finds_a_pretraining_runs_model_under_the_results_root(tmp_path, monkeypatch) -> None:
+    """A chain that starts from one of our pretraining runs (``pretrain-run:``, the CPU study's models) loads its
+    weights from the results root it was trained under, as a direct fine-tuning run does."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from medibio.core.settings import Settings
+    from medibio.ift import stages
+    from medibio.models import zoo
+
+    key = "study/scratch/study-3/biomed-abstracts/0123456789ab/seed1"
+    (tmp_path / "pretrain" / key / "model").mkdir(parents=True)
+    settings = Settings(results_root=tmp_path, cache_root=tmp_path / "cache")
+    starts: list[str] = []
+    monkeypatch.setattr(stages, "plan_stage",
+                        lambda model, configs, model_hash, seed, profile, source, *a: starts.append(source))
+    record = SimpleNamespace(artifact=lambda name, root: Path(root) / "encoder")
+    monkeypatch.setattr(stages.protocol, "run", lambda *a, **k: (record, None))
+    ctx = SimpleNamespace(settings=settings, accelerator=None, threads=1)
+    found = stages.prepare_encoder(zoo.run_reference(key), [{}], "h", 1, None, "BIOSSES", None, ctx)
+    assert starts == [str(tmp_path / "pretrain" / key / "model")] and found == tmp_path / "encoder"

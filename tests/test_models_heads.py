@@ -115,8 +115,12 @@ def test_split_pairs_gives_each_sentence_as_the_tokenizer_would_alone():
                                      tokenizer.cls_token_id, tokenizer.pad_token_id)
     alone = tokenizer(["aspirin helps", "no", "it does not", "yes indeed it is"], padding=True, return_tensors="pt")
     assert torch.equal(ids, alone["input_ids"]) and torch.equal(mask, alone["attention_mask"])
-    with pytest.raises(ValueError, match="token_type_ids"):
-        modeling.split_pairs(pair["input_ids"], pair["attention_mask"], None, 101, 0)
+    # a tokenizer that gives no segment ids (the study's SentencePiece vocabularies): found after the first [SEP]
+    found = modeling.split_pairs(pair["input_ids"], pair["attention_mask"], None, tokenizer.cls_token_id,
+                                 tokenizer.pad_token_id)
+    assert torch.equal(found[0], ids) and torch.equal(found[1], mask)
+    assert torch.equal(modeling.segments_after_first_sep(pair["input_ids"], pair["attention_mask"].bool()),
+                       pair["token_type_ids"] * pair["attention_mask"])
     single = tokenizer(["aspirin helps"], return_tensors="pt")
     with pytest.raises(ValueError, match="second sentence"):
         modeling.split_pairs(single["input_ids"], single["attention_mask"], single["token_type_ids"], 101, 0)

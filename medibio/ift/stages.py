@@ -120,7 +120,7 @@ def prepare_encoder(model: str, stage_configs: Sequence[Mapping[str, Any]], mode
                     profile: Profile, target: str, overrides: Mapping[str, Any] | None, ctx: RunContext) -> Path:
     """Run (or reuse) every stage of a chain inside the fine-tuning run of ``ctx`` (its settings,
     accelerator and CPU threads); return the folder of the last stage's encoder."""
-    source = zoo.resolve(model, ctx.settings.cache_root)
+    source = zoo.resolve(model, ctx.settings.cache_root, ctx.settings.results_root)
     for k in range(len(stage_configs)):
         plan = plan_stage(model, stage_configs[:k + 1], model_hash, seed, profile, source, target, overrides)
         record, _ = protocol.run(STAGES, plan, ctx.settings, ctx.accelerator, threads=ctx.threads)
@@ -142,7 +142,8 @@ class StageKind:
         stage_configs = [stage_config(t, prof, settings.data_root, target) for t in chain]
         model = request["model"]
         return plan_stage(model, stage_configs, zoo.fingerprint(model, settings.cache_root), request["seed"], prof,
-                          zoo.resolve(model, settings.cache_root), request["target"], request.get("overrides"))
+                          zoo.resolve(model, settings.cache_root, settings.results_root), request["target"],
+                          request.get("overrides"))
 
     def describe(self, record: rec.RunRecord) -> str:
         return f"dev {record.score_dev if record.score_dev is not None else float('nan'):.2f}"
@@ -172,7 +173,8 @@ class StageKind:
             accelerator.wait_for_everyone()
             accelerator.free_memory()
         record = ctx.record(
-            model=zoo.model_info(job.model, cache_root=ctx.settings.cache_root), hyperparameters=cfg.to_dict(),
+            model=zoo.model_info(job.model, cache_root=ctx.settings.cache_root,
+                                 results_root=ctx.settings.results_root), hyperparameters=cfg.to_dict(),
             dev_curve=result.dev_curve, best_epoch=result.best_epoch, dev=result.dev,
             score_dev=result.dev.get("score"), train_examples=result.train_examples,
             eval_examples=result.dev_examples, wall_time_s=round(result.wall_time_s, 2),

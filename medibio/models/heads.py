@@ -170,15 +170,16 @@ def split_pairs(input_ids: Any, attention_mask: Any, token_type_ids: Any, cls_id
                 pad_id: int) -> tuple[Any, Any]:
     """One batch of ``[CLS] A [SEP] B [SEP]`` encodings as two stacked batches: ``[CLS] A [SEP]`` rows, then
     ``[CLS] B [SEP]`` rows (ids and attention mask, right-padded), i.e. what the tokenizer gives for each
-    sentence alone. Segments are read from ``token_type_ids``, so every collated pair batch works unchanged.
+    sentence alone. Segments are read from ``token_type_ids``, so every collated pair batch works unchanged;
+    a tokenizer that gives none (the study's SentencePiece vocabularies) has them found after the first ``[SEP]``
+    (:func:`segments_after_first_sep`).
     """
     import torch
     from torch.nn.utils.rnn import pad_sequence
 
-    if token_type_ids is None:
-        raise ValueError("pooling='cosine' needs token_type_ids to find the two sentences of a pair; this "
-                         "tokenizer gives none (use pooling 'cls' or 'mean')")
     real = attention_mask.bool()
+    if token_type_ids is None:
+        token_type_ids = segments_after_first_sep(input_ids, real)
     cls = input_ids.new_tensor([cls_id])
     firsts = [row[keep] for row, keep in zip(input_ids, real & (token_type_ids == 0), strict=True)]
     seconds = [torch.cat([cls, row[keep]]) for row, keep in zip(input_ids, real & (token_type_ids == 1), strict=True)]
@@ -188,6 +189,17 @@ def split_pairs(input_ids: Any, attention_mask: Any, token_type_ids: Any, cls_id
     ids = pad_sequence(rows, batch_first=True, padding_value=pad_id)
     mask = pad_sequence([torch.ones_like(r) for r in rows], batch_first=True, padding_value=0)
     return ids, mask
+
+
+def segments_after_first_sep(input_ids: Any, real: Any) -> Any:
+    """BERT's segment ids of ``[CLS] A [SEP] B [SEP]`` rows: 1 after the first separator, else 0. The separator is
+    each row's last real token (truncation keeps it), so no tokenizer or config needs to name it."""
+    import torch
+
+    last = real.long().sum(dim=1) - 1
+    sep = input_ids.gather(1, last.clamp(min=0).unsqueeze(1))
+    is_sep = (input_ids == sep) & real
+    return ((torch.cumsum(is_sep.long(), dim=1) - is_sep.long()) >= 1).long() * real.long()
 
 
 def siamese_cosine_regressor(encoder_model: Any, low: float, high: float) -> Any:
