@@ -10,6 +10,8 @@ import pytest
 from medibio.results import evidence_cache
 from medibio.results import significance as S
 from medibio.tasks import bootstrap as B
+from medibio.tasks import units as U
+from medibio.tasks.metrics import MetricInputError
 from medibio.tasks.units import UnitStats, score_from_sums, unit_stats
 
 
@@ -172,3 +174,42 @@ def test_a_cache_that_cannot_be_written_changes_nothing(tmp_path) -> None:
     with evidence_cache.stored_in(blocked):
         found = S.multi_bootstrap([(a, b)], resamples=99, seed=2)["mean"]
     assert found == S.multi_bootstrap([(a, b)], resamples=99, seed=2)["mean"]
+
+
+# --------------------------------------------------------------------------- NER spans, all sentences at once
+
+
+def _seqeval_rows(references: list[list[str]], predictions: list[list[str]], ids: list[str]) -> np.ndarray:
+    """(tp, fp, fn) per sentence from seqeval's own ``get_entities``, one sentence at a time."""
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    from medibio.tasks.metrics import _to_seqeval
+
+    out = np.zeros((len(references), 3))
+    for i, (ref, pred) in enumerate(zip(references, predictions, strict=True)):
+        gold = set(get_entities([_to_seqeval(t, i, ids, "gold tags") for t in ref]))
+        found = set(get_entities([_to_seqeval(t, i, ids, "predicted tags") for t in pred]))
+        out[i] = (len(gold & found), len(found - gold), len(gold - found))
+    return out
+
+
+@pytest.mark.parametrize("vocabulary", [("B", "I", "O"), ("B", "I", "O", "B-X", "I-X", "B-Y", "I-Y", "B-ENT", "I-ENT")])
+def test_the_vectorised_entity_counts_are_seqevals(vocabulary) -> None:
+    """Random tag sequences (empty sentences, I after O, typed and untyped spans side by side): the spans found
+    for all sentences at once are the ones seqeval finds sentence by sentence."""
+    rng = np.random.default_rng(len(vocabulary))
+    for _ in range(300):
+        refs = [[vocabulary[k] for k in rng.integers(0, len(vocabulary), n)] for n in rng.integers(0, 9, 6)]
+        preds = [[t if rng.random() < 0.6 else vocabulary[rng.integers(0, len(vocabulary))] for t in ref]
+                 for ref in refs]
+        ids = [f"s{i}" for i in range(len(refs))]
+        assert np.array_equal(U._ner_rows(refs, preds, ids, None), _seqeval_rows(refs, preds, ids))
+
+
+@pytest.mark.parametrize("bad", ["Q", "B-", "E-X"])
+def test_an_unknown_tag_is_named_as_the_metric_names_it(bad) -> None:
+    ids = ["a", "b"]
+    for refs, preds, what in (([["O", "B"], ["B", bad]], [["O", "B"], ["O", "O"]], "gold tags"),
+                              ([["O", "B"], ["O", "O"]], [["O", "B"], ["B", bad]], "predicted tags")):
+        with pytest.raises(MetricInputError, match=f"{what} of example 'b' \\(#1\\): unknown NER tag '{bad}'"):
+            U._ner_rows(refs, preds, ids, None)

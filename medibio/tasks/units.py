@@ -6,9 +6,10 @@ document, an abstract, a pair, a question) is reduced once to a small vector of 
 the units determines the metric exactly. A resample is then a weighted sum (``weights @ counts``) and
 the score a closed-form function of that sum. The statistics, per metric of :mod:`medibio.tasks.metrics`:
 
-* ``ner_entity_f1``: per unit (tp, fp, fn) of entity spans, with spans found by seqeval's own
-  ``get_entities`` (conlleval mode, untyped tags mapped to ``B-ENT``/``I-ENT``, as the metric does); a span
-  is a hit when gold and prediction have the same (type, start, end). Micro P/R/F1 from the sums.
+* ``ner_entity_f1``: per unit (tp, fp, fn) of entity spans, with spans found by the rules of seqeval's
+  ``get_entities`` (conlleval mode, untyped tags mapped to ``B-ENT``/``I-ENT``, as the metric does), applied
+  to every sentence at once; a span is a hit when gold and prediction have the same (type, start, end).
+  Micro P/R/F1 from the sums.
 * ``pico_token_macro_f1``: per unit and per PIO class (I-PAR, I-INT, I-OUT) the word-level (tp, fp, fn);
   the score is the unweighted mean of the three classes' F1 from the summed counts.
 * ``re_micro_f1`` (ChemProt, DDI), ``re_binary_f1`` (GAD), ``hoc_micro_f1`` (HoC): per unit (tp, fp, fn)
@@ -28,6 +29,7 @@ ChemProt, DDI and GAD resample pairs, BIOSSES sentence pairs, PubMedQA and BioAS
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +39,7 @@ import numpy as np
 
 from medibio.tasks import metrics, registry
 from medibio.tasks.metrics import (
+    NER_ENTITY_TYPE,
     PICO_CLASSES,
     MetricInputError,
     _check_pairs,
@@ -139,18 +142,89 @@ def _score_accuracy(sums: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- per-example counts
 
 
+_O, _B, _I = 0, 1, 2  # the kinds of NER tags; every tag the metric accepts is one of them with an entity type
+
+
+def _tag_codes(tags: Sequence[Any], types: dict[str, int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(kind, type) of each tag as :func:`medibio.tasks.metrics._to_seqeval` and seqeval read it: ``B``/``I``
+    untyped (type ``ENT``), ``B-X``/``I-X`` of type ``X``, ``O``; None when a tag is none of them (the caller
+    lets the metric's own check say which). ``types`` numbers the entity types, shared by gold and predictions."""
+    codes: dict[Any, int] = {}
+    table = [(_O, -1)]
+    try:
+        for tag in dict.fromkeys(tags):
+            if tag == "O":
+                codes[tag] = 0
+                continue
+            if tag in ("B", "I"):
+                kind, name = (_B if tag == "B" else _I), NER_ENTITY_TYPE
+            elif isinstance(tag, str) and tag[:2] in ("B-", "I-") and len(tag) > 2:
+                kind, name = (_B if tag[0] == "B" else _I), tag[2:]
+            else:
+                return None
+            codes[tag] = len(table)
+            table.append((kind, types.setdefault(name, len(types))))
+    except TypeError:  # an unhashable tag
+        return None
+    index = np.fromiter(map(codes.__getitem__, tags), dtype=np.int64, count=len(tags))
+    kinds, type_ids = np.array(table, dtype=np.int64).T
+    return kinds[index], type_ids[index]
+
+
+def _spans(kind: np.ndarray, type_id: np.ndarray, first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of every entity of the concatenated sentences, with seqeval's ``get_entities`` rules for
+    BIO tags (``first``/``last``: where a sentence begins and ends). A span starts at a B, at an I after an O,
+    and at an I whose type differs from the previous tag's; it ends before a B or an O, before an I of another
+    type, and at the end of its sentence. Spans never overlap, so the k-th start and the k-th end are one span."""
+    tagged = kind != _O
+    starts = tagged.copy()
+    starts[1:] &= first[1:] | (kind[1:] == _B) | (kind[:-1] == _O) | (type_id[:-1] != type_id[1:])
+    ends = tagged.copy()
+    ends[:-1] &= last[:-1] | (kind[1:] != _I) | (type_id[1:] != type_id[:-1])
+    return np.flatnonzero(starts), np.flatnonzero(ends)
+
+
+def _tag_lists(references: Sequence[Any], predictions: Sequence[Any], labels: Sequence[str] | None) -> bool:
+    """Whether every example pairs two tag lists of one length whose tags are all in ``labels`` (None: any tag):
+    what :func:`medibio.tasks.metrics._check_sequences` checks sentence by sentence, checked on all at once."""
+    if any(isinstance(x, str) for x in itertools.chain(references, predictions)):
+        return False
+    if list(map(len, references)) != list(map(len, predictions)):
+        return False
+    if labels is None:
+        return True
+    try:
+        return set(itertools.chain.from_iterable([*references, *predictions])) <= set(labels)
+    except TypeError:  # an unhashable tag
+        return False
+
+
 def _ner_rows(references: Sequence[Any], predictions: Sequence[Any], ids: Sequence[str] | None,
               labels: Sequence[str] | None) -> np.ndarray:
-    from seqeval.metrics.sequence_labeling import get_entities
-
-    _check_sequences(references, predictions, ids, labels)
-    out = np.zeros((len(references), 3))
-    for i, (ref, pred) in enumerate(zip(references, predictions, strict=True)):
-        gold = set(get_entities([_to_seqeval(t, i, ids, "gold tags") for t in ref]))
-        found = set(get_entities([_to_seqeval(t, i, ids, "predicted tags") for t in pred]))
-        hit = len(gold & found)
-        out[i] = (hit, len(found) - hit, len(gold) - hit)
-    return out
+    """Per sentence (tp, fp, fn) of entity spans, all sentences at once: seqeval's ``get_entities`` called per
+    sentence took most of the claims' cold computation."""
+    if not _tag_lists(references, predictions, labels):
+        _check_sequences(references, predictions, ids, labels)  # says which example is wrong
+    lengths = np.fromiter(map(len, references), dtype=np.int64, count=len(references))
+    sentence = np.repeat(np.arange(len(references)), lengths)
+    bounds = np.cumsum(lengths)
+    first, last = np.zeros(len(sentence), bool), np.zeros(len(sentence), bool)
+    first[(bounds - lengths)[lengths > 0]] = True
+    last[bounds[lengths > 0] - 1] = True
+    types: dict[str, int] = {}
+    gold = _tag_codes(list(itertools.chain.from_iterable(references)), types)
+    found = _tag_codes(list(itertools.chain.from_iterable(predictions)), types)
+    if gold is None or found is None:
+        for i, (ref, pred) in enumerate(zip(references, predictions, strict=True)):  # raises for the first one
+            for tags, what in ((ref, "gold tags"), (pred, "predicted tags")):
+                for tag in tags:
+                    _to_seqeval(tag, i, ids, what)
+    (g_start, g_end), (f_start, f_end) = (_spans(*codes, first, last) for codes in (gold, found))
+    found_end = np.full(len(sentence), -1)
+    found_end[f_start] = f_end
+    hit = g_start[(found_end[g_start] == g_end) & (found[1][g_start] == gold[1][g_start])]
+    counts = [np.bincount(sentence[x], minlength=len(references)) for x in (hit, f_start, g_start)]
+    return np.stack([counts[0], counts[1] - counts[0], counts[2] - counts[0]], axis=1).astype(float)
 
 
 def _pico_rows(references: Sequence[Any], predictions: Sequence[Any], ids: Sequence[str] | None,
