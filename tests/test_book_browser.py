@@ -113,16 +113,27 @@ FIRST_SCREEN = {"width": 1400, "height": 900}
 BUILDER_TEXT = re.compile(r"Warning|/tmp/|/home/|/root/|/work/")
 MAX_PAGE_BYTES = 1_000_000
 
+NARROW_SCREEN = {"width": 420, "height": 900}  # a phone
+# the chapters that open with their result: every notebook page but the landing page
+LEADING = [c for c in chapters.CHAPTERS if c.is_notebook and c.slug != "intro"]
+
 _FIRST_SCREEN_PROBE = """
 () => {
   const main = document.querySelector('main') || document.body;
   const box = (el) => { if (!el) return null; const r = el.getBoundingClientRect();
-                         return {top: r.top + window.scrollY, bottom: r.bottom + window.scrollY}; };
+                         return {top: r.top + window.scrollY, bottom: r.bottom + window.scrollY, width: r.width}; };
   const counts = Array.from(main.querySelectorAll('p')).find(p => /runs test \\d+ of the paper.s \\d+ claims/.test(p.innerText));
   const outputs = Array.from(main.querySelectorAll('.cell_output'));
   const first = outputs.find(o => o.innerText.trim() || o.querySelector('img, table'));
   const kind = !first ? 'none' : first.querySelector('img') ? 'figure' : first.querySelector('table') ? 'table' : 'text';
-  return {counts: box(counts), figure: box(main.querySelector('.cell_output img')), first: kind,
+  // the page's prose: paragraphs outside code cells, their outputs and folded sections
+  const prose = Array.from(main.querySelectorAll('p')).filter(p => !p.closest('.cell, details, nav, table, figure'));
+  const lead = prose[0];
+  const img = main.querySelector('.cell_output img');
+  return {counts: box(counts), first: kind, firstOutput: box(first),
+          figure: img && {...box(img), natural: img.naturalWidth, column: img.closest('.cell_output').clientWidth},
+          lead: lead && {...box(lead), glued: Array.from(lead.querySelectorAll('.pasted-text')).map(s => s.innerText).join(' '),
+                         proseBeforeOutput: prose.filter(p => first && box(p).bottom <= box(first).top).length},
           text: main.innerText,
           boolCells: Array.from(main.querySelectorAll('td')).map(td => td.innerText.trim())
                        .filter(t => t === 'True' || t === 'False').length};
@@ -178,6 +189,31 @@ def test_what_holds_up_shows_its_verdict_counts_and_forest_plot_on_the_first_scr
 @pytest.mark.parametrize("chapter", [c for c in chapters.CHAPTERS if c.is_notebook], ids=lambda c: c.slug)
 def test_each_chapter_opens_with_a_table_or_a_figure(cpu_pages, chapter) -> None:
     assert cpu_pages[chapter.slug]["first"] in ("table", "figure"), chapter.slug
+
+
+@pytest.mark.parametrize("chapter", LEADING, ids=lambda c: c.slug)
+def test_each_chapter_reads_its_result_in_a_sentence_before_the_how(cpu_pages, chapter) -> None:
+    """The page's first paragraph is the reading of its result, with numbers glued from what the chapter
+    computed (never typed), and the result itself comes right under it, on the first screen: the prose that
+    says how it was obtained follows the result."""
+    page = cpu_pages[chapter.slug]
+    lead = page["lead"]
+    assert lead and re.search(r"\d", lead["glued"]), f"{chapter.slug}: the first paragraph reads no computed number"
+    assert lead["proseBeforeOutput"] <= 2, f"{chapter.slug}: {lead['proseBeforeOutput']} paragraphs before the result"
+    assert lead["bottom"] <= page["firstOutput"]["top"] < FIRST_SCREEN["height"], (lead, page["firstOutput"])
+
+
+@pytest.fixture(scope="module")
+def claims_on_a_phone(cpu_book) -> dict:
+    return open_pages(cpu_book, ["what_holds_up"], NARROW_SCREEN)["what_holds_up"]
+
+
+def test_the_forest_plot_reads_on_a_phone(claims_on_a_phone) -> None:
+    """At 420 px the page shows the forest plot's narrow variant across the column at about the size it was
+    drawn (9.5 pt labels at ~14 px), not the desktop figure shrunk to a third, whose labels are ~4 px tall."""
+    figure = claims_on_a_phone["figure"]
+    assert figure["width"] >= 0.9 * figure["column"], figure
+    assert figure["width"] >= 0.8 * figure["natural"], figure
 
 
 def test_no_page_shows_warnings_machine_paths_or_python_booleans(cpu_pages) -> None:

@@ -74,3 +74,15 @@ def test_the_headline_counts_the_verdicts_of_the_tested_claims(rows) -> None:
 def test_nothing_tested_still_draws_a_figure() -> None:
     fig = forest.figure([_row("x", math.nan, math.nan, math.nan, "not testable here")])
     assert "no claim is tested" in fig.axes[0].texts[0].get_text()
+
+
+def test_the_narrow_figure_labels_each_line_above_it_and_fits_a_phone(rows) -> None:
+    fig = forest.figure(rows, narrow=True)
+    ax = fig.axes[0]
+    assert fig.get_figwidth() == forest.NARROW_INCHES
+    assert ax.get_yticks().size == 0  # no label column beside the axes: the lines get the whole width
+    labels = [t for t in ax.texts]
+    assert [t.get_text().split(":")[0] for t in labels] == ["science-base", "ift-biosses", "fulltext"]
+    # the paper's effect beyond the axis is said in its row's label, where it covers no line
+    assert "paper +35.0, off the axis" in labels[1].get_text().replace("\n", " ")
+    assert min(t.get_fontsize() for t in labels) >= forest.NARROW_TEXT_PT >= 9

@@ -137,3 +137,19 @@ def test_the_provenance_line_is_short_and_points_to_appendix_b(tmp_path):
     line = notebook.provenance_line(Settings(results_root=tmp_path, recorded=REFERENCE_ROOT), "cpu")
     assert notebook.APPENDIX_B in line and "reference/" in line
     assert len(line) < 300 and line.count(",") <= 3  # not the recorded runs' commits one by one
+
+
+def test_a_figure_with_a_narrow_variant_is_one_picture_that_switches_on_a_phone(tmp_path):
+    import base64
+
+    from medibio.book import notebook
+
+    wide, narrow = tmp_path / "wide.png", tmp_path / "narrow.png"
+    wide.write_bytes(b"wide-png")
+    narrow.write_bytes(b"narrow-png")
+    html = notebook.responsive_image(wide, narrow, 'a "forest" plot')
+    assert html.startswith("<picture>") and html.count("<img ") == 1  # one image on the page, whichever is shown
+    assert (f'<source media="(max-width: {notebook.NARROW_SCREEN_PX}px)" srcset="data:image/png;base64,'
+            f'{base64.b64encode(b"narrow-png").decode()} 2x">') in html
+    assert f'src="data:image/png;base64,{base64.b64encode(b"wide-png").decode()}"' in html
+    assert 'alt="a &quot;forest&quot; plot"' in html

@@ -26,6 +26,8 @@ WORDS = ("verdict_words", "verdict_in_words", "verdict_text", "verdict")
 COLOURS = {"supported": "#1a7f37", "contradicted": "#b42318", "no difference larger than δ": "#1f5fbf",
            "inconclusive": "#6e6e6e"}
 PAPER_COLOUR = "#e08a00"
+NARROW_INCHES = 3.6  # the narrow figure's width: about a phone's column at 110 dpi (~400 px), drawn at its size
+NARROW_TEXT_PT = 9.5  # its text: ~14 px on that column
 # the section that holds the runs of the claims a recorded profile tests, where it is not the claim's own: the
 # intermediate fine-tuning claims read the cpu-ift runs, which the Tables 1-2 chapter leads with
 SECTIONS = {"cpu-ift": ("tables_1_2_intermediate_finetuning", "the-intermediate-fine-tuning-claims-on-the-cpu-ift-runs")}
@@ -89,27 +91,32 @@ def _sign(side: int) -> str:
     return ">" if side > 0 else "≤"
 
 
-def figure(found: Sequence[Any]) -> Any:
+def figure(found: Sequence[Any], narrow: bool = False) -> Any:
     """One line per tested claim: our difference A − B and its 95% interval (coloured by verdict), the margin
     ±δ as a band, zero as a line, the paper's effect as a diamond; the claim and its verdict in words label the
-    line (A and B and the claimed side are in the table under the figure)."""
+    line (A and B and the claimed side are in the table under the figure).
+
+    ``narrow`` draws it for a phone (:data:`NARROW_INCHES` wide, each label above its line rather than beside
+    it), so that a page can show it there instead of shrinking the wide figure until its text cannot be read."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     shown = tested(found)
-    fig, ax = plt.subplots(figsize=(9.0, 0.44 * max(len(shown), 1) + 1.0), layout="constrained")
+    size = (NARROW_INCHES, 0.66 * max(len(shown), 1) + 1.5) if narrow else (9.0, 0.44 * max(len(shown), 1) + 1.0)
+    fig, ax = plt.subplots(figsize=size, layout="constrained")
     if not shown:
         ax.text(0.5, 0.5, "no claim is tested by this build's runs", ha="center", va="center",
                 transform=ax.transAxes)
         ax.set_axis_off()
         return fig
+    band = 0.16 if narrow else 0.38  # half the height of a row's ±δ band; a narrow row keeps room for its label
     ends = []
     for y, row in enumerate(shown):
         ours = row.ours
         delta = _number(getattr(row, "delta", None))
         if delta is not None:
-            ax.fill_betweenx([y - 0.38, y + 0.38], -delta, delta, color="#dfe9f7", lw=0, zorder=0)
+            ax.fill_betweenx([y - band, y + band], -delta, delta, color="#dfe9f7", lw=0, zorder=0)
             ends += [-delta, delta]
         colour = _colour(row)
         ax.plot([ours.low, ours.high], [y, y], color=colour, lw=2.2, solid_capstyle="butt", zorder=2)
@@ -121,6 +128,7 @@ def figure(found: Sequence[Any]) -> Any:
     low, high = min(ends), max(ends)
     pad = 0.08 * (high - low or 1.0)
     low, high = low - pad, high + pad
+    beyond = {}
     for y, row in enumerate(shown):
         effect = paper_effect(row)
         if effect is None:
@@ -130,22 +138,37 @@ def figure(found: Sequence[Any]) -> Any:
             continue
         edge, marker, align = (high, ">", "right") if effect > high else (low, "<", "left")
         ax.plot([edge], [y], marker, color=PAPER_COLOUR, ms=7, zorder=4, clip_on=False)
-        ax.annotate(f"paper {effect:+.1f}", (edge, y), xytext=(0, 6), textcoords="offset points", ha=align,
-                    va="bottom", fontsize=8, color=PAPER_COLOUR)
+        beyond[row.id] = f"paper {effect:+.1f}"
+        if not narrow:  # a narrow figure says it in the row's label, where it cannot cover a line
+            ax.annotate(beyond[row.id], (edge, y), xytext=(0, 6), textcoords="offset points", ha=align,
+                        va="bottom", fontsize=8, color=PAPER_COLOUR)
     ax.set_xlim(low, high)
     ax.set_ylim(len(shown) - 0.5, -0.5)
-    # each row's label: the claim and, under it in the verdict's colour, the verdict in words (wrapped), so that
-    # the axes keep the figure's width rather than sharing it with a column of long labels on either side
-    ax.set_yticks(range(len(shown)), [f"{r.id}\n" + "\n".join(textwrap.wrap(words(r), 34)) for r in shown],
-                  fontsize=8.5)
-    for label, row in zip(ax.get_yticklabels(), shown, strict=True):
-        label.set_color(_colour(row))
     ax.grid(axis="y", visible=False)
-    ax.set_xlabel("A − B in the claim's declared statistic (points)")
+    if narrow:
+        # each row's label on one line above it, across the whole width: the claim, its verdict in words
+        ax.set_yticks([])
+        for y, row in enumerate(shown):
+            text = f"{row.id}: {words(row)}" + (f" ({beyond[row.id]}, off the axis)" if row.id in beyond else "")
+            ax.text(0.01, y - band - 0.04, "\n".join(textwrap.wrap(text, 45)), transform=ax.get_yaxis_transform(),
+                    ha="left", va="bottom", fontsize=NARROW_TEXT_PT, color=_colour(row), linespacing=1.1, zorder=5,
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 0.5})
+        ax.set_ylim(len(shown) - 0.5, -0.9)  # room above the first row for its label
+        ax.set_xlabel("A − B (points)", fontsize=NARROW_TEXT_PT)
+        ax.tick_params(axis="x", labelsize=NARROW_TEXT_PT)
+    else:
+        # each row's label: the claim and, under it in the verdict's colour, the verdict in words (wrapped), so
+        # that the axes keep the figure's width rather than sharing it with a column of long labels on either side
+        ax.set_yticks(range(len(shown)), [f"{r.id}\n" + "\n".join(textwrap.wrap(words(r), 34)) for r in shown],
+                      fontsize=8.5)
+        for label, row in zip(ax.get_yticklabels(), shown, strict=True):
+            label.set_color(_colour(row))
+        ax.set_xlabel("A − B in the claim's declared statistic (points)")
     handles = [Line2D([], [], color="#333", marker="o", lw=2.2, label="ours, 95% interval"),
                Patch(color="#dfe9f7", label="±δ (no difference larger than δ)"),
                Line2D([], [], color=PAPER_COLOUR, marker="D", lw=0, label="the paper's effect")]
-    fig.legend(handles=handles, loc="outside upper center", ncol=3, fontsize=9, frameon=False)
+    fig.legend(handles=handles, loc="outside upper center", ncol=1 if narrow else 3,
+               fontsize=NARROW_TEXT_PT if narrow else 9, frameon=False)
     return fig
 
 

@@ -164,28 +164,41 @@ class ChapterContext:
         """:meth:`glue` each ``key: (value, format)`` (what :mod:`medibio.book.numbers` computes)."""
         return {key: self.glue(key, value, fmt) for key, (value, fmt) in numbers.items()}
 
-    def figure(self, key: str, fig: Any, notes: bool = True) -> Any:
+    def figure(self, key: str, fig: Any, notes: bool = True, narrow: Any = None) -> Any:
         """Save ``fig`` as PNG under the chapter's output folder, record it, and display it in a notebook
         (outside one, return it); the page's pending notes follow it unless ``notes`` is False (a page whose
-        first figure and table belong together)."""
-        path = self.out_dir / "figures" / f"{key}.png"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if self.model and not getattr(fig, "_medibio_built_for", False):
-            fig.text(0.99, 0.005, self.built_for.lstrip(" ·"), ha="right", va="bottom", fontsize=7, color="#555")
-            fig._medibio_built_for = True  # a figure saved twice is labelled once
-        fig.savefig(path, dpi=110, bbox_inches="tight")
+        first figure and table belong together).
+
+        ``narrow`` is the same figure drawn for a phone: saved beside it (``<key>-narrow.png``, at twice the
+        resolution) and shown instead of ``fig`` on a screen up to :data:`NARROW_SCREEN_PX` wide, where the wide
+        figure would be shrunk until its text cannot be read (one ``<picture>``, so the page has one image)."""
+        path = self._save_figure(key, fig, FIGURE_DPI)
+        small = None if narrow is None else self._save_figure(f"{key}-narrow", narrow, 2 * FIGURE_DPI)
         self.figures[key] = str(path)
         self.save()
         if not _in_kernel():
             return fig
         import matplotlib.pyplot as plt
-        from IPython.display import display
+        from IPython.display import HTML, display
 
-        display(fig)  # here, so that the notes under the first result come after it
+        # here, so that the notes under the first result come after it
+        display(fig if small is None else HTML(responsive_image(path, small, key)))
         plt.close(fig)
+        if narrow is not None:
+            plt.close(narrow)
         if notes:
             self._show_notes()
         return None
+
+    def _save_figure(self, key: str, fig: Any, dpi: int) -> Path:
+        path = self.out_dir / "figures" / f"{key}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if self.model and not getattr(fig, "_medibio_built_for", False):
+            # under the figure's canvas (the saved PNG's tight box takes it in), where no tick label can be
+            fig.text(0.99, -0.005, self.built_for.lstrip(" ·"), ha="right", va="top", fontsize=7, color="#555")
+            fig._medibio_built_for = True  # a figure saved twice is labelled once
+        fig.savefig(path, dpi=dpi, bbox_inches="tight")
+        return path
 
     def reproduces(self, artefact: str, records: Iterable[Any] = (), section: str = "",
                    status: str | None = None) -> None:
@@ -257,6 +270,23 @@ class ChapterContext:
 
 PROVENANCE_COLUMNS = frozenset({"digest", "commit", "config_digest", "git_commit", "run", "record", "lock", "device",
                                 "CPU", "created", "machine"})
+
+
+FIGURE_DPI = 110  # resolution of a chapter figure's PNG (the page scales a wide one down to its column)
+NARROW_SCREEN_PX = 700  # up to this screen width a page shows a figure's narrow variant (ChapterContext.figure)
+
+
+def responsive_image(wide: Path, narrow: Path, alt: str) -> str:
+    """One ``<picture>`` of two PNGs, embedded: ``narrow`` (saved at twice :data:`FIGURE_DPI`, so it keeps its
+    drawn size and is sharp on a phone's screen) up to :data:`NARROW_SCREEN_PX`, ``wide`` above."""
+    import base64
+
+    def data(path: Path) -> str:
+        return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+    return (f'<picture><source media="(max-width: {NARROW_SCREEN_PX}px)" srcset="{data(narrow)} 2x">'
+            f'<img src="{data(wide)}" alt="{html.escape(alt, quote=True)}" style="max-width: 100%; height: auto;">'
+            "</picture>")
 
 
 def for_the_page(frame: pd.DataFrame, provenance: bool = False) -> pd.DataFrame:
@@ -345,7 +375,7 @@ def setup(name: str, profile: str, data_root_param: str | Path | None = "",
     settings = settings.replace(results_root=settings.results_root.resolve())
     progress.configure(settings.progress)
     quiet_libraries()
-    matplotlib.rcParams.update({"figure.dpi": 100, "savefig.dpi": 110})
+    matplotlib.rcParams.update({"figure.dpi": 100, "savefig.dpi": FIGURE_DPI})
     sns.set_theme(style="whitegrid", context="notebook")
     pd.set_option("display.precision", 2)
     model = getattr(resolved, "model", None)
@@ -449,7 +479,10 @@ def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = 
     for (row, column), url in _cells(frame, links or {}).items():
         styler = styler.format(_linked(formats[column], url), subset=pd.IndexSlice[[row], [column]])
     styler = styler.set_table_attributes('style="display: block; overflow-x: auto; max-width: 100%;"')
-    styler = styler.set_table_styles([{"selector": "th, td", "props": "padding: 0.2em 0.7em;"}], overwrite=False)
+    # the caption as a block of the table's visible width: as a table caption it would span a wide table's full
+    # width, centred, and on a phone be cut at the screen's edge along with the columns that scroll
+    styler = styler.set_table_styles([{"selector": "th, td", "props": "padding: 0.2em 0.7em;"},
+                                      {"selector": "caption", "props": "display: block;"}], overwrite=False)
     diffs = [c for c in frame.columns if str(c) in set(diff_columns)]
     if diffs:
         styler = styler.map(_diff_colour, subset=diffs)

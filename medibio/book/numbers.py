@@ -167,3 +167,74 @@ def table7_reading(compared: pd.DataFrame, ours: str, columns: Sequence[str]) ->
     text = (f"Fine-tuned directly on {len(scored)} BLURB sets, our model averages {scored[ours].mean():.2f} on them"
             + (f", against {' and '.join(beside)} on the same sets in the paper's Table 7" if beside else "") + ".")
     return {"t7_reading": (text, "{}")}
+
+
+def _listed(items: Sequence[str]) -> str:
+    """Items as prose lists them: "a", "a and b", "a, b and c"."""
+    return " and ".join(items) if len(items) < 3 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def fields_reading(closest: Sequence[tuple[str, float]], papers: int, paper_group: Sequence[str]) -> Numbers:
+    """The Figures 2–4 chapter's first sentence: the fields medicine papers most often also carry
+    (``FieldAnalysis.closest``, shares of 1), as many as the paper's group has, and whether they are the paper's."""
+    top = list(closest)[:len(paper_group)]
+    if not top:
+        return {"fields_reading": (None, "{}")}
+    found = _listed([f"{field.lower()} ({100 * share:.1f} %)" for field, share in top])
+    same = {field for field, _ in top} == set(paper_group)
+    text = (f"On this build's {papers:,}-paper S2ORC sample, the fields that medicine papers most often also carry "
+            f"are {found}: " + ("the three the paper keeps with medicine." if same else
+                                f"the paper keeps {_listed([f.lower() for f in paper_group])}."))
+    return {"fields_reading": (text, "{}")}
+
+
+def table3_reading(rendered: pd.DataFrame, printed: pd.DataFrame, config: Any, run: Mapping[str, Any] | None,
+                   name: str) -> Numbers:
+    """The Table 3 chapter's first sentence: how many cells of Table 3 rendered from the pretraining code
+    (``configs.table3``) equal the paper's transcription (a rendered cell may add its batch layout in
+    parentheses), MediBioDeBERTa's schedule, and what this build's own run of ``name`` reached."""
+    cells = [(str(a).split(" (")[0], str(b)) for a, b in zip(rendered.to_numpy().ravel(), printed.to_numpy().ravel(),
+                                                             strict=True)]
+    same = sum(a == b for a, b in cells)
+    text = (f"Rendered from the configurations the pretraining code reads, Table 3 equals the paper's in {same} of "
+            f"{len(cells)} cells: MediBioDeBERTa continues SciDeBERTa v2 for {config.max_steps:,} steps of "
+            f"{config.effective_batch:,} sequences at a peak learning rate of {config.learning_rate:g}")
+    if run:
+        text += (f"; this build's own run (configuration {name}) made {int(run['steps_done']):,} steps to a masked-LM "
+                 f"loss of {float(run['final_loss']):.2f}")
+    return {"t3_reading": (text + ".", "{}")}
+
+
+def table4_reading(gains: pd.DataFrame, runs: int, ours: Mapping[str, float], model: str, seeds: int) -> Numbers:
+    """The Table 4 chapter's first sentence: the paper's SciDeBERTa v2 − SciDeBERTa per task with Welch's p
+    (``medibio.paper.table4.paper_gains``), then the F1 our span model reached (mean over ``seeds``; ``ours``
+    maps NER, REL and Coref to it, empty without runs)."""
+    tasks = [f"{task} {row['v2 − v1']:+.1f} ({'Welch ' if not i else ''}p = {row['p']:.3f})"
+             for i, (task, row) in enumerate(gains.iterrows())]
+    text = f"In the paper's Table 4 ({runs} runs per model), SciDeBERTa v2 − SciDeBERTa in F1 points is {_listed(tasks)}"
+    scored = {task: f1 for task, f1 in ours.items() if pd.notna(f1)}
+    if scored:
+        text += (f"; our span model on this build ({model}, {seeds} seed{'s' if seeds != 1 else ''}) reaches F1 "
+                 + _listed([f"{task} {f1:.1f}" for task, f1 in scored.items()])
+                 + ", a check that the pipeline learns the three tasks rather than a measure of the encoder")
+    return {"t4_reading": (text + ".", "{}")}
+
+
+def audit_reading(checks: int, inconsistent: int) -> Numbers:
+    """Appendix A's first sentence: how many of the paper's derived numbers do not follow from their parts."""
+    text = (f"Of the paper's {checks} numbers that can be recomputed from other numbers it prints, {inconsistent} do "
+            "not add up within one unit of their last printed digit.")
+    return {"audit_reading": (text, "{}")}
+
+
+def reproducibility_reading(records: int, compared: int, identical: int, changed: int,
+                            checksums: tuple[int, int] | None) -> Numbers:
+    """Appendix B's first sentence: the run records this build read, how many of the ``compared`` runs whose
+    test predictions ``reference/`` also records gave the same ones, how many verdicts differ from reference/'s,
+    and (with a data root) how many data files differ from their checksums, of ``checksums`` = (files, mismatches)."""
+    same = (f"{identical} of the {compared} runs whose test predictions reference/ also records gave byte-identical ones"
+            if compared else "reference/ records the test predictions of none of its runs")
+    text = f"This build read {records:,} run records; {same}, and {changed} of the claims' verdicts differ from reference/'s"
+    if checksums is not None:
+        text += f"; {checksums[1]} of the {checksums[0]:,} data files differ from their checksums"
+    return {"b_reading": (text + ".", "{}")}
