@@ -36,38 +36,38 @@ def _settings(work_root: Path, data_root: str | None) -> Any:
 
 
 def _config(variant: str, seed: int) -> Any:
-    from medibio.pretrain import study
+    from medibio.experiments import table5
 
-    config = study.arm_config(study.ARMS["2"], seed, study.TOKENS)
+    config = table5.arm_config(table5.STUDY.arms["2"], seed, table5.TOKENS)
     return config.with_overrides(head_warmup_steps=round(config.max_steps * WARMUP_SHARE) if variant == "warm-up"
                                  else 0)
 
 
 def _tokenizer(settings: Any, config: Any, folder: Path) -> tuple[str, Any]:
     """MiniLM's place and its tokenizer in the SumPubMed form, as the trainer prepares them for arm #2."""
+    from medibio.experiments import table5
     from medibio.models import zoo
-    from medibio.pretrain import study
     from medibio.pretrain.trainer import prepare_tokenizer
 
-    arm = study.ARMS["2"]
+    arm = table5.STUDY.arms["2"]
     init = zoo.resolve(arm.init, settings.cache_root)
-    return init, prepare_tokenizer(config, arm.corpus, arm.variant, folder, init, settings.data_root)
+    return init, prepare_tokenizer(config, arm.corpus, arm.text, folder, init, settings.data_root)
 
 
 def train(variant: str, steps: int, seed: int, work_root: Path, data_root: str | None) -> Path:
     """Train one variant to ``steps`` (resuming its checkpoints) and return its work folder."""
-    from medibio.pretrain import study
+    from medibio.experiments import table5
     from medibio.pretrain.plan import effective_config, plan_pretraining
     from medibio.pretrain.trainer import Stopped, latest_checkpoint, run_pretraining
 
-    settings, config, arm = _settings(work_root, data_root), _config(variant, seed), study.ARMS["2"]
+    settings, config, arm = _settings(work_root, data_root), _config(variant, seed), table5.STUDY.arms["2"]
     tag = f"head-{variant}"
-    plan = plan_pretraining(effective_config(config), arm.corpus, arm.variant, arm.init, None, tag, settings)
+    plan = plan_pretraining(effective_config(config), arm.corpus, arm.text, arm.init, None, tag, settings)
     folder = plan.key.work_path(settings.results_root)
     ckpt = latest_checkpoint(folder)
     if ckpt is None or int(ckpt.name.split("-")[1]) < steps:
         try:
-            run_pretraining(config, arm.corpus, arm.variant, init=arm.init, stop_after=steps, tag=tag,
+            run_pretraining(config, arm.corpus, arm.text, init=arm.init, stop_after=steps, tag=tag,
                             settings=settings, progress=True)
         except Stopped as stopped:
             folder = stopped.workdir
@@ -150,12 +150,12 @@ def main() -> None:
 
 def _build_blocks(work_root: Path, data_root: str | None, seed: int) -> None:
     """MiniLM's block cache of the abstracts, as the trainer asks for it (the study's arm #2 reuses it)."""
+    from medibio.experiments import table5
     from medibio.pretrain import corpus as corpora
-    from medibio.pretrain import study
 
-    settings, config, arm = _settings(work_root, data_root), _config("warm-up", seed), study.ARMS["2"]
+    settings, config, arm = _settings(work_root, data_root), _config("warm-up", seed), table5.STUDY.arms["2"]
     tokenizer = _tokenizer(settings, config, work_root)[1]
-    corpora.cached_blocks(arm.corpus, tokenizer, config.seq_length, variant=arm.variant, root=settings.data_root,
+    corpora.cached_blocks(arm.corpus, tokenizer, config.seq_length, variant=arm.text, root=settings.data_root,
                           max_mb=config.corpus_max_mb, cache=settings.cache_root)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from medibio.core import profiles
 from medibio.results.significance import System, multi_bootstrap, system_runs
 from medibio.runs.records import load_records
 from medibio.tasks import registry
@@ -28,7 +29,7 @@ DELTA = 1.0  # F1 points: the study's δ
 ARMS = ("precision-bf16", "precision-fp32")
 
 
-def measure(results_root: Path, profile: str = "cpu-study", model: str = "minilm",
+def measure(results_root: Path, profile: str = profiles.STUDY, model: str = "minilm",
             data_root: Path | None = None) -> dict[str, Any]:
     """The declared statistic and its secondary readings from the two arms' records under ``results_root``."""
     systems = [System(profile, model, arm) for arm in ARMS]

@@ -129,12 +129,14 @@ def test_no_package_file_is_ignored_by_git() -> None:
     assert files and not ignored, f"ignored by .gitignore, so missing from a clone: {ignored}"
 
 
-# Modules that are used without training or plotting: the data layer, the CLI's entry point, the settings, and
-# the modules the reading chapters (paper audit, claims, tables) compute with. They import the libraries that
-# cost seconds (docs/architecture.md, "Deferred imports") only inside the functions that need them.
+# Modules that are used without training or plotting: the data layer, the CLI's entry point, the settings, the
+# experiments' designs and the modules the reading chapters (paper audit, claims, tables) compute with. They
+# import the libraries that cost seconds (docs/architecture.md, "Deferred imports") only inside the functions
+# that need them.
 LIGHT_MODULES = ("medibio.cli.main", "medibio.core.settings", "medibio.core.profiles", "medibio.tasks.registry",
                  "medibio.tasks.loaders", "medibio.tasks.metrics", "medibio.tasks.datacheck",
-                 "medibio.results.aggregate", "medibio.paper.audit", "medibio.paper.claims", "medibio.book.results")
+                 "medibio.results.aggregate", "medibio.paper.audit", "medibio.paper.claims", "medibio.book.results",
+                 "medibio.experiments.table5", "medibio.book.claims", "medibio.book.rules")
 HEAVY_LIBRARIES = ("torch", "transformers", "accelerate", "datasets", "sklearn", "scipy", "seqeval", "seaborn",
                    "matplotlib", "papermill")
 

@@ -404,11 +404,11 @@ def test_transfer_gain_subtracts_each_targets_baseline() -> None:
 
 
 def test_table5_stage_failure_names_the_command(tmp_path) -> None:
-    from medibio.book import table5
     from medibio.core.errors import MedibioError
+    from medibio.experiments import scaled_down
 
     with pytest.raises(MedibioError, match="--config no-such-config"):
-        table5.pretrain_experiments("no-such-config", Settings(results_root=tmp_path))
+        scaled_down.pretrain_experiments("no-such-config", Settings(results_root=tmp_path))
 
 
 def test_chapters_started_together_each_get_sockets_of_their_own(tmp_path) -> None:

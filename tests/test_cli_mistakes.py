@@ -168,13 +168,14 @@ def test_library_lookups_raise_one_error_type() -> None:
     the KeyError/ValueError older callers catch, printed without KeyError's quotes."""
     from medibio.core import profiles
     from medibio.core.errors import MedibioError, UnknownNameError
-    from medibio.pretrain import configs, experiments
+    from medibio.experiments import table5
+    from medibio.pretrain import configs
     from medibio.tasks import fetch, loaders, registry
     from medibio.training.config import trainable_task
 
     lookups = [registry.get, registry.resolve, profiles.get, lambda name: registry.get(name, "ift"),
                lambda name: registry.get(name, "blurb"), trainable_task, registry.names,
-               configs.get_config, configs.config_for_profile, experiments.resolve_ids, fetch.get_source,
+               configs.get_config, configs.config_for_profile, table5.resolve_ids, fetch.get_source,
                lambda name: loaders.split_files("GAD", name)]
     for lookup in lookups:
         with pytest.raises(UnknownNameError) as info:

@@ -216,8 +216,15 @@ def test_every_run_trains_inside_the_attention_kernels(monkeypatch: pytest.Monke
 
 @pytest.mark.parametrize(("value", "expected"), [("off", False), ("OFF ", False), ("", True), ("on", True)])
 def test_native_bf16_can_be_switched_off(monkeypatch: pytest.MonkeyPatch, value: str, expected: bool) -> None:
-    """``$MEDIBIO_CPU_BF16=off`` keeps ``auto`` at fp32 on a CPU with native bf16 (the study's declared precision)."""
+    """``$MEDIBIO_CPU_BF16=off`` (read into the settings at the boundary) keeps ``auto`` at fp32 on a CPU with
+    native bf16 (the study's declared precision), and a process started with those settings inherits it."""
+    from medibio.cli import session
+    from medibio.core.settings import CPU_BF16_ENV, Settings
+
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: "flags\t\t: avx512f avx512_bf16\n")
-    monkeypatch.setenv(accel.CPU_BF16_ENV, value)
-    assert accel.cpu_has_bf16() is expected
+    monkeypatch.setattr(accel, "_native_bf16", True)
+    monkeypatch.setenv(CPU_BF16_ENV, value)
+    made = session.settings()
+    assert made.native_bf16 is expected and accel.cpu_has_bf16() is expected
     assert precision_for(requested="auto") == ("bf16" if expected else "no")
+    assert Settings.from_env(made.to_env()).native_bf16 is expected

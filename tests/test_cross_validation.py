@@ -123,11 +123,11 @@ def test_folds_that_score_an_example_twice_are_refused(tmp_path) -> None:
 
 
 def test_the_ift_claim_shows_the_cross_validation_beside_its_declared_statistic(tmp_path, session_settings) -> None:
-    from medibio.book import verdicts
+    from medibio.book import claims, evidence
 
     folds = _Folds(tmp_path, n=50)
     ids = sorted(folds.gold, key=int)
-    claim = next(c for c in verdicts.CLAIMS if c.id == "ift-biosses")
+    claim = claims.get("ift-biosses")
     for model in ("minilm", *claim.test.models):  # the declared #3 models, and MiniLM beside them
         for seed in (1, 2, 3):
             for arm, noise in (("base", 1.0), ("ift-STS-B", 0.2)):
@@ -135,9 +135,9 @@ def test_the_ift_claim_shows_the_cross_validation_beside_its_declared_statistic(
                 for fold in range(1, 6):
                     folds.write(seed, fold, ids[10 * (fold - 1):10 * fold], noise + 0.05 * seed, arm, model)
     settings = session_settings.replace(results_root=folds.results, data_root=folds.data)
-    evidence = verdicts.our_evidence(claim, settings, "cpu", resamples=300, recorded=None)
-    assert "ift-STS-B (6 runs: 2 pretrained models × their seeds) vs base" in evidence.runs  # the declared one
-    cv = [b for b in evidence.beside if "cross-validation" in b.label]
+    found = evidence.our_evidence(claim, settings, "cpu", resamples=300, recorded=None)
+    assert "ift-STS-B (6 runs: 2 pretrained models × their seeds) vs base" in found.runs  # the declared one
+    cv = [b for b in found.beside if "cross-validation" in b.label]
     assert [b.label.split(",")[0] for b in cv] == ["minilm", "5-fold cross-validation over all 50 examples (secondary"]
     assert cv[0].runs == "ift-STS-B (5-fold CV, 3 seeds) vs base (5-fold CV, 3 seeds) on BIOSSES"
     assert cv[1].runs == ("ift-STS-B (5-fold CV, 6 seeds of 2 pretrained models) vs base (5-fold CV, 6 seeds of 2 "

@@ -80,7 +80,7 @@ def test_the_background_plans_the_chapters_runs(settings, data_root):
     """What the process trains ahead is what the two chapters ask for at their default parameters (the same
     run identities), Tables 5–6's costliest first."""
     from medibio.book import parameters
-    from medibio.results import ift
+    from medibio.experiments import ift
 
     profile = "cpu"
     params = parameters.resolve(profile, models=None, tasks=None, seeds=None, ift_tasks=None, stilt_tasks=None,

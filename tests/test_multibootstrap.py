@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from medibio.book import verdicts as V
+from medibio.book import claims, evidence, rules
 from medibio.results.significance import Runs, multi_bootstrap
 from medibio.tasks.bootstrap import (
     alpha_of,
@@ -178,7 +178,7 @@ def test_a_rebuild_within_the_seed_spread_flips_a_verdict_only_across_a_boundary
         moved = float(np.max(np.abs(after.draws - before.draws)))
         assert abs(after.low - before.low) <= moved + 1e-9 and abs(after.high - before.high) <= moved + 1e-9
         assert moved < spread  # the intervals moved less than the recorded seed spread
-        old, new = (V.verdict(x.low, x.high, 1, delta) for x in (before, after))
+        old, new = (rules.verdict(x.low, x.high, 1, delta) for x in (before, after))
         if old != new:
             flips += 1
             crossed = [c for c in (0.0, -delta, delta)
@@ -203,17 +203,17 @@ def test_the_draws_do_not_depend_on_the_scores() -> None:
     # is, which holds only if the units and seeds drawn do not depend on what the runs predicted
     assert not np.allclose(draws(a, b), draws(a2, b))
     assert np.allclose(draws(a, b) - draws(a2, b), draws(a, b2) - draws(a2, b2))
-    assert V.claim_seed("ift-biosses") == V.claim_seed("ift-biosses") != V.claim_seed("ift-hoc")
+    assert evidence.claim_seed("ift-biosses") == evidence.claim_seed("ift-biosses") != evidence.claim_seed("ift-hoc")
 
 
 @pytest.mark.parametrize(("low", "high", "side", "delta", "expected"), [
-    (-0.5, 0.8, 1, 1.0, V.EQUIVALENT), (-0.5, 1.2, 1, 1.0, V.INCONCLUSIVE), (0.2, 0.8, 1, 1.0, V.SUPPORTED_SMALL),
-    (-0.5, 0.8, -1, 1.0, V.SUPPORTED), (-0.5, 0.8, 1, math.nan, V.INCONCLUSIVE), (-1.0, 0.5, 1, 1.0, V.INCONCLUSIVE),
+    (-0.5, 0.8, 1, 1.0, rules.EQUIVALENT), (-0.5, 1.2, 1, 1.0, rules.INCONCLUSIVE), (0.2, 0.8, 1, 1.0, rules.SUPPORTED_SMALL),
+    (-0.5, 0.8, -1, 1.0, rules.SUPPORTED), (-0.5, 0.8, 1, math.nan, rules.INCONCLUSIVE), (-1.0, 0.5, 1, 1.0, rules.INCONCLUSIVE),
 ])
 def test_equivalence_outcome(low: float, high: float, side: int, delta: float, expected: str) -> None:
-    assert V.verdict(low, high, side, delta) == expected
-    if expected == V.EQUIVALENT:
-        assert V.verdict_text(expected, delta) == f"no difference larger than {delta:g}"
+    assert rules.verdict(low, high, side, delta) == expected
+    if expected == rules.EQUIVALENT:
+        assert rules.verdict_text(expected, delta) == f"no difference larger than {delta:g}"
 
 
 def test_the_recorded_biosses_claim_survives_perturbations_within_its_seed_spread(data_root) -> None:
@@ -245,8 +245,8 @@ def test_the_recorded_biosses_claim_survives_perturbations_within_its_seed_sprea
         stats = tuple(unit_stats("BIOSSES", list(gold.references), list(v), list(gold.ids)) for v in values)
         return Runs(name, "BIOSSES", tuple(range(1, len(values) + 1)), (), frozenset(gold.ids), stats)
 
-    claim = V.get("ift-biosses")
-    seed = V.claim_seed(claim.id)
+    claim = claims.get("ift-biosses")
+    seed = evidence.claim_seed(claim.id)
     before = multi_bootstrap([(runs("a", systems["ift-STS-B"]), runs("b", systems["base"]))], resamples=1999,
                              seed=seed)["mean"]
     spreads = {k: float(np.std(runs(k, v).scores)) for k, v in systems.items()}
@@ -266,7 +266,7 @@ def test_the_recorded_biosses_claim_survives_perturbations_within_its_seed_sprea
                                 resamples=1999, seed=seed)["mean"]
         largest = float(np.max(np.abs(after.draws - before.draws)))
         assert abs(after.low - before.low) <= largest + 1e-9 and abs(after.high - before.high) <= largest + 1e-9
-        old, new = (V.verdict(x.low, x.high, claim.side, claim.test.delta) for x in (before, after))
+        old, new = (rules.verdict(x.low, x.high, claim.side, claim.test.delta) for x in (before, after))
         if old != new:
             bounds = (0.0, -claim.test.delta, claim.test.delta)
             assert any(min(before.low, after.low) <= c <= max(before.low, after.low)

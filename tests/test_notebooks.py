@@ -191,9 +191,9 @@ def test_intermediate_finetuning_chapter(smoke) -> None:
             "digest", "commit"} <= set(ift_columns)
     # one set of numbers per claim: the IFT gain is tested once, on the cpu-ift runs the chapter leads with
     assert not {"95% CI of the gain", "p", "significant"} & set(ift_columns)
-    from medibio.book import verdicts
+    from medibio.book import claims
 
-    ift_claims = [c.id for c in verdicts.CLAIMS if c.test.profile == "cpu-ift"]
+    ift_claims = [c.id for c in claims.CLAIMS if c.test.profile == "cpu-ift"]
     assert s["tables"]["ift_claims"]["rows"] == ift_claims and set(s["values"]["claim_verdicts"]) == set(ift_claims)
     _figure_ok(s, "ift_claims")
     assert set(s["values"]["ift_significant"]) <= {"STS-B", "SICK-R"}
@@ -233,16 +233,16 @@ def test_first_page_indexes_every_artefact_from_the_chapters_records(smoke) -> N
 
 
 def test_claims_chapter_judges_every_claim(smoke) -> None:
-    from medibio.book import verdicts
+    from medibio.book import claims, rules
 
     s = _summary(smoke, "what_holds_up")
-    assert s["tables"]["claims"]["rows"] == [c.id for c in verdicts.CLAIMS]
+    assert s["tables"]["claims"]["rows"] == [c.id for c in claims.CLAIMS]
     assert s["tables"]["claims"]["columns"] == ["claim", "paper", "ours A − B [95%]", "verdict"]
     assert s["glued"]["headline"].startswith("This build's runs test ")
-    assert set(s["values"]["verdicts"].values()) <= set(verdicts.VERDICTS)
-    assert set(s["values"]["paper_verdicts"].values()) <= set(verdicts.PAPER_VERDICTS)
+    assert set(s["values"]["verdicts"].values()) <= set(rules.VERDICTS)
+    assert set(s["values"]["paper_verdicts"].values()) <= set(rules.PAPER_VERDICTS)
     # the smoke book runs BIOSSES with and without IFT: that claim is tested, whatever its verdict
-    assert s["values"]["verdicts"]["ift-biosses"] != verdicts.NOT_TESTABLE
+    assert s["values"]["verdicts"]["ift-biosses"] != rules.NOT_TESTABLE
     _figure_ok(s, "differences")
 
 

@@ -96,7 +96,7 @@ def test_biosses_metric_label(frame: pd.DataFrame) -> None:
 
 
 def test_every_checkable_claim_is_audited(frame: pd.DataFrame) -> None:
-    for claim in claims.CLAIMS:
+    for claim in claims.STATEMENTS:
         assert (claim.id in frame.index) == claim.checkable
         if not claim.checkable:
             assert claim.note

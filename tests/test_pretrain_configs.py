@@ -6,8 +6,9 @@ import os
 
 import pytest
 
+from medibio.book.table5 import table5
+from medibio.experiments.table5 import SCALED_DOWN, configurations, resolve_ids, scaled_steps
 from medibio.pretrain.configs import CONFIGS, get_config, lr_at, lr_schedule, table3
-from medibio.pretrain.experiments import EXPERIMENTS, TABLE5, resolve_ids, table5
 
 
 def test_table3_is_rendered_from_the_config_objects():
@@ -75,7 +76,7 @@ def test_overriding_steps_keeps_the_warmup_share():
 
 def test_table5_stages_scale_with_the_paper_steps():
     cfg = get_config("gpu-mini")
-    assert [EXPERIMENTS[e].steps(cfg) for e in TABLE5] == [2160, 2400, 3000, 3000, 1200]
+    assert [scaled_steps(SCALED_DOWN.arms[e], cfg) for e in configurations()] == [2160, 2400, 3000, 3000, 1200]
     frame = table5(cfg)
     assert frame.loc["table5-1", "paper BLURB avg"] == pytest.approx(78.03)
     assert frame.loc["table5-2", "here: base"] == "minilm"

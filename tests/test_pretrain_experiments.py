@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from medibio.core.settings import Settings
-from medibio.pretrain.experiments import run_experiments
+from medibio.experiments.scaled_down import run_experiments
 from medibio.pretrain.trainer import model_folder
 
 

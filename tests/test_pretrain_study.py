@@ -15,7 +15,7 @@ import pytest
 
 from medibio.core.errors import UnknownNameError
 from medibio.core.settings import Settings
-from medibio.pretrain import study
+from medibio.experiments import study, table5
 from medibio.pretrain.configs import get_config
 from medibio.runs import records
 
@@ -53,28 +53,26 @@ def settings(tmp_path_factory) -> Settings:
 
 
 def test_every_arm_sees_the_same_tokens() -> None:
-    cfg = get_config(study.CONFIG)
-    assert study.steps_for(study.TOKENS, cfg) == 1_221 and study.steps_for(study.PILOT_TOKENS, cfg) == 611
-    steps = {a: study.arm_config(study.get_arm(a), 1, study.TOKENS).max_steps for a in study.ARMS}
+    cfg = get_config(table5.CONFIG)
+    assert table5.steps_for(table5.TOKENS, cfg) == 1_221 and table5.steps_for(table5.PILOT_TOKENS, cfg) == 611
+    steps = {a: table5.arm_config(table5.STUDY.get_arm(a), 1, table5.TOKENS).max_steps for a in table5.STUDY.arms}
     assert steps == {"0": 0, "2": 1_221, "3": 1_221, "4": 1_221, "cs": 611, "1": 1_221}
-    minilm = study.arm_config(study.get_arm("#2"), 1, study.TOKENS)
+    minilm = table5.arm_config(table5.STUDY.get_arm("#2"), 1, table5.TOKENS)
     assert minilm.head_warmup_steps == 0  # MiniLM's new head learns with the encoder (benchmarks.head_warmup)
     assert minilm.warmup_steps == 122 and minilm.seed == 1 and minilm.text_form == "sumpubmed"
     with pytest.raises(UnknownNameError, match="study arm"):
-        study.get_arm("5")
+        table5.STUDY.get_arm("5")
 
 
 def test_a_run_trains_in_units_that_resume(settings) -> None:
-    arm = study.get_arm("3")
+    arm = table5.STUDY.get_arm("3")
     with pytest.raises(ValueError, match="does not end on a checkpoint"):
         study.run_unit(arm, 1, TOKENS, settings, unit_steps=3, config=CONFIG)
     assert study.steps_done(arm, 1, TOKENS, settings, CONFIG) == 0
     assert study.run_unit(arm, 1, TOKENS, settings, unit_steps=2, config=CONFIG) == 2
     steps, seconds = study.progress(arm, 1, TOKENS, settings, CONFIG)  # `medibio study status` reads it
     assert steps == 2 and seconds > 0 and study.steps_done(arm, 1, TOKENS, settings, CONFIG) == 2
-    from medibio.book.study import status_lines
-
-    lines = status_lines(settings, TOKENS, "smoke", CONFIG)
+    lines = study.status_lines(settings, TOKENS, "smoke", CONFIG)
     assert f"#3 seed 1: 2/6 steps, {seconds / 3600:.2f} h (about {seconds * 2 / 3600:.1f} h more at its pace)" \
         in lines[[line.startswith("#3 seed 1:") for line in lines].index(True)]
     assert f"about {seconds * 2 / 3600:.1f} CPU-hours more of pretraining" in lines[-1]
@@ -92,8 +90,8 @@ def test_random_init_is_a_record_on_the_shared_vocabulary(settings) -> None:
     from medibio.pretrain.trainer import model_folder
     from medibio.pretrain.vocab import is_sumpubmed_form
 
-    floor = study.run_unit(study.get_arm("0"), 1, TOKENS, settings, unit_steps=2, config=CONFIG)
-    scratch = study.run_unit(study.get_arm("4"), 1, 2 * 256, settings, unit_steps=2, config=CONFIG)
+    floor = study.run_unit(table5.STUDY.get_arm("0"), 1, TOKENS, settings, unit_steps=2, config=CONFIG)
+    scratch = study.run_unit(table5.STUDY.get_arm("4"), 1, 2 * 256, settings, unit_steps=2, config=CONFIG)
     assert floor.ok and floor.details["steps_done"] == 0 and floor.details["tokens_seen"] == 0
     assert scratch.details["corpus"]["variant"] == "fulltext"
     assert floor.details["tokenizer"]["fingerprint"] == scratch.details["tokenizer"]["fingerprint"]
@@ -169,12 +167,12 @@ def test_status_command_reads_the_work_root_and_trains_nothing(tmp_path) -> None
 def test_the_pilot_gate_goes_on_when_scratch_beats_random_by_three_points() -> None:
     scores = {"0": {"BC5-chem": [40.0, 42.0], "ChemProt": [20.0]}, "3": {"BC5-chem": [45.0, 45.0], "ChemProt": [22.0]},
               "4": {"BC5-chem": [44.0], "ChemProt": [23.0]}}
-    gate = study.pilot_gate(scores)
+    gate = table5.pilot_gate(scores)
     assert gate["scratch_minus_random"] == {"BC5-chem": 4.0, "ChemProt": 2.0} and gate["mean_gain"] == 3.0
     assert gate["go"] and gate["fulltext_minus_abstracts"] == {"BC5-chem": -1.0, "ChemProt": 1.0}
-    assert not study.pilot_gate(scores, margin=3.5)["go"]
+    assert not table5.pilot_gate(scores, margin=3.5)["go"]
     with pytest.raises(ValueError, match="missing"):
-        study.pilot_gate({"0": {"BC5-chem": [40.0]}, "3": {}})
+        table5.pilot_gate({"0": {"BC5-chem": [40.0]}, "3": {}})
 
 
 @pytest.mark.slow
@@ -184,7 +182,7 @@ def test_the_pilot_fine_tunes_finished_arms_and_names_unfinished_ones(settings, 
     import dataclasses
     import os
 
-    from medibio.book import study as pilot
+    from medibio.book import study as chapter
     from medibio.core.errors import MedibioError
 
     root = tmp_path / "data"
@@ -194,15 +192,15 @@ def test_the_pilot_fine_tunes_finished_arms_and_names_unfinished_ones(settings, 
     here = dataclasses.replace(settings, data_root=root)
     options = {"arms": ("0", "3"), "tasks": ("BC5-chem",), "tokens": TOKENS, "profile": "smoke", "config": CONFIG}
     with pytest.raises(MedibioError, match="arm #0 .* has 0 of 0 steps; `medibio study unit --arm 0"):
-        pilot.finetune_arms(dataclasses.replace(here, results_root=tmp_path / "empty"), **options)
+        study.finetune_arms(dataclasses.replace(here, results_root=tmp_path / "empty"), **options)
     for arm in ("0", "3"):
-        study.run_unit(study.get_arm(arm), 1, TOKENS, here, unit_steps=6, config=CONFIG)
-    result = pilot.pilot(here, **options)
+        study.run_unit(table5.STUDY.get_arm(arm), 1, TOKENS, here, unit_steps=6, config=CONFIG)
+    result = study.pilot(here, **options)
     assert set(result["scores"]) == {"0", "3"} and len(result["scores"]["3"]["BC5-chem"]) == 1
     assert result["mean_gain"] == result["scratch_minus_random"]["BC5-chem"] and isinstance(result["go"], bool)
 
     # the runs start from the pretraining run by name: planned from its digest, found where its weights are not
-    runs = pilot.finetune_arms(here, **options, probes=True)
+    runs = study.finetune_arms(here, **options, probes=True)
     scratch = runs["3"][0]
     assert scratch.model["name"].startswith("pretrain-run:smoke/scratch/study-3/biomed-abstracts/")
     assert scratch.model["tag"] == "study-3-s1" and scratch.variant == f"study-3-{TOKENS}tokens"
@@ -210,59 +208,58 @@ def test_the_pilot_fine_tunes_finished_arms_and_names_unfinished_ones(settings, 
     records_only = tmp_path / "records-only"
     shutil.copytree(here.results_root, records_only, ignore=shutil.ignore_patterns("model", "checkpoints"))
     assert not list(records_only.rglob("*.safetensors"))
-    again = pilot.finetune_arms(dataclasses.replace(here, results_root=records_only), **options, probes=True)
+    again = study.finetune_arms(dataclasses.replace(here, results_root=records_only), **options, probes=True)
     assert [r.run_id for rs in again.values() for r in rs] == [r.run_id for rs in runs.values() for r in rs]
     assert again["3"][0].score_test == scratch.score_test
     probe = records.load_records(records_only, kind="frozen", model="study-3-s1")
     assert [(r.dataset, r.model["hash"]) for r in probe] == [("BC5-chem", scratch.model["hash"])]
     # `medibio study status`: one of the seven large sets fine-tuned with the smoke profile's seed, one probe
-    done = pilot.finetune_progress(here, "3", 1, TOKENS, "smoke", CONFIG)
+    done = study.finetune_progress(here, "3", 1, TOKENS, "smoke", CONFIG)
     assert done[:3] == (1, 7, 1) and done.seconds == pytest.approx(scratch.wall_time_s + probe[0].wall_time_s)
-    assert pilot.finetune_progress(here, "4", 1, TOKENS, "smoke", CONFIG) == (0, 7, 0, 0.0)  # not pretrained
-    lines = pilot.status_lines(here, TOKENS, "smoke", CONFIG)
-    steps, seconds = study.progress(study.get_arm("3"), 1, TOKENS, here, CONFIG)
+    assert study.finetune_progress(here, "4", 1, TOKENS, "smoke", CONFIG) == (0, 7, 0, 0.0)  # not pretrained
+    lines = study.status_lines(here, TOKENS, "smoke", CONFIG)
+    steps, seconds = study.progress(table5.STUDY.get_arm("3"), 1, TOKENS, here, CONFIG)
     assert f"#3 seed 1: {steps}/{steps} steps, {seconds / 3600:.2f} h; fine-tuned 1/7 runs, 1 frozen probes, " \
            f"{done.seconds / 3600:.2f} h" in lines
     assert "#cs seed 1: 0/" in "\n".join(lines) and f"fine-tuning {done.seconds / 3600:.2f} h" in lines[-1]
 
     # the chapter's tables read the records alone
-    assert pilot.recorded_pilot(records_only, TOKENS, "smoke")["mean_gain"] == result["mean_gain"]
-    made = pilot.pretraining_frame(records_only, "smoke")
+    assert chapter.recorded_pilot(records_only, TOKENS, "smoke")["mean_gain"] == result["mean_gain"]
+    made = chapter.pretraining_frame(records_only, "smoke")
     scratch_rows, floor_rows = made[made["arm"] == "#3"], made[made["arm"] == "#0"]
     assert set(scratch_rows["tokens seen (M)"]) == {round(TOKENS / 1e6, 2)} and set(floor_rows["steps"]) == {0}
     assert set(scratch_rows["starts from"]) == {"random initialisation"} and set(scratch_rows["reads"]) == {"SumPubMed abstracts"}
-    table = pilot.micro_table6(records_only, TOKENS, "smoke")
+    table = chapter.micro_table6(records_only, TOKENS, "smoke")
     assert list(table.index) == ["ours #0", "ours #3", "paper #3"] and list(table.columns)[0] == "BC5-chem"
     assert table.loc["ours #3", "BC5-chem"] == round(scratch.score_test, 2) and table.loc["paper #3", "BC5-chem"] == 92.39
     assert pd.isna(table.loc["ours #3", "mean of the 7 large sets"])  # one set fine-tuned: no mean of seven
-    probed = pilot.micro_probes(records_only, TOKENS, "smoke")  # both arms' models probed on BC5-chem
+    probed = chapter.micro_probes(records_only, TOKENS, "smoke")  # both arms' models probed on BC5-chem
     assert list(probed.index) == ["#0 frozen", "#3 frozen"] and probed.loc["#3 frozen", "BC5-chem"] == round(probe[0].score_test, 2)
     assert probed.loc["#3 frozen", "probes"] == 1 and probed.loc["#3 frozen", "pretraining seeds"] == 1
 
 
 def test_the_pilot_names_a_run_without_a_test_score(monkeypatch) -> None:
-    from medibio.book import study as pilot
     from medibio.core.errors import MedibioError
     from medibio.runs.records import RunRecord
 
     skipped = RunRecord(dataset="BC5-chem", model={"tag": "study-3"}, profile="cpu-study", seed=1, status="skipped",
                         reason="no training split", run_id="finetune/cpu-study/x/base/BC5-chem/seed1@abc")
-    monkeypatch.setattr(pilot, "finetune_arms", lambda settings, **options: {"3": [skipped]})
+    monkeypatch.setattr(study, "finetune_arms", lambda settings, **options: {"3": [skipped]})
     with pytest.raises(MedibioError, match=r"pilot arm 3: finetune/cpu-study/x/base/BC5-chem/seed1@abc has no "
                                            r"test score \(skipped: no training split\)"):
-        pilot.pilot(Settings())
+        study.pilot(Settings())
 
 
 def test_the_two_queues_make_every_run_once_pretraining_first() -> None:
-    steps = [step for queue in study.QUEUES.values() for step in queue]
-    assert sorted(steps) == sorted((kind, arm, seed) for kind in ("pretrain", "finetune") for arm in study.ARMS
-                                   for seed in study.SEEDS if not (kind == "finetune" and arm == study.CS_STAGE))
-    for queue in study.QUEUES.values():
+    steps = [step for queue in table5.STUDY.queues.values() for step in queue]
+    assert sorted(steps) == sorted((kind, arm, seed) for kind in ("pretrain", "finetune") for arm in table5.STUDY.arms
+                                   for seed in table5.SEEDS if not (kind == "finetune" and arm == table5.CS_STAGE))
+    for queue in table5.STUDY.queues.values():
         for k, (kind, arm, seed) in enumerate(queue):
             if kind == "finetune":
                 assert ("pretrain", arm, seed) in queue[:k]
-            if study.ARMS[arm].init == study.CS_STAGE:  # a stage before the arm that starts from it
-                assert ("pretrain", study.CS_STAGE, seed) in queue[:k]
+            if table5.STUDY.arms[arm].init == table5.CS_STAGE:  # a stage before the arm that starts from it
+                assert ("pretrain", table5.CS_STAGE, seed) in queue[:k]
 
 
 @pytest.mark.skipif(not Path("/proc/self/autogroup").exists() or shutil.which("setsid") is None,
@@ -321,9 +318,9 @@ def test_a_run_records_its_held_out_mlm_loss_on_blurb_text(settings, tmp_path) -
         (chem / f"{split}.tsv").write_text("\n".join(sentences) + "\n")
     here = dataclasses.replace(settings, data_root=root, results_root=tmp_path / "results")
     config = CONFIG.with_overrides(heldout_per_set=30)
-    assert study._plan(study.ARMS["3"], 1, TOKENS, here, config).key == study._plan(
-        study.ARMS["3"], 1, TOKENS, here, CONFIG).key
-    record = study.run_unit(study.get_arm("3"), 1, TOKENS, here, unit_steps=6, config=config)
+    assert study._plan(table5.STUDY.arms["3"], 1, TOKENS, here, config).key == study._plan(
+        table5.STUDY.arms["3"], 1, TOKENS, here, CONFIG).key
+    record = study.run_unit(table5.STUDY.get_arm("3"), 1, TOKENS, here, unit_steps=6, config=config)
     found = record.details["heldout"]
     assert found["sets"] == ["BC5-chem"] and found["sentences"] == 30 and found["masked_pieces"] > 0
     model, tokenizer = mlm.load_checkpoint(str(model_folder(record, here)))[:2]
@@ -342,11 +339,11 @@ def test_the_science_route_starts_from_its_own_cs_stage(data_root, tmp_path) -> 
     here = Settings(data_root=data_root, results_root=tmp_path / "results", cache_root=tmp_path / "cache",
                     progress=False)
     tokens = 4 * 256
-    science = study.get_arm("1")
+    science = table5.STUDY.get_arm("1")
     assert study.steps_done(science, 1, tokens, here, CONFIG) == 0  # waits for its stage, trains nothing
     with pytest.raises(MedibioError, match="starts from the stage `cs`, which has not finished"):
         study.run_unit(science, 1, tokens, here, unit_steps=2, config=CONFIG)
-    stage = study.run_unit(study.get_arm("cs"), 1, tokens, here, unit_steps=2, config=CONFIG)
+    stage = study.run_unit(table5.STUDY.get_arm("cs"), 1, tokens, here, unit_steps=2, config=CONFIG)
     assert stage.details["steps_done"] == 2 and stage.details["corpus"]["spec"] == "cs"
     assert study.run_unit(science, 1, tokens, here, unit_steps=2, config=CONFIG) == 2
     record = study.run_unit(science, 1, tokens, here, unit_steps=2, config=CONFIG)

@@ -181,7 +181,7 @@ def test_a_build_from_a_recording_of_another_profile_stops_before_any_chapter(re
 def test_table5_fine_tuning_without_the_pretrained_weights_says_what_is_missing(session_settings, tmp_path):
     """A run planned from a pretraining run's name is planned without its weights (from a BIOSSES split written
     here, no data root) and stops, when it would train, on the one line naming the run and what is missing."""
-    from medibio.book import table5
+    from medibio.experiments import scaled_down
 
     pretrained = rec.RunRecord(kind="pretrain", dataset="biomed-abstracts", model={"name": "m", "tag": "scratch"},
                                profile="mini", variant="table5-1", seed=42, config_digest="abcabcabcabc",
@@ -194,5 +194,5 @@ def test_table5_fine_tuning_without_the_pretrained_weights_says_what_is_missing(
     settings = session_settings.replace(data_root=tmp_path / "data", results_root=tmp_path / "results")
     with pytest.raises(MedibioError, match=r"pretrain-run:mini/scratch/table5-1/biomed-abstracts/abcabcabcabc/seed42: "
                                            r"the results root .* holds neither its record nor its weights"):
-        table5.finetune_experiments({"table5-1": pretrained}, "BIOSSES", profile="cpu", seeds=[1],
+        scaled_down.finetune_experiments({"table5-1": pretrained}, "BIOSSES", profile="cpu", seeds=[1],
                                     settings=settings)

@@ -72,12 +72,13 @@ def test_both_pretraining_seeds_finished_together_are_recordable(tmp_path: Path)
     # neither seed counts as "another configuration" of the other; the pilot's (5M tokens) runs of #3 and #4
     # do, counted under the key a table row has (profile, model, variant, dataset), and so do the cs stage and
     # #1 made in fp32 on the Intel Xeon, which the bf16 runs made again on the AMD EPYC (session 10) replace, and
-    # the pilot's #0 (0 steps, fp32), beside the study's #0 made in bf16 there
+    # the pilot's #0 (0 steps, fp32), beside the study's #0 made in bf16 there; and #3's two fp32 runs on the
+    # Intel Xeon, which the same runs made again in fp32 on an Intel Xeon with AMX replace (the same losses)
     from medibio.results.aggregate import newest_configurations
     from medibio.runs.records import load_records
 
     _, left_out = newest_configurations(load_records(tmp_path, kind="pretrain", legacy=False))
-    assert left_out == {("study", "scratch", "study-3", "biomed-abstracts"): 1,
+    assert left_out == {("study", "scratch", "study-3", "biomed-abstracts"): 3,
                         ("study", "scratch", "study-4", "biomed-fulltext"): 1, ("study", "minilm", "study-cs", "cs"): 2,
                         ("study", "study-cs-s1", "study-1", "biomed-abstracts"): 1,
                         ("study", "study-cs-s2", "study-1", "biomed-abstracts"): 1,

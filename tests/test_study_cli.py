@@ -17,7 +17,7 @@ import pytest
 from medibio.cli import study as study_cli
 from medibio.core import launch
 from medibio.core.settings import DEFAULT_STUDY_ROOT, STUDY_ENV, Settings
-from medibio.pretrain import study_design as design
+from medibio.experiments import table5 as design
 from tests.support.cli import run_main
 
 
@@ -62,7 +62,7 @@ def test_a_queue_runs_units_until_one_exits_0_then_the_next_step(children, tmp_p
     code, out, err = run_main(["study", "queue", "a", "--work-root", str(tmp_path)], capsys)
     assert code == 0, err
     expected = []
-    for step, arm, seed in design.QUEUES["a"]:
+    for step, arm, seed in design.STUDY.queues["a"]:
         verb = "unit" if step == "pretrain" else "finetune"
         expected += [(verb, arm, str(seed))] * (3 if step == "pretrain" else 1)
     seeds = {"unit": "--seed", "finetune": "--pretrain-seeds"}
@@ -77,8 +77,8 @@ def test_any_other_exit_status_stops_the_queue_in_one_line_naming_the_step(child
                                                                            fails: str, code: int) -> None:
     """A unit's error (1, 2), a fine-tuning step's error, even one exiting 3 (only a unit's 3 means "go on"), and
     a child killed by a signal all stop the queue at that step: later steps do not start on a failed one."""
-    first = next(k for k, (step, _, _) in enumerate(design.QUEUES["b"]) if (step == "pretrain") == (fails == "unit"))
-    step, arm, seed = design.QUEUES["b"][first]
+    first = next(k for k, (step, _, _) in enumerate(design.STUDY.queues["b"]) if (step == "pretrain") == (fails == "unit"))
+    step, arm, seed = design.STUDY.queues["b"][first]
     fake = children(lambda argv, seen: code if argv[1] == fails and _option(argv, "--arm") == arm else 0)
     exit_code, _, err = run_main(["study", "queue", "b", "--work-root", str(tmp_path)], capsys)
     line = err.strip()
@@ -99,12 +99,12 @@ def test_a_queue_hands_its_children_the_study_root_of_its_environment(children, 
 
 def _captured_unit(monkeypatch, result: Any) -> list[Settings]:
     """Make ``run_unit`` return ``result`` and record the settings it was given."""
-    from medibio.pretrain import study
+    from medibio.experiments import study
 
     seen: list[Settings] = []
 
     def run_unit(arm, seed, tokens, settings, unit_steps=25, config=design.CONFIG, progress=False):
-        assert (arm, seed, tokens, unit_steps) == (design.get_arm("3"), 1, design.TOKENS, 25)
+        assert (arm, seed, tokens, unit_steps) == (design.STUDY.get_arm("3"), 1, design.TOKENS, 25)
         seen.append(settings)
         return result
 
@@ -164,16 +164,12 @@ def test_status_names_a_missing_study_root_from_the_environment(monkeypatch, tmp
 
 def test_the_command_line_reads_the_study_design_without_torch() -> None:
     """``medibio --help`` and a queue's long-lived parent load no torch: the study's defaults and names are in
-    :mod:`medibio.pretrain.study_design`, which :mod:`medibio.pretrain.study` re-exports unchanged."""
+    :mod:`medibio.experiments.table5`, which loads no torch; the arm's runs are tagged by the design."""
     probe = ("import sys, medibio.cli.main, medibio.cli.study as s; "
              "print('torch' in sys.modules, s.study_app.registered_commands[0].name)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.split() == ["False", "unit"]
-    from medibio.pretrain import study
-
-    assert (study.TOKENS, study.PILOT_TOKENS, study.QUEUES, study.ARMS) == (
-        design.TOKENS, design.PILOT_TOKENS, design.QUEUES, design.ARMS)
-    assert study.get_arm("#3").name == "study-3"
+    assert design.STUDY.tag(design.STUDY.get_arm("#3")) == "study-3" == design.study_variant("3")
 
 
 def test_a_study_unit_plans_in_the_declared_fp32_on_a_cpu_with_native_bf16(monkeypatch, tmp_path: Path,
@@ -181,9 +177,11 @@ def test_a_study_unit_plans_in_the_declared_fp32_on_a_cpu_with_native_bf16(monke
     """The study declares fp32; its configuration asks for ``auto``, so on a CPU with AMX or AVX512-BF16 a unit
     would pretrain in bf16 unless the study's commands switch native bf16 off (which a queue's children inherit)."""
     from medibio.core import precision
+    from medibio.core.settings import CPU_BF16_ENV
 
-    monkeypatch.setenv(precision.CPU_BF16_ENV, "")  # restored afterwards, the command's own setting included
-    monkeypatch.delenv(precision.CPU_BF16_ENV)
+    monkeypatch.setenv(CPU_BF16_ENV, "")  # restored afterwards, the command's own setting included
+    monkeypatch.delenv(CPU_BF16_ENV)
+    monkeypatch.setattr(precision, "_native_bf16", True)  # the process-wide switch too
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: "flags\t\t: avx512f amx_bf16\n")
     assert precision.precision_for(requested="auto") == "bf16"
     used: list[str] = []
@@ -192,7 +190,7 @@ def test_a_study_unit_plans_in_the_declared_fp32_on_a_cpu_with_native_bf16(monke
         used.append(precision.precision_for(requested="auto"))
         return 25
 
-    from medibio.pretrain import study
+    from medibio.experiments import study
 
     monkeypatch.setattr(study, "run_unit", run_unit)
     code, _, err = run_main(["study", "unit", "--arm", "3", "--seed", "1", "--work-root", str(tmp_path)], capsys)

@@ -31,8 +31,8 @@ from medibio.book.chapters import TocEntry
 from medibio.core import launch, profiles, progress
 from medibio.core.precision import accelerator as make_accelerator
 from medibio.core.settings import Settings
+from medibio.experiments import ift
 from medibio.finetune.runner import FinetuneKind, plan_runs
-from medibio.results import ift
 from medibio.runs import protocol
 from medibio.runs import records as rec
 from medibio.runs.protocol import Plan

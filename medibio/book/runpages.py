@@ -43,6 +43,7 @@ from medibio.core.atomic import atomic_open, write_text
 from medibio.core.errors import MedibioError
 from medibio.core.hashing import file_sha256
 from medibio.core.text import file_bytes
+from medibio.experiments.table5 import STUDY
 from medibio.paper import tables as paper_tables
 from medibio.results.aggregate import newest_configurations
 from medibio.results.significance import compare_records
@@ -63,11 +64,10 @@ IFT_PREFIX = "ift-"
 FROZEN_COLUMNS = ("frozen encoder", "frozen 95% CI")  # the frozen-baseline columns of the results tables
 # the recorded profiles whose runs the claims page of a profile judges (medibio.book.verdicts reads them): their
 # runs get pages too, so that every tested verdict leads to the runs behind it
-READ_BESIDE = {"cpu": ("cpu-ift", "cpu-study")}
+READ_BESIDE = {"cpu": ("cpu-ift", STUDY.profile)}
 # test predictions above this many characters go to a script file beside the page, not into it: a page stays
 # under 1 MB (ChemProt's three seeds are 5 MB of JSON) and still opens from disk (a <script src> needs no server)
 INLINE_EXAMPLES = 400_000
-STUDY_PAPER_COLUMN = {"1": "#1", "2": "#2", "3": "#3", "4": "#4"}  # a study arm's Table 6 column
 
 
 def run_page_url(record: RunRecord) -> str:
@@ -448,9 +448,9 @@ def paper_numbers(record: RunRecord) -> list[dict[str, str]]:
     configuration that became MediBioDeBERTa) and Table 7's MediBioDeBERTa-IFT, on the run's BLURB dataset."""
     if not registry.is_blurb(record.dataset):
         return []
-    if record.variant.startswith("study-"):
-        arm = record.variant.split("-")[1]
-        columns = [(6, STUDY_PAPER_COLUMN[arm])] if arm in STUDY_PAPER_COLUMN else []
+    arm = STUDY.arm_of(record.variant)
+    if arm is not None:
+        columns = [(6, arm.configuration)] if arm.configuration is not None else []
     else:
         columns = [(6, "#1"), (7, "MediBioDeBERTa-IFT")]
     out = []

@@ -24,14 +24,14 @@ def claims(
 ) -> None:
     """A verdict for each scientific claim of the paper: its printed evidence and our runs' (the book's
     "What holds up" chapter)."""
-    from medibio.book import verdicts
+    from medibio.book import rules, verdicts
     from medibio.core.console import console
 
     settings = session.settings(data_root, results_root)
     _require_runs(settings.results_root)
     found = verdicts.rows(settings, profile)
     if as_json:
-        session.echo_json({"profile": profile, "results_root": str(settings.results_root), "rule": verdicts.RULE,
+        session.echo_json({"profile": profile, "results_root": str(settings.results_root), "rule": rules.RULE,
                            "claims": [r.to_dict() for r in found]})
         return
     from rich.table import Table
@@ -46,7 +46,7 @@ def claims(
     for row in found:
         runs = row.ours.runs or f"would be tested by: {row.ours.needs}"
         console().print(f"{row.id}: paper: {row.paper.test or row.paper.verdict}; ours: {runs}")
-    console().print(verdicts.RULE)
+    console().print(rules.RULE)
 
 
 def _require_runs(results_root: Path) -> None:

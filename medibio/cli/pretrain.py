@@ -46,7 +46,7 @@ def _config(name: str) -> object:
 
 
 def _experiments(selection: str) -> object:
-    from medibio.pretrain.experiments import resolve_ids
+    from medibio.experiments.table5 import resolve_ids
 
     return resolve_ids(selection)
 
@@ -102,7 +102,7 @@ def pretrain(
     settings = session.settings(data_root, results_root, limit)
 
     if show is not None:
-        from medibio.pretrain.experiments import table5
+        from medibio.book.table5 import table5
 
         frames = {Show.table3: cfgs.table3, Show.configs: cfgs.configs_table,
                   Show.table5: lambda: table5(config), Show.schedule: lambda: cfgs.lr_schedule(config)}
@@ -112,7 +112,7 @@ def pretrain(
     if whole_word_mask:
         cfg = cfg.with_overrides(whole_word_mask=True)
     if experiment:
-        from medibio.pretrain.experiments import run_experiments
+        from medibio.experiments.scaled_down import run_experiments
         from medibio.pretrain.trainer import model_folder
 
         if from_ or corpus != "biomed-abstracts":

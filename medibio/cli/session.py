@@ -10,15 +10,17 @@ from typing import Any
 
 import typer
 
-from medibio.core import progress
+from medibio.core import precision, progress
 from medibio.core.settings import Settings
 
 
 def settings(data_root: Path | None = None, results_root: Path | None = None, limit: int | None = None,
              processes: int | None = None) -> Settings:
-    """The settings a command runs with (flags first, then the environment); progress follows them."""
+    """The settings a command runs with (flags first, then the environment); progress and the use of the CPU's
+    native bf16 follow them."""
     made = Settings.from_env(data_root=data_root, results_root=results_root, limit=limit, processes=processes)
     progress.configure(made.progress)
+    precision.allow_native_bf16(made.native_bf16)
     if made.processes > 1:  # said before any work starts, not as out-of-memory kills later
         from medibio.core.capacity import check_processes
 

@@ -1,4 +1,4 @@
-"""CLI commands of the CPU Table 5 study (:mod:`medibio.pretrain.study`; registered by medibio.cli.main).
+"""CLI commands of the CPU Table 5 study (:mod:`medibio.experiments.study`; registered by medibio.cli.main).
 
 * ``medibio study unit --arm 3 --seed 1 [--tokens 5000000] [--unit-steps 25]``: one resumable unit of an
   arm's pretraining; it exits 0 when the run finished and :data:`UNIT_STOPPED` when it stopped at a checkpoint.
@@ -20,7 +20,7 @@ from medibio.cli import session
 from medibio.cli import values as check
 from medibio.core import profiles
 from medibio.core.settings import DEFAULT_STUDY_ROOT, STUDY_ENV, Settings
-from medibio.pretrain import study_design as design
+from medibio.experiments import table5 as design
 from medibio.tasks import registry
 
 # The exit status of `medibio study unit` when its run stopped at the end of a unit, at a checkpoint: run the
@@ -36,10 +36,9 @@ MAX_STUDY_TOKENS = 1_000_000_000
 def _study_tokens_why() -> str:
     """Why ``--tokens`` stops at :data:`MAX_STUDY_TOKENS`, in the study configuration's steps."""
     from medibio.pretrain.configs import get_config
-    from medibio.pretrain.study import steps_for
 
     config = get_config(design.CONFIG)
-    return (f"100 times the study's {design.TOKENS:,} tokens a run: {steps_for(MAX_STUDY_TOKENS, config):,} steps "
+    return (f"100 times the study's {design.TOKENS:,} tokens a run: {design.steps_for(MAX_STUDY_TOKENS, config):,} steps "
             f"of {config.effective_batch * config.seq_length:,} tokens, weeks of one CPU core at this scale; a larger "
             "study is another configuration (medibio pretrain --config)")
 
@@ -55,7 +54,7 @@ def _datasets(selection: str) -> object:
 
 
 STUDY_TOKENS = check.bounded(1, MAX_STUDY_TOKENS, _study_tokens_why)
-ARM = check.lookup(design.get_arm)
+ARM = check.lookup(design.STUDY.get_arm)
 WORK_HELP = f"Folder of the study's results/ and cache/ (default ${STUDY_ENV}, else {DEFAULT_STUDY_ROOT})."
 PILOT = f"(the pilot: {design.PILOT_TOKENS})"
 
@@ -67,12 +66,11 @@ study_app = typer.Typer(help="The CPU Table 5 study's pretraining, in resumable 
 def _declared_precision() -> None:
     """Every study command, and the children a queue starts, computes in the study's declared precision: fp32
     (native bf16 off, unless ``$MEDIBIO_CPU_BF16`` says otherwise)."""
-    import os
-
-    from medibio.core.precision import CPU_BF16_ENV
+    from medibio.core import launch
+    from medibio.core.settings import CPU_BF16_ENV
 
     if design.PRECISION == "fp32":
-        os.environ.setdefault(CPU_BF16_ENV, "off")
+        launch.declare_default(CPU_BF16_ENV, "off")
 
 
 def _settings(work_root: Path | None, data_root: Path | None) -> Settings:
@@ -83,7 +81,7 @@ def _settings(work_root: Path | None, data_root: Path | None) -> Settings:
 def _study_settings(work_root: Path | None, data_root: Path | None) -> Settings:
     """The study's settings: results and cache under the study root, outside the checkout, so that a next
     session resumes the runs."""
-    from medibio.pretrain.study import work_settings
+    from medibio.experiments.study import work_settings
 
     return work_settings(_settings(work_root, data_root))
 
@@ -122,10 +120,10 @@ def study_unit(
 ) -> None:
     """Train one unit of an arm's pretraining run: it stops at a checkpoint, and the same command resumes it.
     Exits 0 when the run finished, 3 when it stopped at a checkpoint (run it again)."""
-    from medibio.pretrain.study import run_unit
+    from medibio.experiments.study import run_unit
 
     settings = _study_settings(work_root, data_root)
-    done = run_unit(design.get_arm(arm), seed, tokens, settings, unit_steps, progress=settings.progress)
+    done = run_unit(design.STUDY.get_arm(arm), seed, tokens, settings, unit_steps, progress=settings.progress)
     if isinstance(done, int):
         typer.echo(f"arm #{arm} seed {seed}: stopped at step {done}; run the command again to go on")
         raise typer.Exit(UNIT_STOPPED)
@@ -141,8 +139,7 @@ def study_status(
 ) -> None:
     """Steps done of every arm and seed (checkpoints and records under the work root) and their step time, the
     time left of the runs under way at their pace, and the fine-tuning runs and frozen probes recorded."""
-    from medibio.book.study import status_lines
-    from medibio.pretrain.study import work_settings
+    from medibio.experiments.study import status_lines, work_settings
 
     for line in status_lines(work_settings(_existing_work_root(_settings(work_root, data_root))), tokens):
         typer.echo(line)
@@ -167,8 +164,8 @@ def study_finetune(
     data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
 ) -> None:
     """Fine-tune an arm's finished pretrained models (variant study-<arm>, or study-<arm>-5M for the pilot's)."""
-    from medibio.book.study import finetune_arms
     from medibio.core.profiles import parse_seeds
+    from medibio.experiments.study import finetune_arms
 
     done = finetune_arms(_study_settings(work_root, data_root), [arm], tasks.split(","), tokens,
                          parse_seeds(pretrain_seeds), parse_seeds(seeds) if seeds else None, probes=probes)
@@ -183,15 +180,17 @@ def study_queue(
     work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
     data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
 ) -> None:
-    """Run one queue of the study to its end (medibio.pretrain.study.QUEUES): every step in a child process with
-    one thread, pretraining in units of 25 steps; run it again after an interruption and it goes on."""
+    """Run one queue of the study to its end (the study's queues, medibio.experiments.table5.STUDY): every request in
+    a child process with one thread, pretraining in units of 25 steps; run it again after an interruption and it
+    goes on."""
     import sys
 
     from medibio.core import launch
     from medibio.core.errors import MedibioError
 
-    if name not in design.QUEUES:
-        raise typer.BadParameter(f"unknown queue {name!r}; known: {', '.join(design.QUEUES)}")
+    queues = design.STUDY.queues
+    if name not in queues:
+        raise typer.BadParameter(f"unknown queue {name!r}; known: {', '.join(queues)}")
     if launch.yield_to_interactive_work():
         typer.echo(f"queue {name}: its session yields the CPU to interactive work (autogroup nice 10)")
     # the study root decided here, so that every child works in the same one whatever its environment
@@ -202,7 +201,7 @@ def study_queue(
     def child(cmd: list[str]) -> int:
         return launch.run([sys.executable, "-m", "medibio", *cmd], extra=one_thread).returncode
 
-    for step, arm, seed in design.QUEUES[name]:
+    for step, arm, seed in queues[name]:
         typer.echo(f"queue {name}: {step} #{arm} seed {seed}")
         if step == "pretrain":
             cmd = ["study", "unit", "--arm", arm, "--seed", str(seed), *common]
@@ -225,7 +224,7 @@ def study_pilot(
 ) -> None:
     """Fine-tune the pilot's finished arms (#0, #3, #4; 5M tokens, pretraining seed 1) on BC5-chem,
     NCBI-disease and ChemProt, and print the go/no-go: #3 must beat #0 by 3 F1 points on their mean."""
-    from medibio.book.study import pilot
+    from medibio.experiments.study import pilot
 
     result = pilot(_study_settings(work_root, data_root))
     session.echo_result(result, as_json, lambda: [

@@ -38,6 +38,12 @@ def yield_to_interactive_work(nice: int = 10) -> bool:
     return True
 
 
+def declare_default(name: str, value: str) -> None:
+    """Set ``name`` to ``value`` in this process's environment unless it is set already: a command's declared
+    default that the command itself and every process it starts read (the study's precision)."""
+    os.environ.setdefault(name, value)
+
+
 def child_env(settings: Settings | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment with ``settings`` and ``extra`` on top (for a process started now)."""
     return {**os.environ, **(settings.to_env() if settings is not None else {}), **(extra or {})}

@@ -56,7 +56,6 @@ On a GPU, bf16 attention runs without cuDNN's kernels (:func:`attention_kernels`
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -67,10 +66,11 @@ from typing import Any
 from medibio.core.errors import MedibioError
 
 REQUESTS = ("auto", "bf16", "gpu", "fp16", "no", "fp32")
-# "off": treat this CPU as one without native bf16, so that a configuration asking for ``auto`` computes in fp32
-# here too, with the request (and so the digest) of a run made in fp32 on a CPU without bf16. The CPU Table 5
-# study declares fp32 for every later run; its configuration asks for ``auto`` to keep its recorded digests.
-CPU_BF16_ENV = "MEDIBIO_CPU_BF16"
+# Whether this process may use the CPU's native bf16 (Settings.native_bf16, set by the command-line boundary through
+# allow_native_bf16): off, a configuration asking for ``auto`` computes in fp32 on a CPU with bf16 too, with the
+# request (and so the digest) of a run made in fp32 on a CPU without it. The CPU Table 5 study declares fp32 for
+# every later run; its configuration asks for ``auto`` to keep its recorded digests.
+_native_bf16 = True
 
 
 @dataclass(frozen=True)
@@ -83,15 +83,22 @@ class Device:
 
 def cpu_has_bf16() -> bool:
     """True when the CPU computes bf16 natively (AVX512-BF16 or AMX): autocast then roughly halves the cost
-    of MiniLM fine-tuning; elsewhere bf16 is emulated and slower, so runs stay fp32. False as well where
-    ``$MEDIBIO_CPU_BF16`` is ``off`` (:data:`CPU_BF16_ENV`)."""
-    if os.environ.get(CPU_BF16_ENV, "").strip().lower() == "off":
+    of MiniLM fine-tuning; elsewhere bf16 is emulated and slower, so runs stay fp32. False as well where this
+    process's settings switch native bf16 off (:func:`allow_native_bf16`)."""
+    if not _native_bf16:
         return False
     try:
         flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def allow_native_bf16(allowed: bool) -> None:
+    """The boundary's :attr:`medibio.core.settings.Settings.native_bf16`, for every precision decision of this
+    process (``$MEDIBIO_CPU_BF16=off`` turns it off; the study's commands do)."""
+    global _native_bf16
+    _native_bf16 = allowed
 
 
 def current_device() -> Device:

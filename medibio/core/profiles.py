@@ -213,11 +213,12 @@ PROFILES["cpu-ift"] = dataclasses.replace(
                    "intermediate_seed": None},
     book=BookPlan(), scierc_seeds=None)
 
-# The Table 5 study on this CPU (medibio.pretrain.study): the cpu profile's fine-tuning budgets, the
+# The Table 5 study on this CPU (medibio.experiments.table5): the cpu profile's fine-tuning budgets, the
 # study's pretraining configuration (records filed under "study"), three fine-tuning seeds per pretrained
 # model. Its runs take hours, so they run outside the book, in resumable units; the default book is unchanged.
-PROFILES["cpu-study"] = dataclasses.replace(
-    PROFILES["cpu"], name="cpu-study", hardware="2 CPU cores, recorded",
+STUDY = "cpu-study"
+PROFILES[STUDY] = dataclasses.replace(
+    PROFILES["cpu"], name=STUDY, hardware="2 CPU cores, recorded",
     description="the Table 5 study on this CPU: 4 x 256 models pretrained on SumPubMed, 3 fine-tuning seeds each",
     seeds=(1, 2, 3), small_task_seeds=(1, 2, 3), pretrain_config="study", book=BookPlan(), scierc_seeds=None)
 

@@ -29,8 +29,9 @@ PROCESSES_ENV = "MEDIBIO_PROCESSES"
 PROGRESS_ENV = "MEDIBIO_PROGRESS"
 SHARE_ENV = "MEDIBIO_SHARE_CORES_WITH"
 RECORDED_ENV = "MEDIBIO_RECORDED"
+CPU_BF16_ENV = "MEDIBIO_CPU_BF16"  # "off": this CPU's native bf16 unused (Settings.native_bf16)
 STUDY_ENV = "MEDIBIO_STUDY_ROOT"
-# The CPU Table 5 study's work root (its results/ and cache/, medibio.pretrain.study): outside the checkout, so
+# The CPU Table 5 study's work root (its results/ and cache/, medibio.experiments.study): outside the checkout, so
 # that a next session on the same machine resumes its runs.
 DEFAULT_STUDY_ROOT = Path("~/.cache/medibio-study")
 # Set by accelerate/torchrun in the processes they start: such a process never launches processes again.
@@ -70,7 +71,9 @@ class Settings:
     recorded results (a results root, e.g. ``reference/``) this session renders from: the results root was
     seeded from it and no run may train (:func:`medibio.runs.protocol.run` raises instead); None: runs train
     when they have no record. ``study_root``: the work root of the CPU Table 5 study, whose commands read and
-    write their results and cache under it (:func:`medibio.pretrain.study.work_settings`).
+    write their results and cache under it (:func:`medibio.experiments.study.work_settings`). ``native_bf16``:
+    False keeps a CPU with native bf16 at fp32 where a configuration asks for ``auto``
+    (:func:`medibio.core.precision.allow_native_bf16`; the study's declared precision).
     """
 
     data_root: Path = dataclasses.field(default_factory=paths.default_data_root)
@@ -82,6 +85,7 @@ class Settings:
     share_cores_with: int | None = None
     recorded: Path | None = None
     study_root: Path = DEFAULT_STUDY_ROOT
+    native_bf16: bool = True
 
     def __post_init__(self) -> None:
         for name in ("data_root", "results_root", "cache_root", "study_root"):
@@ -116,6 +120,8 @@ class Settings:
             values["share_cores_with"] = int(env[SHARE_ENV])
         if env.get(RECORDED_ENV, "").strip():
             values["recorded"] = Path(env[RECORDED_ENV])
+        if env.get(CPU_BF16_ENV, "").strip().lower() == "off":
+            values["native_bf16"] = False
         values.update({k: v for k, v in given.items() if v is not None and v != ""})
         return cls(**values)
 
@@ -134,6 +140,8 @@ class Settings:
             env[SHARE_ENV] = str(self.share_cores_with)
         if self.recorded is not None:
             env[RECORDED_ENV] = str(self.recorded)
+        if not self.native_bf16:
+            env[CPU_BF16_ENV] = "off"
         return env
 
     def profile(self, profile: Any) -> Any:

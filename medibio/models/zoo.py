@@ -304,6 +304,11 @@ def _sanitise(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "model"
 
 
+def pretrained_tag(tag: str, seed: int | str) -> str:
+    """How records name the model that a pretraining run tagged ``tag`` made with ``seed``: ``study-3-s1``."""
+    return f"{tag}-s{seed}"
+
+
 def model_tag(name_or_path: str | Path) -> str:
     """Short, filesystem-safe name of a model used in result paths.
 
@@ -314,7 +319,7 @@ def model_tag(name_or_path: str | Path) -> str:
     text = str(name_or_path).strip()
     if (run := run_key(text)) is not None:
         parts = run.split("/")
-        return f"{parts[2]}-s{parts[-1][len('seed'):]}"
+        return pretrained_tag(parts[2], parts[-1][len("seed"):])
     key = text.lower()
     if key in MINILM_ALIASES:
         return "minilm"

@@ -326,7 +326,7 @@ def _welch(ref_a: str, ref_b: str) -> str:
             f"({RUNS_TABLE4} runs each, ± read as sample std)")
 
 
-def _claim_check(claim: claims_mod.Claim, operands: tuple[str, ...], suffix: str = "") -> Check:
+def _claim_check(claim: claims_mod.Statement, operands: tuple[str, ...], suffix: str = "") -> Check:
     values = [claims_mod.resolve(ref) for ref in operands]
     refs = [claims_mod.ref_label(ref) for ref in operands]
     tol = claim.tolerance
@@ -334,7 +334,7 @@ def _claim_check(claim: claims_mod.Claim, operands: tuple[str, ...], suffix: str
     where = f"{claim.location}: {claim.numbers}" + (f" ({suffix})" if suffix else "")
     cid = claim.id + ("-alt" if suffix else "")
     category = "claim (other reading)" if suffix else "claim"
-    recipe = claims_mod.Claim(claim.id, "", "", "", claim.kind, operands).formula
+    recipe = claims_mod.Statement(claim.id, "", "", "", claim.kind, operands).formula
     kw = dict(recipe=recipe, tolerance=tol)
     extra = f"; {claim.note}" if claim.note else ""
 

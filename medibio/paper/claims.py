@@ -36,8 +36,9 @@ KINDS = ("gain", "value", "product", "share", "greater", "comparable", "blurb_sc
 
 
 @dataclass(frozen=True)
-class Claim:
-    """One numeric statement of the paper's text."""
+class Statement:
+    """One numeric statement of the paper's text (a scientific claim judged on our runs is
+    :class:`medibio.book.claims.Claim`)."""
 
     id: str
     location: str  # section / paragraph
@@ -134,166 +135,166 @@ CHEMPROT_NOTE = (
     "not IFT-tuned on ChemProt) gives 77.80"
 )
 
-CLAIMS: tuple[Claim, ...] = (
+STATEMENTS: tuple[Statement, ...] = (
     # Section I, list of contributions
-    Claim("intro-ner-gain", "§I, contributions (3rd item)", "0.28%",
+    Statement("intro-ner-gain", "§I, contributions (3rd item)", "0.28%",
           "the IFT model beats the best same-size model on the NER group average", "gain",
           (f"T7|{IFT}|NER Avg.", f"T7|{LINK}|NER Avg."), 0.28),
-    Claim("intro-ss-gain", "§I, contributions (3rd item)", "0.2%",
+    Statement("intro-ss-gain", "§I, contributions (3rd item)", "0.2%",
           "the IFT model beats the best same-size model on sentence similarity", "gain",
           (f"T7|{IFT}|BIOSSES", f"T7|{LINK}|BIOSSES"), 0.2, decimals=1),
-    Claim("intro-qna-gain", "§I, contributions (3rd item)", "1.29%",
+    Statement("intro-qna-gain", "§I, contributions (3rd item)", "1.29%",
           "the IFT model beats the best same-size model on the QA group average", "gain",
           (f"T7|{IFT}|QnA Avg.", f"T7|{LINK}|QnA Avg."), 1.29),
-    Claim("intro-chemprot-gain", "§I, contributions (3rd item)", "14.96%",
+    Statement("intro-chemprot-gain", "§I, contributions (3rd item)", "14.96%",
           "the IFT model beats the best same-size model on ChemProt", "gain",
           (f"T7|{IFT}|ChemProt", f"T7|{LINK}|ChemProt"), 14.96,
           alternative=("T6|#1|ChemProt", f"T7|{LINK}|ChemProt"),
           alternative_reading="with ChemProt of Table 6 #1 (77.80)", note=CHEMPROT_NOTE),
-    Claim("intro-blurb-groups", "§I, contributions (2nd item)", "6 categories",
+    Statement("intro-blurb-groups", "§I, contributions (2nd item)", "6 categories",
           "BLURB is organised in six task groups", "value", ("REG|groups",), 6, decimals=0),
-    Claim("intro-blurb-datasets", "§I, contributions (2nd item)", "13 tasks",
+    Statement("intro-blurb-datasets", "§I, contributions (2nd item)", "13 tasks",
           "BLURB has thirteen datasets", "value", ("REG|datasets",), 13, decimals=0),
     # Section III-B
-    Claim("iiib-corpus-size", "§III-B, last paragraph; repeated in §V", "52 GB; 52GB",
+    Statement("iiib-corpus-size", "§III-B, last paragraph; repeated in §V", "52 GB; 52GB",
           "the deduplicated medicine-related S2ORC subset used for continual learning; both mentions agree",
           "value", ("52",), 52, decimals=0,
           note="a text-to-text check: no table holds corpus sizes"),
-    Claim("iiib-s2orc", "§III-B, 2nd paragraph", "81.1M; 19",
+    Statement("iiib-s2orc", "§III-B, 2nd paragraph", "81.1M; 19",
           "size of S2ORC and its number of fields of study", "value", checkable=False,
           note="properties of S2ORC itself; nothing printed in the paper recomputes them"),
-    Claim("iiia-table5-scideberta", "§III-A, last paragraphs", "Table 5",
+    Statement("iiia-table5-scideberta", "§III-A, last paragraphs", "Table 5",
           "Table 5 is said to show that the first SciDeBERTa is a poor base model", "value", checkable=False,
           note="Table 5 has no configuration built on SciDeBERTa (v1): no number backs the statement"),
     # Section IV-B, Table 1
-    Claim("ivb-bert-vs-deberta", "§IV-B, Table 1 discussion", "83.21; 76.14",
+    Statement("ivb-bert-vs-deberta", "§IV-B, Table 1 discussion", "83.21; 76.14",
           "BERT scores higher on BIOSSES than DeBERTa", "greater", ("T1|BERT|BIOSSES", "T1|DeBERTa|BIOSSES")),
-    Claim("ivb-linkbert-vs-deberta", "§IV-B, Table 1 discussion", "87.19; 76.14",
+    Statement("ivb-linkbert-vs-deberta", "§IV-B, Table 1 discussion", "87.19; 76.14",
           "LinkBERT scores higher on BIOSSES than DeBERTa", "greater",
           ("T1|LinkBERT|BIOSSES", "T1|DeBERTa|BIOSSES")),
-    Claim("ivb-mnli-comparable", "§IV-B, Table 1 discussion", "83.15; 83.21",
+    Statement("ivb-mnli-comparable", "§IV-B, Table 1 discussion", "83.15; 83.21",
           "after MNLI intermediate tuning DeBERTa matches BERT on BIOSSES", "comparable",
           ("T1|DeBERTa-MNLI|BIOSSES", "T1|BERT|BIOSSES")),
     # Section V intro and V-A, Table 3
-    Claim("v-steps", "§V, 1st paragraph", "10K steps",
+    Statement("v-steps", "§V, 1st paragraph", "10K steps",
           "continual pretraining of MediBioDeBERTa ran 10K steps", "value",
           ("T3|MediBioDeBERTa|max training steps",), 10000, decimals=0),
-    Claim("v-compute", "§V, 1st paragraph", "128K; 40 days; 256GB; 2-node; 67 hours; 3 node; 8 NVLinks",
+    Statement("v-compute", "§V, 1st paragraph", "128K; 40 days; 256GB; 2-node; 67 hours; 3 node; 8 NVLinks",
           "vocabulary size, training time, corpus size and hardware", "value", checkable=False,
           note="no printed quantity to recompute them from (the 3 nodes reappear in the batch product)"),
-    Claim("va-batch-product", "§V-A", "4,096 × 3 × 4 = 49,152",
+    Statement("va-batch-product", "§V-A", "4,096 × 3 × 4 = 49,152",
           "per-device batch times nodes times accumulation steps gives the total batch", "product",
           ("4096", "3", "4"), 49152, decimals=0,
           note="the product only holds if each of the 3 nodes counts as one device; §V says each node has 8 "
                "GPUs, which would give 393,216"),
-    Claim("va-batch-table", "§V-A", "49,152", "the total batch agrees with Table 3", "value",
+    Statement("va-batch-table", "§V-A", "49,152", "the total batch agrees with Table 3", "value",
           ("T3|MediBioDeBERTa|batch size",), 49152, decimals=0),
-    Claim("va-warmup-steps", "§V-A", "1,000", "warm-up length agrees with Table 3", "value",
+    Statement("va-warmup-steps", "§V-A", "1,000", "warm-up length agrees with Table 3", "value",
           ("T3|MediBioDeBERTa|warmup steps",), 1000, decimals=0),
-    Claim("va-warmup-share", "§V-A", "1,000; 10%", "warm-up is a tenth of all steps", "share",
+    Statement("va-warmup-share", "§V-A", "1,000; 10%", "warm-up is a tenth of all steps", "share",
           ("T3|MediBioDeBERTa|warmup steps", "T3|MediBioDeBERTa|max training steps"), 10, decimals=0),
-    Claim("t3-warmup-share-scideberta", "Table 3 (SciDeBERTa v2 column)", "50K; 500K",
+    Statement("t3-warmup-share-scideberta", "Table 3 (SciDeBERTa v2 column)", "50K; 500K",
           "the same one-tenth warm-up share (stated for MediBioDeBERTa) holds for SciDeBERTa v2", "share",
           ("T3|SciDeBERTa v2|warmup steps", "T3|SciDeBERTa v2|max training steps"), 10, decimals=0),
     # Section V-B, Table 4
-    Claim("vb-scierc-ner", "§V-B", "72.4; 71.1", "SciDeBERTa v2 beats SciDeBERTa on SciERC NER", "greater",
+    Statement("vb-scierc-ner", "§V-B", "72.4; 71.1", "SciDeBERTa v2 beats SciDeBERTa on SciERC NER", "greater",
           ("T4|SciDeBERTa v2|NER", "T4|SciDeBERTa|NER")),
-    Claim("vb-scierc-jre", "§V-B", "47.4; 46.0", "SciDeBERTa v2 beats SciDeBERTa on SciERC JRE", "greater",
+    Statement("vb-scierc-jre", "§V-B", "47.4; 46.0", "SciDeBERTa v2 beats SciDeBERTa on SciERC JRE", "greater",
           ("T4|SciDeBERTa v2|JRE", "T4|SciDeBERTa|JRE")),
-    Claim("vi-scierc-superior", "§VI, 1st paragraph", "56.9; 57.4",
+    Statement("vi-scierc-superior", "§VI, 1st paragraph", "56.9; 57.4",
           "the conclusion calls SciDeBERTa v2 better than its predecessor without restriction; Coref is "
           "the one SciERC task where that is tested here", "greater",
           ("T4|SciDeBERTa v2|Coref", "T4|SciDeBERTa|Coref"),
           note="§V-B itself limits the claim to NER and JRE"),
     # Section V-C, Tables 5 and 6
-    Claim("vc-best-config", "§V-C, 2nd paragraph", "78.03; 77.38",
+    Statement("vc-best-config", "§V-C, 2nd paragraph", "78.03; 77.38",
           "configuration #1 gives the best BLURB average (runner-up #3)", "greater",
           ("T5|#1|blurb_avg", "T5|#3|blurb_avg"),
           alternative=("MACRO|T6|#1", "MACRO|T6|#3"),
           alternative_reading="official BLURB score (macro over groups) of Table 6 columns",
           note="under the official BLURB score #3 comes first: #1 is weakest on BIOSSES and HoC, and each "
                "of those forms a group that weighs one sixth"),
-    Claim("vc-scratch-beats-general", "§V-C, 2nd paragraph", "77.38; 76.65",
+    Statement("vc-scratch-beats-general", "§V-C, 2nd paragraph", "77.38; 76.65",
           "from-scratch domain pretraining (#3) beats continual learning from a general model (#2)",
           "greater", ("T5|#3|blurb_avg", "T5|#2|blurb_avg"),
           alternative=("MACRO|T6|#3", "MACRO|T6|#2"),
           alternative_reading="official BLURB score (macro over groups) of Table 6 columns"),
-    Claim("vc-fulltext-no-gain", "§V-C, 3rd-4th paragraphs", "77.38; 76.46",
+    Statement("vc-fulltext-no-gain", "§V-C, 3rd-4th paragraphs", "77.38; 76.46",
           "full text (#4) brings no gain over abstracts (#3)", "greater",
           ("T5|#3|blurb_avg", "T5|#4|blurb_avg"),
           alternative=("MACRO|T6|#3", "MACRO|T6|#4"),
           alternative_reading="official BLURB score (macro over groups) of Table 6 columns"),
-    Claim("vc-more-cl-hurts", "§V-C, 4th paragraph", "76.46; 76.38",
+    Statement("vc-more-cl-hurts", "§V-C, 4th paragraph", "76.46; 76.38",
           "continuing #4 on abstracts (#5) lowers the score", "greater",
           ("T5|#4|blurb_avg", "T5|#5|blurb_avg"),
           alternative=("MACRO|T6|#4", "MACRO|T6|#5"),
           alternative_reading="official BLURB score (macro over groups) of Table 6 columns"),
     # Section V-D, Table 7
-    Claim("vd-ner-avg", "§V-D, 1st paragraph", "86.28%", "NER group average of the IFT model", "value",
+    Statement("vd-ner-avg", "§V-D, 1st paragraph", "86.28%", "NER group average of the IFT model", "value",
           (f"T7|{IFT}|NER Avg.",), 86.28),
-    Claim("vd-ss-avg", "§V-D, 1st paragraph", "92.7%", "sentence-similarity score of the IFT model", "value",
+    Statement("vd-ss-avg", "§V-D, 1st paragraph", "92.7%", "sentence-similarity score of the IFT model", "value",
           (f"T7|{IFT}|BIOSSES",), 92.7, decimals=1),
-    Claim("vd-qna-avg", "§V-D, 1st paragraph", "76.32%", "QA group average of the IFT model", "value",
+    Statement("vd-qna-avg", "§V-D, 1st paragraph", "76.32%", "QA group average of the IFT model", "value",
           (f"T7|{IFT}|QnA Avg.",), 76.32,
           note="Table 7 prints 76.24 and its two QA cells average 76.235: the text swaps two digits"),
-    Claim("vd-pico-biolinkbert", "§V-D, 1st paragraph", "74.2; 73.73",
+    Statement("vd-pico-biolinkbert", "§V-D, 1st paragraph", "74.2; 73.73",
           "BioLinkBERT is better on PICO", "greater", (f"T7|{LINK}|EBM-PICO", f"T7|{IFT}|EBM-PICO")),
-    Claim("vd-re-biolinkbert", "§V-D, 1st paragraph", "80.81; 80.17",
+    Statement("vd-re-biolinkbert", "§V-D, 1st paragraph", "80.81; 80.17",
           "BioLinkBERT is better on relation extraction (group average)", "greater",
           (f"T7|{LINK}|RE Avg.", f"T7|{IFT}|RE Avg.")),
-    Claim("vd-dc-biolinkbert", "§V-D, 1st paragraph", "84.73; 71.49",
+    Statement("vd-dc-biolinkbert", "§V-D, 1st paragraph", "84.73; 71.49",
           "BioLinkBERT is better on document classification", "greater",
           (f"T7|{LINK}|HoC", f"T7|{IFT}|HoC")),
-    Claim("vd-chemprot-gain", "§V-D, 2nd paragraph", "14.94%",
+    Statement("vd-chemprot-gain", "§V-D, 2nd paragraph", "14.94%",
           "large ChemProt gain over BioLinkBERT", "gain",
           (f"T7|{IFT}|ChemProt", f"T7|{LINK}|ChemProt"), 14.94,
           alternative=("T6|#1|ChemProt", f"T7|{LINK}|ChemProt"),
           alternative_reading="with ChemProt of Table 6 #1 (77.80)", note=CHEMPROT_NOTE),
-    Claim("vd-chemprot-f1", "§V-D, 2nd paragraph", "93.04%",
+    Statement("vd-chemprot-f1", "§V-D, 2nd paragraph", "93.04%",
           "ChemProt F1 of the model; IFT did not target ChemProt, so Table 6 #1 holds its score",
           "value", ("T6|#1|ChemProt",), 93.04, note=CHEMPROT_NOTE),
-    Claim("vd-ift-biosses", "§V-D, 2nd paragraph", "35.02%", "IFT gain on BIOSSES", "gain",
+    Statement("vd-ift-biosses", "§V-D, 2nd paragraph", "35.02%", "IFT gain on BIOSSES", "gain",
           (f"T7|{IFT}|BIOSSES", f"T7|{BASE}|BIOSSES"), 35.02),
-    Claim("vd-ift-hoc", "§V-D, 2nd paragraph", "10.4%", "IFT gain on HoC", "gain",
+    Statement("vd-ift-hoc", "§V-D, 2nd paragraph", "10.4%", "IFT gain on HoC", "gain",
           (f"T7|{IFT}|HoC", f"T7|{BASE}|HoC"), 10.4, decimals=1),
-    Claim("vd-ift-pubmedqa", "§V-D, 2nd paragraph", "1.49%", "IFT gain on PubMedQA", "gain",
+    Statement("vd-ift-pubmedqa", "§V-D, 2nd paragraph", "1.49%", "IFT gain on PubMedQA", "gain",
           (f"T7|{IFT}|PubMedQA", f"T7|{BASE}|PubMedQA"), 1.49,
           note="the printed figure is exactly one point short of the difference: likely a typo"),
     # Section V-E
-    Claim("ve-general-vs-bio", "§V-E, 1st paragraph", "Table 2",
+    Statement("ve-general-vs-bio", "§V-E, 1st paragraph", "Table 2",
           "general-domain STS intermediate data helped BIOSSES more than clinical STS", "value",
           checkable=False, note="no BIOSSES score per intermediate dataset is printed (Table 2 lists only "
                                 "data sizes), so the comparison cannot be recomputed"),
-    Claim("ve-hoc-formats", "§V-E, 2nd paragraph", "Table 2",
+    Statement("ve-hoc-formats", "§V-E, 2nd paragraph", "Table 2",
           "HoC was helped by two regression and two classification intermediate sets", "value",
           ("COUNT|T2|HoC",), 4, decimals=0),
-    Claim("ve-hoc-gain", "§V-E, 3rd paragraph", "10.4%",
+    Statement("ve-hoc-gain", "§V-E, 3rd paragraph", "10.4%",
           "HoC before (Table 6 #1) vs after IFT (Table 7)", "gain",
           (f"T7|{IFT}|HoC", "T6|#1|HoC"), 10.4, decimals=1),
-    Claim("ve-pubmedqa-tasks", "§V-E, 3rd paragraph", "four tasks; two formats",
+    Statement("ve-pubmedqa-tasks", "§V-E, 3rd paragraph", "four tasks; two formats",
           "PubMedQA was helped by four intermediate sets", "value", ("COUNT|T2|PubMedQA",), 4, decimals=0),
-    Claim("ve-pubmedqa-gain", "§V-E, 3rd paragraph", "1.49%",
+    Statement("ve-pubmedqa-gain", "§V-E, 3rd paragraph", "1.49%",
           "PubMedQA before (Table 6 #1) vs after IFT (Table 7)", "gain",
           (f"T7|{IFT}|PubMedQA", "T6|#1|PubMedQA"), 1.49,
           note="the printed figure is exactly one point short of the difference: likely a typo"),
     # Section VI
-    Claim("vi-average", "§VI, 1st paragraph", "81.72",
+    Statement("vi-average", "§VI, 1st paragraph", "81.72",
           "the average quoted for the final model equals Table 7", "value", (f"T7|{IFT}|BLURB Avg.",), 81.72),
-    Claim("vi-leaderboard", "§VI, 1st paragraph", "11th; 81.72",
+    Statement("vi-leaderboard", "§VI, 1st paragraph", "11th; 81.72",
           "leaderboard rank obtained with that average", "blurb_score", _ift_column(), 81.72,
           note="the BLURB leaderboard ranks by the macro average over the six groups (Gu et al., text "
                "after their Table 3); the 11th place cannot be checked offline; ChemProt from Table 6 #1"),
 )
 
 
-def get(claim_id: str) -> Claim:
+def get(claim_id: str) -> Statement:
     """Look a claim up by id."""
-    for claim in CLAIMS:
+    for claim in STATEMENTS:
         if claim.id == claim_id:
             return claim
-    raise KeyError(f"no claim {claim_id!r}; known: {', '.join(c.id for c in CLAIMS)}")
+    raise KeyError(f"no claim {claim_id!r}; known: {', '.join(c.id for c in STATEMENTS)}")
 
 
-def checkable() -> list[Claim]:
+def checkable() -> list[Statement]:
     """The claims that have a recipe."""
-    return [c for c in CLAIMS if c.checkable]
+    return [c for c in STATEMENTS if c.checkable]

@@ -4,6 +4,8 @@ Table 3 and Table 5 configurations.
 * :mod:`medibio.pretrain.configs` — the paper's Table 3 settings and the profiles' configurations
   (``table3()``, ``configs_table()``, ``lr_schedule(config)``, ``config_for_profile(profile)``);
 * :mod:`medibio.pretrain.trainer` — ``run_pretraining(config, corpus=..., init=...)``: one run through the run
-  protocol, its record, ``curve_frame(record)``;
-* :mod:`medibio.pretrain.experiments` — the five Table 5 experiments at small scale (``table5``, ``run_experiments``).
+  protocol, its record, ``curve_frame(record)``.
+
+The Table 5 experiments that pretrain several arms (at small scale, and the CPU study) are
+:mod:`medibio.experiments.table5`.
 """

@@ -1,9 +1,9 @@
-"""Intermediate fine-tuning experiments: a target with and without IFT, and a STILT-style transfer matrix.
+"""The tables of the intermediate fine-tuning experiments: a target with and without IFT, and a STILT-style
+transfer matrix, each built from exactly the records the experiment's runs returned
+(:mod:`medibio.experiments.ift`), so a chapter can never show a number from a run with another configuration.
 
-Both are loops over :func:`medibio.finetune.runner.run_finetune` (which reuses a run's record only when its
-configuration is the one asked for). The run functions return the records they stand on, keyed by the
-intermediate task; the tables are built from exactly those records, so a chapter can never show a number
-from a run with another configuration.
+The experiment's run functions are importable from here too (``run_ift``, ``run_transfer_matrix``): the
+chapters reach both through this module's name.
 """
 
 from __future__ import annotations
@@ -14,31 +14,12 @@ from typing import Any
 
 import pandas as pd
 
-from medibio.core.settings import Settings
-from medibio.finetune.runner import plan_runs, run_finetune
+from medibio.experiments.ift import BASELINE, Runs, run_ift, run_transfer_matrix
 from medibio.results.aggregate import beside_frozen, provenance, seed_stats
 from medibio.results.significance import compare_records, interval_text, records_interval
-from medibio.runs.protocol import Plan
 
-BASELINE = "none (baseline)"
-
-Runs = dict[str, list[Any]]  # intermediate label (BASELINE for none) -> run records of the target
-
-
-def run_ift(target: str, intermediates: Sequence[str], *, profile: str, model: str | None = None,
-            seeds: Sequence[int] | None = None, overrides: Mapping[str, Any] | None = None,
-            settings: Settings | None = None) -> Runs:
-    """Fine-tune ``target`` directly and after each intermediate task; records reused when present."""
-    return {chain or BASELINE: run_finetune(target, model=model, seeds=seeds, profile=profile,
-                                            config_overrides=overrides, intermediate=chain, settings=settings)
-            for chain in (None, *intermediates)}
-
-
-def plan_ift(target: str, intermediates: Sequence[str], *, profile: str, model: str | None = None,
-             seeds: Sequence[int] | None = None, settings: Settings | None = None) -> list[Plan]:
-    """The runs :func:`run_ift` makes, planned and in its order (for a process that trains them ahead)."""
-    return [p for chain in (None, *intermediates)
-            for p in plan_runs(target, model, seeds, profile, intermediate=chain, settings=settings)]
+__all__ = ["BASELINE", "Runs", "best_intermediate", "ift_table", "run_ift", "run_transfer_matrix", "transfer_gain",
+           "transfer_matrix", "transfer_significance", "transfer_table"]
 
 
 def _stats(records: Sequence[Any]) -> dict[str, Any]:
@@ -124,22 +105,6 @@ def best_intermediate(runs: Runs) -> str | None:
     dev = {label: _stats(records)["dev mean"] for label, records in runs.items() if label != BASELINE}
     scored = {label: value for label, value in dev.items() if value == value}  # NaN: no dev score
     return max(scored, key=scored.__getitem__) if scored else None
-
-
-def run_transfer_matrix(tasks: Sequence[str], *, profile: str, model: str | None = None,
-                        seeds: Sequence[int] | None = None, settings: Settings | None = None) -> dict[str, Runs]:
-    """Every ordered pair (intermediate, target) of ``tasks``, plus each target's baseline:
-    ``{target: {intermediate or BASELINE: records}}``."""
-    return {target: run_ift(target, [t for t in tasks if t != target], profile=profile, model=model, seeds=seeds,
-                            settings=settings)
-            for target in tasks}
-
-
-def plan_transfer_matrix(tasks: Sequence[str], *, profile: str, model: str | None = None,
-                         seeds: Sequence[int] | None = None, settings: Settings | None = None) -> list[Plan]:
-    """The runs :func:`run_transfer_matrix` makes, planned and in its order."""
-    return [p for target in tasks for p in plan_ift(target, [t for t in tasks if t != target], profile=profile,
-                                                    model=model, seeds=seeds, settings=settings)]
 
 
 def transfer_matrix(matrix_runs: Mapping[str, Runs]) -> pd.DataFrame:
