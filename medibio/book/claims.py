@@ -27,6 +27,8 @@ MEDICINE_NEIGHBOURS = ("Biology", "Chemistry", "Psychology")
 FIELD_METADATA = Path("s2orc") / "v2020-07-05_metadata_sample.jsonl"  # the field chapter's default sample
 IFT_PREFIX = "ift-"
 STUDY_ANCHOR = "the-table-5-study-on-this-cpu-recorded"  # the Tables 5-6 chapter's section on the CPU study
+# the Tables 1-2 chapter's opening section, which shows the IFT claims on the cpu-ift runs (their evidence)
+IFT_ANCHOR = "the-intermediate-fine-tuning-claims-on-the-cpu-ift-runs"
 _IFT, _BASE, _LINK = printed_claims.IFT, printed_claims.BASE, printed_claims.LINK
 
 
@@ -184,7 +186,7 @@ CLAIMS: tuple[Claim, ...] = (
                                 "already scores what IFT on STS-B is meant to teach"),),
                needs="the cpu-ift runs on the study's #3 models (docs/verdicts.md): BIOSSES after STS-B and "
                      "without, fine-tuning seeds 1-5 on each of the two pretraining seeds"),
-          "tables_1_2_intermediate_finetuning", "ift-for-sentence-similarity",
+          "tables_1_2_intermediate_finetuning", IFT_ANCHOR,
           checks=("vd-ift-biosses", f"t7-vs-t6-{_BASE}-BIOSSES"), paper_scale=_PAPER_IFT_SCALE),
     Claim("ift-hoc", "intermediate fine-tuning raises HoC (paper: by about 10 points)", "§V-D, §V-E, Tables 6–7",
           "with IFT", "without", (f"T7|{_IFT}|HoC", "T6|#1|HoC"),
@@ -195,7 +197,7 @@ CLAIMS: tuple[Claim, ...] = (
                      "which are not in the data root",
                needs="the cpu-ift runs (docs/verdicts.md): HoC after GAD and without, seeds 1-5; or "
                      + _SCIREPEVAL.format("HoC")),
-          "tables_1_2_intermediate_finetuning", "a-transfer-matrix-stilt",
+          "tables_1_2_intermediate_finetuning", IFT_ANCHOR,
           checks=("vd-ift-hoc", "ve-hoc-gain", f"t7-vs-t6-{_BASE}-HOC"), paper_scale=_PAPER_IFT_SCALE),
     Claim("ift-pubmedqa", "intermediate fine-tuning raises PubMedQA (paper: by about 1.5 points)",
           "§V-D, §V-E, Tables 6–7", "with IFT", "without", (f"T7|{_IFT}|PubMedQA", "T6|#1|PubMedQA"),
@@ -205,7 +207,7 @@ CLAIMS: tuple[Claim, ...] = (
                      "55.0 → 65.4) stands in for the paper's SciRepEval tasks, which are not in the data root",
                needs="the cpu-ift runs (docs/verdicts.md): PubMedQA after BioASQ and without, seeds 1-5; or "
                      + _SCIREPEVAL.format("PubMedQA")),
-          "tables_1_2_intermediate_finetuning", "a-transfer-matrix-stilt",
+          "tables_1_2_intermediate_finetuning", IFT_ANCHOR,
           checks=("vd-ift-pubmedqa", "ve-pubmedqa-gain", f"t7-vs-t6-{_BASE}-PubmedQA"),
           paper_scale=_PAPER_IFT_SCALE),
     Claim("ift-domain", "general-domain intermediate data helps BIOSSES more than biomedical intermediate data",
@@ -213,7 +215,7 @@ CLAIMS: tuple[Claim, ...] = (
           Test("ift-domain", "BIOSSES", a="ift-STS-B", b="ift-BioASQ", profile=_IFT_PROFILE, delta=_IFT_DELTA,
                primary="Pearson r × 100 on the official 20 BIOSSES test pairs, mean over 5 seeds",
                needs="the cpu-ift runs (docs/verdicts.md): BIOSSES after STS-B and after BioASQ, seeds 1-5"),
-          "tables_1_2_intermediate_finetuning", "a-transfer-matrix-stilt",
+          "tables_1_2_intermediate_finetuning", IFT_ANCHOR,
           note="ours compares STS-B (general domain) with BioASQ (biomedical; the paper used ClinicalSTS, which "
                "the data root lacks): task format differs as well as domain", paper_scale=_PAPER_IFT_SCALE),
     Claim("vs-biolinkbert-ner", "MediBioDeBERTa-IFT beats BioLinkBERT on NER (group average)", "§I, §V-D, Table 7",

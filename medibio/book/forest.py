@@ -18,8 +18,6 @@ from typing import Any
 
 import pandas as pd
 
-from medibio.book import verdicts
-
 # attributes a verdict row may carry, tried in this order (the first present and not empty wins)
 PAPER_EFFECT = ("paper_effect", "paper_in_ours", "paper_diff_ours")
 WORDS = ("verdict_words", "verdict_in_words", "verdict_text", "verdict")
@@ -30,9 +28,6 @@ NARROW_INCHES = 3.6  # the narrow figure's width: about a phone's column at 110 
 NARROW_TEXT_PT = 9.5  # its text: ~14 px on that column
 # the section that holds the runs of the claims a recorded profile tests, where it is not the claim's own: the
 # intermediate fine-tuning claims read the cpu-ift runs, which the Tables 1-2 chapter leads with
-SECTIONS = {"cpu-ift": ("tables_1_2_intermediate_finetuning", "the-intermediate-fine-tuning-claims-on-the-cpu-ift-runs")}
-
-
 def _attr(obj: Any, names: Sequence[str], default: Any = None) -> Any:
     for name in names:
         value = getattr(obj, name, None)
@@ -73,13 +68,7 @@ def scale(row: Any) -> str:
 
 
 def evidence_link(row: Any) -> str:
-    """Where a verdict's runs are shown, relative to a chapter page: :data:`SECTIONS` for the claims that a
-    recorded profile tests, else the row's own link."""
-    claim = next((c for c in verdicts.CLAIMS if c.id == row.id), None)
-    profile = claim.test.profile if claim is not None else ""
-    if profile in SECTIONS:
-        chapter, anchor = SECTIONS[profile]
-        return f"{chapter}.html#{anchor}"
+    """Where a verdict's runs are shown, relative to a chapter page (the claim's own link: its evidence's section)."""
     return str(getattr(row, "link", "") or "")
 
 
