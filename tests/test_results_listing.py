@@ -106,3 +106,35 @@ def test_stale_shows_records_that_cannot_be_checked_here_with_the_reason(roots, 
     assert "cannot plan its request here" in rows[0]["changed"] and str(folder) in rows[0]["changed"]
     text = _list("--stale", "--results-root", str(results), "--data-root", str(data))
     assert "[unknown]" in text and str(folder) in text and str(current.path(results)) not in text
+
+
+def test_a_recorded_stage_of_a_pretraining_run_is_checked_without_its_weights(roots) -> None:
+    """``reference/`` keeps no weights: the intermediate stages fine-tuned from the study's pretrained models
+    are still planned again (their identity names the run, not its files), so none reads as unknown."""
+    from medibio.results.recorded import REFERENCE_ROOT
+
+    _, _, settings = roots
+    settings = settings.replace(results_root=REFERENCE_ROOT)
+    stages = [r for r in rec.load_records(REFERENCE_ROOT, kind="ift-stage")
+              if r.request["model"].startswith(modelzoo.RUN_PREFIX)]
+    assert stages, "reference/ holds intermediate stages of pretraining runs"
+    assert not any((REFERENCE_ROOT / "pretrain").rglob("model")), "reference/ keeps no weights"
+    states = {listing.freshness(r, settings)[0] for r in stages}
+    assert "unknown" not in states, states
+
+
+def test_a_record_whose_cpu_decided_another_precision_is_current_and_says_so(roots, monkeypatch) -> None:
+    """A run recorded in fp32 on a CPU without bf16 is the run a CPU with bf16 would repeat in bf16: the same
+    request, the machine's decision alone differs. It is current, with the note, not stale."""
+    results, _, settings = roots
+    monkeypatch.setattr(runner, "precision_for", lambda device=None, requested="auto": "no")
+    old = _write(runner.plan_run("BIOSSES", "minilm", 1, "smoke", settings=settings), results, 40.0)
+    assert old.config["precision"] == "no"
+    monkeypatch.setattr(runner, "precision_for", lambda device=None, requested="auto": "bf16")
+    state, note = listing.freshness(rec.read_record(old.path(results)), settings)
+    assert state == "current"
+    assert note == "recorded on a machine that decided precision no (this machine: as requested)"
+
+    _smoke_epochs(monkeypatch, 3)  # anything else changed as well: stale, and both changes named
+    state, changed = listing.freshness(rec.read_record(old.path(results)), settings)
+    assert state == "stale" and CHANGE in changed.split("; ") and "precision" in changed

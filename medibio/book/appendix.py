@@ -135,6 +135,9 @@ def run_index(results_root: Path, settings: Settings) -> pd.DataFrame:
     root = Path(results_root)
     frame["record"] = [Path(p).relative_to(root).as_posix() if Path(p).is_relative_to(root) else Path(p).name
                        for p in frame["path"]]
+    # why a record could not be checked may name the results folder: as the reader knows it
+    frame["changed"] = frame["changed"].str.replace(str(root.resolve()), shown_path(root, settings).rstrip("/"),
+                                                    regex=False)
     return frame[list(INDEX_COLUMNS)].reset_index(drop=True)
 
 

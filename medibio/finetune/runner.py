@@ -26,7 +26,7 @@ from medibio.core.precision import accelerator as make_accelerator
 from medibio.core.precision import precision_for
 from medibio.core.profiles import Profile
 from medibio.core.settings import Settings
-from medibio.ift import stages
+from medibio.ift import stages, variants
 from medibio.models import heads, zoo
 from medibio.runs import protocol
 from medibio.runs import records as rec
@@ -51,7 +51,7 @@ def variant_name(cfg: config.FinetuneConfig, chain: Sequence[str] = (), base: st
     if base:
         parts.append(base)
     elif chain:
-        parts.append("ift-" + stages.chain_label(chain))
+        parts.append(variants.of_chain(chain))
     parts += StabilityOptions.from_config(cfg).variant_parts()  # named as in medibio.training.stability
     if cfg.cv_fold:
         parts.append(f"cv{cfg.cv_fold}")

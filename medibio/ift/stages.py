@@ -23,6 +23,7 @@ from medibio.core import profiles
 from medibio.core.hashing import files_fingerprint
 from medibio.core.profiles import Profile
 from medibio.core.settings import Settings
+from medibio.ift.variants import chain_label
 from medibio.models import heads, zoo
 from medibio.runs import protocol
 from medibio.runs import records as rec
@@ -44,11 +45,6 @@ def parse_chain(intermediate: str | Sequence[str] | None) -> list[str]:
         return []
     items = intermediate.split(",") if isinstance(intermediate, str) else list(intermediate)
     return [config.trainable_task(i.strip()).name for i in items if i.strip()]
-
-
-def chain_label(chain: Sequence[str]) -> str:
-    """Path-safe name of a chain (``STS-B+SICK``), used in variants (``ift-STS-B+SICK``) and folders."""
-    return "+".join(chain)
 
 
 def stage_preset(task: str, profile: Profile, target: config.FinetuneConfig | None = None
@@ -94,7 +90,7 @@ class Job:
     """What training a planned stage needs: its task, the encoder it starts from, its hyperparameters."""
 
     spec: TaskSpec
-    source: str  # the base model (first stage) or the previous stage's encoder folder
+    source: str  # the base model's name (first stage; resolved when it trains) or the previous stage's encoder
     seed: int
     profile: Profile
     chain: tuple[str, ...]  # the chain up to and including this stage
@@ -120,7 +116,7 @@ def prepare_encoder(model: str, stage_configs: Sequence[Mapping[str, Any]], mode
                     profile: Profile, target: str, overrides: Mapping[str, Any] | None, ctx: RunContext) -> Path:
     """Run (or reuse) every stage of a chain inside the fine-tuning run of ``ctx`` (its settings,
     accelerator and CPU threads); return the folder of the last stage's encoder."""
-    source = zoo.resolve(model, ctx.settings.cache_root, ctx.settings.results_root)
+    source = model
     for k in range(len(stage_configs)):
         plan = plan_stage(model, stage_configs[:k + 1], model_hash, seed, profile, source, target, overrides)
         record, _ = protocol.run(STAGES, plan, ctx.settings, ctx.accelerator, threads=ctx.threads)
@@ -141,9 +137,10 @@ class StageKind:
         chain = list(request["chain"])
         stage_configs = [stage_config(t, prof, settings.data_root, target) for t in chain]
         model = request["model"]
+        # the plan's identity needs no weights: a recorded stage of a pretraining run whose model is absent here
+        # (reference/ keeps none) is still checked for staleness
         return plan_stage(model, stage_configs, zoo.fingerprint(model, settings.cache_root), request["seed"], prof,
-                          zoo.resolve(model, settings.cache_root, settings.results_root), request["target"],
-                          request.get("overrides"))
+                          model, request["target"], request.get("overrides"))
 
     def describe(self, record: rec.RunRecord) -> str:
         return f"dev {record.score_dev if record.score_dev is not None else float('nan'):.2f}"
@@ -160,10 +157,11 @@ class StageKind:
             {"train": data["train"], "dev": data["dev"]},
             {"train": cfg.max_train_examples, "dev": cfg.max_dev_examples},
             STAGE_SUBSET_SEED, "examples", job.profile.name)
-        is_path = Path(job.source).is_dir() and (Path(job.source) / "config.json").is_file()
-        model = heads.build_model(spec, job.source, cfg.dropout, init_from=job.source if is_path else None,
+        source = zoo.resolve(job.source, ctx.settings.cache_root, ctx.settings.results_root)
+        is_path = Path(source).is_dir() and (Path(source) / "config.json").is_file()
+        model = heads.build_model(spec, source, cfg.dropout, init_from=source if is_path else None,
                                   seed=job.seed, pooling=cfg.pooling)
-        tokenizer = heads.load_tokenizer(job.source, spec.problem)
+        tokenizer = heads.load_tokenizer(source, spec.problem)
         try:
             result = fit(model, SupervisedTask(spec, tokenizer, splits, cfg, job.seed), cfg, accelerator, job.seed,
                          run_test=False)
@@ -180,7 +178,7 @@ class StageKind:
             eval_examples=result.dev_examples, wall_time_s=round(result.wall_time_s, 2),
             train_examples_per_s=round(result.train_examples_per_s, 2),
             peak_memory_mb=round(result.peak_memory_mb, 1), notes=notes + result.notes,
-            details={"chain": list(job.chain), "source": job.source, "subset_seed": STAGE_SUBSET_SEED})
+            details={"chain": list(job.chain), "source": source, "subset_seed": STAGE_SUBSET_SEED})
         return Outcome(record, None, ("encoder",))
 
 

@@ -23,6 +23,7 @@ from medibio.core.settings import Settings
 from medibio.finetune.runner import FinetuneKind
 from medibio.ift.stages import StageKind
 from medibio.pretrain.trainer import PretrainKind
+from medibio.runs import protocol
 from medibio.runs.identity import config_differences
 from medibio.runs.protocol import Kind
 from medibio.runs.records import KINDS, RunRecord, load_records
@@ -47,6 +48,8 @@ def freshness(record: RunRecord, settings: Settings | None = None) -> tuple[str,
         return "unknown", f"cannot plan its request here: {type(exc).__name__}: {exc}"
     if plan.key.config_digest == record.config_digest:
         return "current", ""
+    if (note := protocol.machine_difference(plan, record.config or {})) is not None:
+        return "current", note  # the same request; only the precision this CPU decides differs
     changes = config_differences(record.config, plan.payload)
     return "stale", "; ".join(changes) or f"digest {record.config_digest} → {plan.key.config_digest}"
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 from medibio.core import precision, progress, provenance
 from medibio.core.atomic import write_jsonl
 from medibio.core.errors import MedibioError
-from medibio.core.hashing import digest, file_sha256
+from medibio.core.hashing import canonical_json, digest, file_sha256
 from medibio.core.settings import Settings
 from medibio.core.text import GZ
 from medibio.runs import records as rec
@@ -216,17 +216,26 @@ def _recorded_elsewhere(plan_: Plan, root: Path) -> tuple[rec.RunRecord | None, 
     if not plan_.machine:
         return None, ""
     key = plan_.key
-    wanted = _without(plan_.payload, plan_.machine)
-    found = [record for path in sorted(key.path(root).parent.parent.glob(f"*/{key.path(root).name}"))
+    found = [(record, note) for path in sorted(key.path(root).parent.parent.glob(f"*/{key.path(root).name}"))
              if (record := rec.read_record(path)).config is not None
-             and _without(record.config, plan_.machine) == wanted]
+             and (note := machine_difference(plan_, record.config)) is not None]
     if not found:
         return None, ""
-    record = max(found, key=lambda r: r.created or "")
-    recorded, here = _entries(record.config, plan_.machine), _entries(plan_.payload, plan_.machine)
+    record, note = max(found, key=lambda found_: found_[0].created or "")
+    return record, f"; {note}"
+
+
+def machine_difference(plan_: Plan, config: Mapping[str, Any]) -> str | None:
+    """``"recorded on a machine that decided …"`` when a recorded ``config`` differs from the plan's payload
+    in its machine entries alone (``Plan.machine``: the same request, computed in another precision because
+    the CPU decided so); None when anything else differs, or nothing does."""
+    if not plan_.machine or (canonical_json(_without(config, plan_.machine))
+                             != canonical_json(_without(plan_.payload, plan_.machine))):  # a tuple read back as a list
+        return None
+    recorded, here = _entries(config, plan_.machine), _entries(plan_.payload, plan_.machine)
     differ = ", ".join(f"{path} {recorded[path]} (this machine: {here[path]})" for path in plan_.machine
                        if recorded[path] != here[path])
-    return record, f"; recorded on a machine that decided {differ}"
+    return f"recorded on a machine that decided {differ}" if differ else None
 
 
 def _name_outputs(outcome: Outcome, key: RunKey, root: Path) -> None:
