@@ -29,7 +29,12 @@ def fifth_arm(monkeypatch: pytest.MonkeyPatch) -> Arm:
 
 
 def test_experiments_are_looked_up_by_name() -> None:
+    from medibio.experiments import ift
+
     assert registry.get("table5-study") is STUDY and registry.get("table5-scaled-down") is SCALED_DOWN
+    assert registry.get("ift-recorded") is ift.RECORDED and ift.RECORDED.profile == profiles.IFT
+    assert ift.RECORDED.arm(["STS-B"]) == "ift-STS-B" and ift.RECORDED.arm() == "base"
+    assert ift.RECORDED.chain("ift-STS-B+SICK") == ["STS-B", "SICK"] and ift.RECORDED.chain("base") == []
     assert {"table5-study", "table5-scaled-down"} <= set(registry.names())
     with pytest.raises(UnknownNameError, match="unknown experiment 'table5-huge'; known: .*table5-study"):
         registry.get("table5-huge")
@@ -50,13 +55,14 @@ def test_the_two_scales_name_their_runs_from_one_declaration() -> None:
 
 
 def test_each_run_name_and_the_study_profile_are_spelled_once_in_the_library() -> None:
-    """``grep`` finds each variant pattern and the study's profile name once outside the tests: whatever else
-    names those runs asks the experiment."""
+    """``grep`` finds each variant pattern and the recorded experiments' profile names once outside the tests:
+    whatever else names those runs asks the experiment."""
     text = {p: p.read_text(encoding="utf-8") for p in SOURCE.rglob("*.py")}
-    for pattern in (r'"study-\{\}"', r'"pretrain-\{\}"', r'"table5-\{\}"', r'"cpu-study"'):
+    for pattern in (r'"study-\{\}"', r'"pretrain-\{\}"', r'"table5-\{\}"', r'"cpu-study"', r'"cpu-ift"', r'"ift-"'):
         found = [p.relative_to(SOURCE).as_posix() for p, s in text.items() for _ in re.finditer(pattern, s)]
         assert len(found) == 1, (pattern, found)
-    for spelled in (r"f\"study-\{", r"f\"pretrain-\{", r"\"pretrain-table5", r"startswith\(\"study-\"\)"):
+    for spelled in (r"f\"study-\{", r"f\"pretrain-\{", r"\"pretrain-table5", r"startswith\(\"study-\"\)",
+                    r"\"ift-(STS|GAD|Bio)", r"startswith\(\"ift"):
         assert not [p for p, s in text.items() if re.search(spelled, s)], spelled
 
 

@@ -80,16 +80,16 @@ def test_the_background_plans_the_chapters_runs(settings, data_root):
     """What the process trains ahead is what the two chapters ask for at their default parameters (the same
     run identities), Tables 5–6's costliest first."""
     from medibio.book import parameters
-    from medibio.experiments import ift
+    from medibio.experiments import ift_runs
 
     profile = "cpu"
     params = parameters.resolve(profile, models=None, tasks=None, seeds=None, ift_tasks=None, stilt_tasks=None,
                                 stilt_seeds=None, finetune_config=None)
     model = params.models[0]
     table56 = runner.plan_runs(params.tasks, model, params.seeds, profile, params.finetune_config, settings=settings)
-    table12 = [*ift.plan_ift("BIOSSES", params.ift_tasks, profile=profile, model=model, seeds=params.seeds,
+    table12 = [*ift_runs.plan_ift("BIOSSES", params.ift_tasks, profile=profile, model=model, seeds=params.seeds,
                              settings=settings),
-               *ift.plan_transfer_matrix(params.stilt_tasks, profile=profile, model=model, seeds=params.stilt_seeds,
+               *ift_runs.plan_transfer_matrix(params.stilt_tasks, profile=profile, model=model, seeds=params.stilt_seeds,
                                          settings=settings)]
     ahead = background.chapter_runs(profile, background.FINETUNES, settings)
     assert [p.key for p in ahead[:len(table56)]] == sorted((p.key for p in table56),

@@ -31,7 +31,7 @@ from medibio.book.chapters import TocEntry
 from medibio.core import launch, profiles, progress
 from medibio.core.precision import accelerator as make_accelerator
 from medibio.core.settings import Settings
-from medibio.experiments import ift
+from medibio.experiments import ift_runs
 from medibio.finetune.runner import FinetuneKind, plan_runs
 from medibio.runs import protocol
 from medibio.runs import records as rec
@@ -75,9 +75,9 @@ def chapter_runs(profile: str, chapters: Sequence[str], settings: Settings, mode
         plans += sorted(plan_runs(params.tasks, model, params.seeds, profile, settings=settings), key=cost,
                         reverse=True)
     if FINETUNES[1] in chapters:
-        table12 = [*ift.plan_ift("BIOSSES", params.ift_tasks, profile=profile, model=model, seeds=params.seeds,
+        table12 = [*ift_runs.plan_ift("BIOSSES", params.ift_tasks, profile=profile, model=model, seeds=params.seeds,
                                  settings=settings),
-                   *ift.plan_transfer_matrix(params.stilt_tasks, profile=profile, model=model,
+                   *ift_runs.plan_transfer_matrix(params.stilt_tasks, profile=profile, model=model,
                                              seeds=params.stilt_seeds, settings=settings)]
         plans += table12[::-1]
     return plans

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from medibio.experiments.ift import RECORDED
 from medibio.experiments.table5 import STUDY
 from medibio.paper import claims as printed_claims
 from medibio.tasks import registry
@@ -25,7 +26,6 @@ from medibio.tasks import registry
 GENERAL_DOMAIN = ("STS-B", "SICK-R", "SICK-E")  # intermediate tasks without biomedical text
 MEDICINE_NEIGHBOURS = ("Biology", "Chemistry", "Psychology")
 FIELD_METADATA = Path("s2orc") / "v2020-07-05_metadata_sample.jsonl"  # the field chapter's default sample
-IFT_PREFIX = "ift-"
 STUDY_ANCHOR = "the-table-5-study-on-this-cpu-recorded"  # the Tables 5-6 chapter's section on the CPU study
 # the Tables 1-2 chapter's opening section, which shows the IFT claims on the cpu-ift runs (their evidence)
 IFT_ANCHOR = "the-intermediate-fine-tuning-claims-on-the-cpu-ift-runs"
@@ -131,7 +131,8 @@ T5_SETS: tuple[str, ...] = tuple(registry.LARGE_SETS)
 _T5_PRIMARY = ("mean over the seven large BLURB sets (" + ", ".join(T5_SETS) + "); the plain mean "
                "over every tested BLURB set beside it")
 _T5_DELTA = 1.0  # Table 6's differences on the large sets are 0.02-0.85 points
-_IFT_PROFILE = "cpu-ift"  # MiniLM, 5 seeds, a full-data intermediate stage per seed (medibio.core.profiles)
+_IFT_PROFILE = RECORDED.profile or ""  # MiniLM, 5 seeds, a full-data intermediate stage per seed
+_ARM = RECORDED.arm  # an IFT arm's variant: _ARM(["STS-B"]) after STS-B, _ARM() directly
 # The encoders of the IFT mechanism's test: the CPU study's #3 (scratch, MLM on abstracts), both pretraining seeds,
 # made again in fp32 for it (docs/verdicts.md); #2 inherits MiniLM's similarity training, so it is not one
 _STUDY_ENCODERS = STUDY.models(STUDY.arm_for("#3"))
@@ -174,7 +175,7 @@ CLAIMS: tuple[Claim, ...] = (
           checks=(*_t6("#4"), *_t6("#3")), paper_scale=_PAPER_T5_SCALE, quoted=_t5("#4", "#3")),
     Claim("ift-biosses", "intermediate fine-tuning raises BIOSSES (paper: by about 35 points)",
           "§V-D, Tables 6–7", "with IFT", "without", (f"T7|{_IFT}|BIOSSES", "T6|#1|BIOSSES"),
-          Test("ift-gain", "BIOSSES", a="ift-STS-B", b="base", profile=_IFT_PROFILE, delta=_IFT_DELTA,
+          Test("ift-gain", "BIOSSES", a=_ARM(["STS-B"]), b=_ARM(), profile=_IFT_PROFILE, delta=_IFT_DELTA,
                models=_STUDY_ENCODERS,
                primary="Pearson r × 100 on the official 20 test pairs, mean over the CPU study's two #3 models "
                        "(pretrained from scratch with MLM only on SumPubMed abstracts, never on a similarity "
@@ -190,7 +191,7 @@ CLAIMS: tuple[Claim, ...] = (
           checks=("vd-ift-biosses", f"t7-vs-t6-{_BASE}-BIOSSES"), paper_scale=_PAPER_IFT_SCALE),
     Claim("ift-hoc", "intermediate fine-tuning raises HoC (paper: by about 10 points)", "§V-D, §V-E, Tables 6–7",
           "with IFT", "without", (f"T7|{_IFT}|HoC", "T6|#1|HoC"),
-          Test("ift-gain", "HoC", a="ift-GAD", b="base", profile=_IFT_PROFILE, delta=_IFT_DELTA,
+          Test("ift-gain", "HoC", a=_ARM(["GAD"]), b=_ARM(), profile=_IFT_PROFILE, delta=_IFT_DELTA,
                primary="micro-F1 × 100 on HoC's official test abstracts, mean over 5 seeds",
                proxy="a proxy: GAD (a BLURB sentence classification set, chosen over ChemProt before any run for "
                      "its cost: 4.3K training sentences against 18K) stands in for the paper's SciRepEval tasks, "
@@ -201,7 +202,7 @@ CLAIMS: tuple[Claim, ...] = (
           checks=("vd-ift-hoc", "ve-hoc-gain", f"t7-vs-t6-{_BASE}-HOC"), paper_scale=_PAPER_IFT_SCALE),
     Claim("ift-pubmedqa", "intermediate fine-tuning raises PubMedQA (paper: by about 1.5 points)",
           "§V-D, §V-E, Tables 6–7", "with IFT", "without", (f"T7|{_IFT}|PubMedQA", "T6|#1|PubMedQA"),
-          Test("ift-gain", "PubMedQA", a="ift-BioASQ", b="base", profile=_IFT_PROFILE, delta=_IFT_DELTA,
+          Test("ift-gain", "PubMedQA", a=_ARM(["BioASQ"]), b=_ARM(), profile=_IFT_PROFILE, delta=_IFT_DELTA,
                primary="accuracy × 100 on PubMedQA's 500 test questions, mean over 5 seeds",
                proxy="a proxy: BioASQ (as in the STILT study, ../shared/papers/stilt-biomedical.md: PubMedBERT "
                      "55.0 → 65.4) stands in for the paper's SciRepEval tasks, which are not in the data root",
@@ -212,7 +213,7 @@ CLAIMS: tuple[Claim, ...] = (
           paper_scale=_PAPER_IFT_SCALE),
     Claim("ift-domain", "general-domain intermediate data helps BIOSSES more than biomedical intermediate data",
           "§V-E, Table 2", "general domain", "biomedical", None,
-          Test("ift-domain", "BIOSSES", a="ift-STS-B", b="ift-BioASQ", profile=_IFT_PROFILE, delta=_IFT_DELTA,
+          Test("ift-domain", "BIOSSES", a=_ARM(["STS-B"]), b=_ARM(["BioASQ"]), profile=_IFT_PROFILE, delta=_IFT_DELTA,
                primary="Pearson r × 100 on the official 20 BIOSSES test pairs, mean over 5 seeds",
                needs="the cpu-ift runs (docs/verdicts.md): BIOSSES after STS-B and after BioASQ, seeds 1-5"),
           "tables_1_2_intermediate_finetuning", IFT_ANCHOR,
@@ -257,5 +258,5 @@ def claim_tasks(claim: Claim) -> tuple[str, ...]:
         return claim.tasks
     if claim.test.kind == "table5":
         return T5_SETS
-    return (claim.test.dataset,) if claim.test.kind.startswith(IFT_PREFIX) else ()
+    return (claim.test.dataset,) if claim.test.kind in ("ift-gain", "ift-domain") else ()
 

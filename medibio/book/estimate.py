@@ -26,6 +26,7 @@ from medibio.book import background
 from medibio.book.chapters import TocEntry, execution_order
 from medibio.core import capacity, profiles
 from medibio.core.settings import Settings
+from medibio.experiments.ift import RECORDED
 from medibio.experiments.table5 import STUDY
 from medibio.results.recorded import REFERENCE_ROOT
 from medibio.runs.records import KINDS, RunRecord, load_records
@@ -65,7 +66,7 @@ _READ_OTHER_S = 0.05  # a chapter not measured (Table 3's pretraining run, SciER
 # was 0.46 of the recording machine's: 88 / 0.46 / 516).
 RUN_PAGE_S = 0.37
 # The profiles a claim is declared on (their runs are recorded, read by the claims and shown by one chapter)
-_SHOWN_BY = {"cpu-ift": _TABLES_1_2, STUDY.profile: _TABLES_5_6}
+_SHOWN_BY = {RECORDED.profile: _TABLES_1_2, STUDY.profile: _TABLES_5_6}
 
 # The chapter that trains each kind of run (fine-tuning after an intermediate task: Tables 1–2; frozen
 # baselines: the background process, beside the first chapters).

@@ -24,7 +24,6 @@ import pandas as pd
 from medibio.book.claims import (
     FIELD_METADATA,
     GENERAL_DOMAIN,
-    IFT_PREFIX,
     MEDICINE_NEIGHBOURS,
     STUDY_ANCHOR,
     T5_SETS,
@@ -36,6 +35,7 @@ from medibio.core.errors import DataMissingError
 from medibio.core.settings import Settings
 from medibio.experiments import table5
 from medibio.fields.bootstrap import field_margin
+from medibio.ift import variants
 from medibio.models.zoo import model_tag
 from medibio.paper import audit, sources
 from medibio.paper import claims as printed_claims
@@ -229,7 +229,7 @@ def _dev_mean(records: Sequence[RunRecord]) -> float:
 
 def _best(by_variant: dict[str, list[RunRecord]], intermediates: Sequence[str]) -> str | None:
     """The variant among ``ift-<task>`` for ``intermediates`` with the best mean dev score (never test)."""
-    found = [f"{IFT_PREFIX}{t}" for t in intermediates if f"{IFT_PREFIX}{t}" in by_variant]
+    found = [variants.of_chain([t]) for t in intermediates if variants.of_chain([t]) in by_variant]
     return max(found, key=lambda v: _dev_mean(by_variant[v])) if found else None
 
 
@@ -275,11 +275,11 @@ def scale_of(records: Sequence[RunRecord], root: Path) -> str:
               + (" per pretrained model" if models > 1 else ""))
     chain = (first.details or {}).get("intermediate") or []
     if chain:
-        stages = load_records(root, kind="ift-stage", profile=first.profile, variant="+".join(chain),
+        stages = load_records(root, kind="ift-stage", profile=first.profile, variant=variants.chain_label(chain),
                               dataset=chain[-1])
         sizes = sorted({s.train_examples for s in stages if s.train_examples})
         size = "/".join(f"{n:,}" for n in sizes) or "?"
-        budget += (f"; intermediate {'+'.join(chain)}: {size} examples × {hp.get('intermediate_epochs') or '?'} "
+        budget += (f"; intermediate {variants.chain_label(chain)}: {size} examples × {hp.get('intermediate_epochs') or '?'} "
                    f"epoch, {'one stage per seed' if hp.get('intermediate_seed') is None else 'one stage for all'}")
     return (f"{model.get('tag', '?')} ({_millions(model.get('parameters') or 0)} parameters), {pretrained}; {budget}; "
             f"{_computed(records)}")
@@ -314,8 +314,7 @@ def _cv_variant(arm: str, fold: int) -> str:
     one place that names variants (imported here: the runner brings torch, which the claims need nowhere else)."""
     from medibio.finetune.runner import variant_name
 
-    chain = arm[len(IFT_PREFIX):].split("+") if arm.startswith(IFT_PREFIX) else []
-    return variant_name(FinetuneConfig(cv_fold=fold), chain)
+    return variant_name(FinetuneConfig(cv_fold=fold), variants.chain_of(arm))
 
 
 def _cross_validated(claim: Claim, by_variant: dict[str, list[RunRecord]], root: Path, settings: Settings,
@@ -336,7 +335,8 @@ def _dev_selected(claim: Claim, settings: Settings, profile: str, model: str, re
     """The judged profile's intermediate picked by dev score (a labelled row beside the declared one)."""
     dataset = claim.test.dataset
     by_variant = _newest(load_records(settings.results_root, profile=profile, model=model, dataset=dataset))
-    intermediates = [v[len(IFT_PREFIX):] for v in by_variant if v.startswith(IFT_PREFIX) and "+cv" not in v]
+    intermediates = [variants.chain_label(variants.chain_of(v)) for v in by_variant
+                     if variants.is_ift(v) and "+cv" not in v]
     general = [t for t in intermediates if t in GENERAL_DOMAIN]
     if claim.test.kind == "ift-gain":
         a, b = _best(by_variant, intermediates), "base" if "base" in by_variant else None

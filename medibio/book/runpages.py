@@ -43,7 +43,9 @@ from medibio.core.atomic import atomic_open, write_text
 from medibio.core.errors import MedibioError
 from medibio.core.hashing import file_sha256
 from medibio.core.text import file_bytes
+from medibio.experiments.ift import RECORDED
 from medibio.experiments.table5 import STUDY
+from medibio.ift import variants
 from medibio.paper import tables as paper_tables
 from medibio.results.aggregate import newest_configurations
 from medibio.results.significance import compare_records
@@ -60,11 +62,10 @@ PAGE_SIZE = 50  # rows the browser renders at a time
 # a BIOSSES prediction counts as right within half a point of the gold score on its 0-4 scale (the view's
 # choice: a regression has no right or wrong of its own)
 SCORE_TOLERANCE = 0.5
-IFT_PREFIX = "ift-"
 FROZEN_COLUMNS = ("frozen encoder", "frozen 95% CI")  # the frozen-baseline columns of the results tables
 # the recorded profiles whose runs the claims page of a profile judges (medibio.book.verdicts reads them): their
 # runs get pages too, so that every tested verdict leads to the runs behind it
-READ_BESIDE = {"cpu": ("cpu-ift", STUDY.profile)}
+READ_BESIDE = {"cpu": (RECORDED.profile, STUDY.profile)}
 # test predictions above this many characters go to a script file beside the page, not into it: a page stays
 # under 1 MB (ChemProt's three seeds are 5 MB of JSON) and still opens from disk (a <script src> needs no server)
 INLINE_EXAMPLES = 400_000
@@ -339,11 +340,11 @@ def ift_pairs(configs: Sequence[Configuration]) -> list[tuple[Configuration, Con
     """(after an intermediate task, direct) pairs of fine-tuning configurations on the same profile, model,
     dataset and cross-validation fold: the comparison the book's IFT tables test."""
     direct = {(c.first.profile, c.first.model_tag, c.first.dataset, c.first.variant): c for c in configs
-              if c.first.kind == "finetune" and not c.first.variant.startswith(IFT_PREFIX)}
+              if c.first.kind == "finetune" and not variants.is_ift(c.first.variant)}
     pairs = []
     for c in configs:
         key = (c.first.profile, c.first.model_tag, c.first.dataset, _direct_variant(c.first.variant))
-        if c.first.kind == "finetune" and c.first.variant.startswith(IFT_PREFIX) and key in direct:
+        if c.first.kind == "finetune" and variants.is_ift(c.first.variant) and key in direct:
             pairs.append((c, direct[key]))
     return pairs
 

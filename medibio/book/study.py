@@ -182,7 +182,7 @@ def curves_frame(root: str | Path, config: str = CONFIG) -> pd.DataFrame:
     """The MLM loss curves of the study's recorded pretraining runs against tokens seen (millions), one line
     per arm, seed, budget and precision (a run made again in another precision is another run): ``run`` names
     the line, ``arm`` its panel and ``line`` the line within the panel."""
-    frames = []
+    frames, lines = [], []
     for r in load_records(root, profile=config, kind="pretrain", legacy=False):
         curve = (r.details or {}).get("curve") or []
         if r.ok and curve:
@@ -190,9 +190,14 @@ def curves_frame(root: str | Path, config: str = CONFIG) -> pd.DataFrame:
             frame["tokens (M)"] = frame.pop("tokens_seen") / 1e6
             steps = int((r.hyperparameters or {}).get("max_steps", 0))
             arm = STUDY.arm_of(r.variant)
-            frame["run"] = f"#{arm.id} seed {r.seed} ({_budget(arm, steps)}, {_precision(r)})"
             frame["arm"] = f"#{arm.id}"
-            frame["line"] = f"seed {r.seed}, {_budget(arm, steps)}, {_precision(r)}"
+            lines.append((arm.id, r.seed, f"{_budget(arm, steps)}, {_precision(r)}", (r.created or "")[:10]))
             frames.append(frame)
+    # a run made again in the same precision (another machine, the same losses) is its own line, named by its date
+    twice = {line for line in lines if sum(other[:3] == line[:3] for other in lines) > 1}
+    for frame, line in zip(frames, lines, strict=True):
+        arm_id, seed, how, made = line
+        how += f", made {made}" if line in twice else ""
+        frame["run"], frame["line"] = f"#{arm_id} seed {seed} ({how})", f"seed {seed}, {how}"
     return (pd.concat(frames, ignore_index=True) if frames
             else pd.DataFrame(columns=["tokens (M)", "loss", "run", "arm", "line"]))

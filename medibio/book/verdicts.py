@@ -28,7 +28,6 @@ from medibio.book.rules import (
     verdict_text,
     verdict_words,
 )
-from medibio.book.rules import RULE as RULE  # the chapters print it beside the verdicts' table
 from medibio.core.settings import Settings
 from medibio.paper import audit, sources
 from medibio.results import evidence_cache

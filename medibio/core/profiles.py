@@ -205,8 +205,9 @@ PROFILES: dict[str, Profile] = {
 # whole intermediate training set (one epoch). That is more than the default book can carry (its time:
 # docs/benchmarks-log.md), so its runs are made once (docs/verdicts.md lists the commands), recorded in
 # reference/, and the cpu claims page reads them from there.
-PROFILES["cpu-ift"] = dataclasses.replace(
-    PROFILES["cpu"], name="cpu-ift", hardware="2 CPU cores, recorded",
+IFT = "cpu-ift"
+PROFILES[IFT] = dataclasses.replace(
+    PROFILES["cpu"], name=IFT, hardware="2 CPU cores, recorded",
     description="the IFT claims on this CPU: MiniLM, 5 seeds, a full-data intermediate stage per seed",
     seeds=(1, 2, 3, 4, 5), small_task_seeds=(1, 2, 3, 4, 5),
     finetune_base={**PROFILES["cpu"].finetune_base, "intermediate_max_train_examples": None,

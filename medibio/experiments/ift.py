@@ -1,53 +1,47 @@
-"""Intermediate fine-tuning experiments: a target with and without IFT, and a STILT-style transfer matrix.
+"""Intermediate fine-tuning as experiments: a target fine-tuned directly (``base``) and after intermediate tasks
+(``ift-<chain>``, :mod:`medibio.ift.variants`), at two scales.
 
-Both are loops over :func:`medibio.finetune.runner.run_finetune` (which reuses a run's record only when its
-configuration is the one asked for). The run functions return the records they stand on, keyed by the
-intermediate task (:data:`BASELINE` for none); :mod:`medibio.results.ift` builds the tables from exactly those
-records, so a chapter can never show a number from a run with another configuration. The ``plan_*`` functions
-plan the same runs in the same order, for a process that trains them ahead (:mod:`medibio.book.background`).
+* :data:`RECORDED` — the IFT claims' runs on this CPU, filed under their own profile
+  (:data:`medibio.core.profiles.IFT`: five seeds, a full-data intermediate stage per seed), made once outside
+  the book and recorded in ``reference/`` (docs/verdicts.md lists the commands); the claims page of the ``cpu`` book judges them.
+* :data:`STILT` — the transfer matrix of the build's own profile (every ordered pair of its STILT tasks), which
+  the Tables 1–2 chapter trains (``BookPlan.stilt_tasks``).
+
+:mod:`medibio.experiments.ift_runs` makes their runs. Torch-free, so the claims read the design without a model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from medibio.core.settings import Settings
-from medibio.finetune.runner import plan_runs, run_finetune
-from medibio.runs.protocol import Plan
+from medibio.core import profiles
+from medibio.experiments.registry import register
+from medibio.ift import variants
 
-BASELINE = "none (baseline)"
-
-Runs = dict[str, list[Any]]  # intermediate label (BASELINE for none) -> run records of the target
+BASE = "base"  # the arm fine-tuned directly, without an intermediate stage
 
 
-def run_ift(target: str, intermediates: Sequence[str], *, profile: str, model: str | None = None,
-            seeds: Sequence[int] | None = None, overrides: Mapping[str, Any] | None = None,
-            settings: Settings | None = None) -> Runs:
-    """Fine-tune ``target`` directly and after each intermediate task; records reused when present."""
-    return {chain or BASELINE: run_finetune(target, model=model, seeds=seeds, profile=profile,
-                                            config_overrides=overrides, intermediate=chain, settings=settings)
-            for chain in (None, *intermediates)}
+@dataclass(frozen=True)
+class Design:
+    """An IFT experiment: its name, a sentence, and the profile its runs are filed under (None: the build's)."""
+
+    name: str
+    description: str
+    profile: str | None = None
+
+    @staticmethod
+    def arm(chain: Sequence[str] = ()) -> str:
+        """The variant of the arm after ``chain`` (``ift-STS-B``), :data:`BASE` for none."""
+        return variants.of_chain(chain) if chain else BASE
+
+    @staticmethod
+    def chain(arm: str) -> list[str]:
+        """The intermediate chain of an arm (``ift-STS-B`` → ``["STS-B"]``, ``base`` → ``[]``)."""
+        return variants.chain_of(arm)
 
 
-def plan_ift(target: str, intermediates: Sequence[str], *, profile: str, model: str | None = None,
-             seeds: Sequence[int] | None = None, settings: Settings | None = None) -> list[Plan]:
-    """The runs :func:`run_ift` makes, planned and in its order (for a process that trains them ahead)."""
-    return [p for chain in (None, *intermediates)
-            for p in plan_runs(target, model, seeds, profile, intermediate=chain, settings=settings)]
-
-
-def run_transfer_matrix(tasks: Sequence[str], *, profile: str, model: str | None = None,
-                        seeds: Sequence[int] | None = None, settings: Settings | None = None) -> dict[str, Runs]:
-    """Every ordered pair (intermediate, target) of ``tasks``, plus each target's baseline:
-    ``{target: {intermediate or BASELINE: records}}``."""
-    return {target: run_ift(target, [t for t in tasks if t != target], profile=profile, model=model, seeds=seeds,
-                            settings=settings)
-            for target in tasks}
-
-
-def plan_transfer_matrix(tasks: Sequence[str], *, profile: str, model: str | None = None,
-                         seeds: Sequence[int] | None = None, settings: Settings | None = None) -> list[Plan]:
-    """The runs :func:`run_transfer_matrix` makes, planned and in its order."""
-    return [p for target in tasks for p in plan_ift(target, [t for t in tasks if t != target], profile=profile,
-                                                    model=model, seeds=seeds, settings=settings)]
+RECORDED = register(Design("ift-recorded", "the IFT claims' runs on this CPU: a target directly and after one "
+                                           "intermediate task, 5 seeds, recorded", profiles.IFT))
+STILT = register(Design("ift-stilt", "the STILT transfer matrix of the build's profile: every ordered pair of "
+                                     "its tasks, and each target directly"))

@@ -1,9 +1,6 @@
 """The tables of the intermediate fine-tuning experiments: a target with and without IFT, and a STILT-style
 transfer matrix, each built from exactly the records the experiment's runs returned
-(:mod:`medibio.experiments.ift`), so a chapter can never show a number from a run with another configuration.
-
-The experiment's run functions are importable from here too (``run_ift``, ``run_transfer_matrix``): the
-chapters reach both through this module's name.
+(:mod:`medibio.experiments.ift_runs`), so a chapter can never show a number from a run with another configuration.
 """
 
 from __future__ import annotations
@@ -14,12 +11,12 @@ from typing import Any
 
 import pandas as pd
 
-from medibio.experiments.ift import BASELINE, Runs, run_ift, run_transfer_matrix
+from medibio.experiments.ift_runs import BASELINE, Runs
 from medibio.results.aggregate import beside_frozen, provenance, seed_stats
 from medibio.results.significance import compare_records, interval_text, records_interval
 
-__all__ = ["BASELINE", "Runs", "best_intermediate", "ift_table", "run_ift", "run_transfer_matrix", "transfer_gain",
-           "transfer_matrix", "transfer_significance", "transfer_table"]
+__all__ = ["BASELINE", "Runs", "best_intermediate", "ift_table", "transfer_gain", "transfer_matrix",
+           "transfer_significance", "transfer_table"]
 
 
 def _stats(records: Sequence[Any]) -> dict[str, Any]:
