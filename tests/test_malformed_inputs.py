@@ -787,6 +787,9 @@ def test_a_file_or_a_damaged_folder_given_as_model_is_said_to_be_that_not_a_hub_
     ('{"id": "p1", "id": "p2", "prediction": 1.0}', r"key ..id.. given twice"),
     ('{"id": "p1", "prediction": ' + "9" * 400 + "}", "beyond what a 64-bit float holds"),
     ('{"id": "p1", "prediction": 1e999}', "number 1e999 is beyond"),
+    ('{"id": "p1", "prediction": ' + "9" * 308 + "e5}", "beyond what a 64-bit float holds"),  # 308 digits, then e5
+    ('{"id": "p1", "prediction": 1E+400}', "number 1E.400 is beyond"),
+    ('{"id": "p1", "prediction": ' + "9" * 309 + ".5}", "beyond what a 64-bit float holds"),
 ])
 def test_repeated_keys_and_numbers_no_float_holds_are_refused_with_their_line(tmp_path: Path, line: str,
                                                                                says: str) -> None:

@@ -104,14 +104,19 @@ def expected_type(spec: TaskSpec) -> str:
     return "a finite number"
 
 
-def _valid(value: Any, spec: TaskSpec) -> bool:
-    if spec.problem is Problem.REGRESSION:
+def _valid(value: Any, problem: Problem, labels: frozenset[str]) -> bool:
+    if problem is Problem.REGRESSION:
         return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if spec.problem is Problem.CLASSIFY:
-        return isinstance(value, str) and value in spec.labels
-    if not isinstance(value, list) or not all(isinstance(v, str) and v in spec.labels for v in value):
+    if problem is Problem.CLASSIFY:
+        return isinstance(value, str) and value in labels
+    if not isinstance(value, list):
         return False
-    return spec.problem is Problem.TOKEN or len(set(value)) == len(value)
+    try:  # every item one of the label strings (a number or a list is none)
+        if not labels.issuperset(value):
+            return False
+    except TypeError:  # an item no set can hold (a list, an object) is no label
+        return False
+    return problem is Problem.TOKEN or len(set(value)) == len(value)
 
 
 def _json_kind(value: Any) -> str:
@@ -128,6 +133,7 @@ def read_predictions(path: str | Path, dataset: str) -> dict[str, Prediction]:
     spec = registry.get(dataset, "blurb")
     require_file(path, f"write one JSON line per example: {{\"id\": ..., \"prediction\": ...}} for {spec.name}")
     out: dict[str, Prediction] = {}
+    labels = frozenset(spec.labels)
     last = 0
     for number, raw in text_lines(path):
         last = number
@@ -148,7 +154,7 @@ def read_predictions(path: str | Path, dataset: str) -> dict[str, Prediction]:
         if sid in out:
             raise InputFormatError(path, number, f"each id once; {sid!r} already on line {out[sid].line}",
                                    line)
-        if not _valid(obj["prediction"], spec):
+        if not _valid(obj["prediction"], spec.problem, labels):
             value = obj["prediction"]
             raise InputFormatError(path, number, f"prediction {expected_type(spec)}",
                                    f"{json.dumps(value, ensure_ascii=False)} (JSON {_json_kind(value)})")
