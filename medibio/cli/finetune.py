@@ -50,9 +50,9 @@ def _datasets(selection: str) -> object:
 
 
 def _chain(text: str) -> object:
-    from medibio.ift import stages as chain
+    from medibio.ift import stages
 
-    return chain.parse_chain(text)
+    return stages.parse_chain(text)
 
 
 def _check_model(model: str | None, profile: str, settings: Any) -> None:

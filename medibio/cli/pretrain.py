@@ -97,18 +97,18 @@ def pretrain(
 ) -> None:
     """Masked-language-model pretraining of DeBERTa-v2 (paper Tables 3 and 5). A killed run resumes from its
     newest checkpoint when the same command runs again; a finished one is reused."""
-    from medibio.pretrain import configs as cfgs
+    from medibio.pretrain import configs
 
     settings = session.settings(data_root, results_root, limit)
 
     if show is not None:
         from medibio.book.table5 import table5
 
-        frames = {Show.table3: cfgs.table3, Show.configs: cfgs.configs_table,
-                  Show.table5: lambda: table5(config), Show.schedule: lambda: cfgs.lr_schedule(config)}
+        frames = {Show.table3: configs.table3, Show.configs: configs.configs_table,
+                  Show.table5: lambda: table5(config), Show.schedule: lambda: configs.lr_schedule(config)}
         _print_frame(frames[show](), as_json)
         return
-    cfg = cfgs.get_config(config)
+    cfg = configs.get_config(config)
     if whole_word_mask:
         cfg = cfg.with_overrides(whole_word_mask=True)
     if experiment:

@@ -93,13 +93,11 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print every score as JSON"),
     ) -> None:
         """Score predictions against a SciERC split (NER, REL, REL+, MUC/B3/CEAF-e and CoNLL F1)."""
-        from medibio.tasks import scierc as data
-        from medibio.tasks import scierc_metrics as metrics
-        from medibio.tasks import scierc_predictions as reader
+        from medibio.tasks import scierc, scierc_metrics, scierc_predictions
 
-        gold = data.load_split(split, session.settings(data_root).data_root)
-        docs, preds = reader.read(predictions, gold, partial=partial)
-        scores = metrics.flat(metrics.score_documents(docs, preds))
+        gold = scierc.load_split(split, session.settings(data_root).data_root)
+        docs, preds = scierc_predictions.read(predictions, gold, partial=partial)
+        scores = scierc_metrics.flat(scierc_metrics.score_documents(docs, preds))
         if as_json:
             session.echo_json({**scores, "documents": len(docs), "split_documents": len(gold)})
             return

@@ -20,7 +20,7 @@ from medibio.cli import session
 from medibio.cli import values as check
 from medibio.core import profiles
 from medibio.core.settings import DEFAULT_STUDY_ROOT, STUDY_ENV, Settings
-from medibio.experiments import table5 as design
+from medibio.experiments import table5
 from medibio.tasks import registry
 
 # The exit status of `medibio study unit` when its run stopped at the end of a unit, at a checkpoint: run the
@@ -37,8 +37,8 @@ def _study_tokens_why() -> str:
     """Why ``--tokens`` stops at :data:`MAX_STUDY_TOKENS`, in the study configuration's steps."""
     from medibio.pretrain.configs import get_config
 
-    config = get_config(design.CONFIG)
-    return (f"100 times the study's {design.TOKENS:,} tokens a run: {design.steps_for(MAX_STUDY_TOKENS, config):,} steps "
+    config = get_config(table5.CONFIG)
+    return (f"100 times the study's {table5.TOKENS:,} tokens a run: {table5.steps_for(MAX_STUDY_TOKENS, config):,} steps "
             f"of {config.effective_batch * config.seq_length:,} tokens, weeks of one CPU core at this scale; a larger "
             "study is another configuration (medibio pretrain --config)")
 
@@ -46,7 +46,7 @@ def _study_tokens_why() -> str:
 def _checkpoint_interval() -> int:
     from medibio.pretrain.configs import get_config
 
-    return get_config(design.CONFIG).save_every
+    return get_config(table5.CONFIG).save_every
 
 
 def _datasets(selection: str) -> object:
@@ -54,9 +54,9 @@ def _datasets(selection: str) -> object:
 
 
 STUDY_TOKENS = check.bounded(1, MAX_STUDY_TOKENS, _study_tokens_why)
-ARM = check.lookup(design.STUDY.get_arm)
+ARM = check.lookup(table5.STUDY.get_arm)
 WORK_HELP = f"Folder of the study's results/ and cache/ (default ${STUDY_ENV}, else {DEFAULT_STUDY_ROOT})."
-PILOT = f"(the pilot: {design.PILOT_TOKENS})"
+PILOT = f"(the pilot: {table5.PILOT_TOKENS})"
 
 study_app = typer.Typer(help="The CPU Table 5 study's pretraining, in resumable units.",
                         no_args_is_help=True)
@@ -69,7 +69,7 @@ def _declared_precision() -> None:
     from medibio.core import launch
     from medibio.core.settings import CPU_BF16_ENV
 
-    if design.PRECISION == "fp32":
+    if table5.PRECISION == "fp32":
         launch.declare_default(CPU_BF16_ENV, "off")
 
 
@@ -107,7 +107,7 @@ def study_unit(
                             "4 (scratch, full text), cs (MiniLM continued on CS text), 1 (cs, then abstracts).",
                             callback=ARM),
     seed: int = typer.Option(..., "--seed", help="Pretraining seed.", callback=check.seed()),
-    tokens: int = typer.Option(design.TOKENS, "--tokens", help=f"Tokens the arm's run sees in all {PILOT}.",
+    tokens: int = typer.Option(table5.TOKENS, "--tokens", help=f"Tokens the arm's run sees in all {PILOT}.",
                                callback=STUDY_TOKENS),
     unit_steps: int = typer.Option(25, "--unit-steps", help="At most this many more steps, a multiple of the "
                                    "checkpoint interval (25 steps of 8,192 tokens: 5-35 minutes on one thread "
@@ -123,7 +123,7 @@ def study_unit(
     from medibio.experiments.study import run_unit
 
     settings = _study_settings(work_root, data_root)
-    done = run_unit(design.STUDY.get_arm(arm), seed, tokens, settings, unit_steps, progress=settings.progress)
+    done = run_unit(table5.STUDY.get_arm(arm), seed, tokens, settings, unit_steps, progress=settings.progress)
     if isinstance(done, int):
         typer.echo(f"arm #{arm} seed {seed}: stopped at step {done}; run the command again to go on")
         raise typer.Exit(UNIT_STOPPED)
@@ -133,7 +133,7 @@ def study_unit(
 
 @study_app.command("status")
 def study_status(
-    tokens: int = typer.Option(design.TOKENS, "--tokens", help=f"Tokens per run {PILOT}.", callback=STUDY_TOKENS),
+    tokens: int = typer.Option(table5.TOKENS, "--tokens", help=f"Tokens per run {PILOT}.", callback=STUDY_TOKENS),
     work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
     data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
 ) -> None:
@@ -145,7 +145,7 @@ def study_status(
         typer.echo(line)
 
 
-_SEEDS = profiles.get(design.PROFILE).seeds
+_SEEDS = profiles.get(table5.PROFILE).seeds
 
 
 @study_app.command("finetune")
@@ -153,11 +153,11 @@ def study_finetune(
     arm: str = typer.Option(..., "--arm", help="0, 1, 2, 3 or 4 (see `medibio study unit`).", callback=ARM),
     pretrain_seeds: str = typer.Option("1", "--pretrain-seeds", help="Pretraining seeds, e.g. 1,2.",
                                        callback=check.seeds()),
-    tokens: int = typer.Option(design.TOKENS, "--tokens", help=f"The pretraining runs' tokens {PILOT}.",
+    tokens: int = typer.Option(table5.TOKENS, "--tokens", help=f"The pretraining runs' tokens {PILOT}.",
                                callback=STUDY_TOKENS),
     tasks: str = typer.Option(",".join(registry.LARGE_SETS), "--task", help="BLURB datasets (default: the seven large "
                               "sets).", show_default=False, callback=check.lookup(_datasets)),
-    seeds: str = typer.Option(None, "--seeds", help=f"Fine-tuning seeds (default: the {design.PROFILE} profile's, "
+    seeds: str = typer.Option(None, "--seeds", help=f"Fine-tuning seeds (default: the {table5.PROFILE} profile's, "
                               f"{_SEEDS[0]}-{_SEEDS[-1]}).", callback=check.seeds()),
     probes: bool = typer.Option(True, "--probes/--no-probes", help="Also the frozen-encoder probes of each model."),
     work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
@@ -176,7 +176,7 @@ def study_finetune(
 @study_app.command("queue")
 def study_queue(
     name: str = typer.Argument(..., help="a or b: the two queues of the study, one per core, run side by side."),
-    tokens: int = typer.Option(design.TOKENS, "--tokens", help="Tokens per pretraining run.", callback=STUDY_TOKENS),
+    tokens: int = typer.Option(table5.TOKENS, "--tokens", help="Tokens per pretraining run.", callback=STUDY_TOKENS),
     work_root: Path = typer.Option(None, "--work-root", help=WORK_HELP),
     data_root: Path = typer.Option(None, "--data-root", help="Data root override."),
 ) -> None:
@@ -188,7 +188,7 @@ def study_queue(
     from medibio.core import launch
     from medibio.core.errors import MedibioError
 
-    queues = design.STUDY.queues
+    queues = table5.STUDY.queues
     if name not in queues:
         raise typer.BadParameter(f"unknown queue {name!r}; known: {', '.join(queues)}")
     if launch.yield_to_interactive_work():

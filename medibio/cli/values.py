@@ -17,7 +17,7 @@ from typing import Any
 
 import typer
 
-from medibio.core import rules as checks
+from medibio.core import rules
 from medibio.core.settings import LIMIT_WHY, MAX_LIMIT
 
 Callback = Callable[[typer.CallbackParam, Any], Any]
@@ -47,19 +47,19 @@ def _bad(expected: str, value: Any) -> typer.BadParameter:
 
 def at_least(minimum: int) -> Callback:
     """An integer ``>= minimum`` (``--epochs``, ``--batch-size``: 1; ``--reinit-top``: 0)."""
-    return _checked(checks.integer(minimum))
+    return _checked(rules.integer(minimum))
 
 
 def bounded(minimum: int, maximum: int, why: str | Callable[[], str]) -> Callback:
     """An integer in ``[minimum, maximum]``; a value above ``maximum`` is told ``why`` the bound is there (``why``
     may be a function, for a reason computed from a configuration only when a value is refused)."""
-    at_least_minimum, inside = checks.integer(minimum), checks.integer(minimum, maximum)
+    at_least_minimum, inside = rules.integer(minimum), rules.integer(minimum, maximum)
 
     def check(value: Any) -> None:
         at_least_minimum(value)  # too small: the plain rule's message
         try:
             inside(value)
-        except checks.InvalidValueError as exc:
+        except rules.InvalidValueError as exc:
             raise typer.BadParameter(f"{exc}: {why() if callable(why) else why}") from None
 
     return _checked(check)
@@ -72,7 +72,7 @@ def limit() -> Callback:
 
 def seed() -> Callback:
     """One seed in [0, 2^32 - 1] (numpy's range: checked before training)."""
-    return _checked(checks.seed())
+    return _checked(rules.seed())
 
 
 def multiple_of(step: Callable[[], int], why: str) -> Callback:
@@ -89,17 +89,17 @@ def multiple_of(step: Callable[[], int], why: str) -> Callback:
 
 def positive() -> Callback:
     """A finite number ``> 0`` (``--lr``, ``--longer-training``)."""
-    return _checked(checks.positive())
+    return _checked(rules.positive())
 
 
 def non_negative() -> Callback:
     """A finite number ``>= 0`` (``--max-mb``, where 0 means no limit)."""
-    return _checked(checks.non_negative())
+    return _checked(rules.non_negative())
 
 
 def interval(low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> Callback:
     """A finite number in an interval, e.g. ``--llrd`` in (0, 1]."""
-    return _checked(checks.interval(low, high, low_open=low_open, high_open=high_open))
+    return _checked(rules.interval(low, high, low_open=low_open, high_open=high_open))
 
 
 def option(name: str) -> Callback:
@@ -107,9 +107,9 @@ def option(name: str) -> Callback:
     :class:`~medibio.training.config.FinetuneConfig` and ``--config`` files apply to that option."""
 
     def check(value: Any) -> None:
-        from medibio.training import config as presets
+        from medibio.training import config
 
-        presets.check_option(name, value)
+        config.check_option(name, value)
 
     return _checked(check)
 
@@ -138,7 +138,7 @@ def int_list(minimum: int, example: str = "1,2,3", maximum: int | None = None) -
 
 def seeds() -> Callback:
     """A comma list of distinct seeds, each in [0, 2^32 - 1] (numpy's range: checked before training)."""
-    return int_list(0, maximum=checks.MAX_SEED)
+    return int_list(0, maximum=rules.MAX_SEED)
 
 
 def name(what: str) -> Callback:

@@ -21,7 +21,7 @@ from medibio.core.settings import Settings
 from medibio.finetune import runner
 from medibio.models.zoo import model_tag
 from medibio.tasks import registry
-from medibio.training import config as presets
+from medibio.training import config
 
 
 def point_variant(lr: float, batch_size: int, epochs: int) -> str:
@@ -30,8 +30,8 @@ def point_variant(lr: float, batch_size: int, epochs: int) -> str:
 
 def grid_search(tasks: str | Sequence[str], model: str | None = None, seeds: Sequence[int] = (1,),
                 profile: str = profiles.DEFAULT_PROFILE,
-                learning_rates: Sequence[float] = presets.BLURB_LEARNING_RATES,
-                batch_sizes: Sequence[int] = presets.BLURB_BATCH_SIZES, epochs: Sequence[int] | None = None,
+                learning_rates: Sequence[float] = config.BLURB_LEARNING_RATES,
+                batch_sizes: Sequence[int] = config.BLURB_BATCH_SIZES, epochs: Sequence[int] | None = None,
                 config_overrides: Mapping[str, Any] | None = None, force: bool = False,
                 settings: Settings | None = None) -> dict[str, dict[str, Any]]:
     """Run every (lr, batch, epochs) point for each task and return ``{dataset: summary}``.
@@ -44,7 +44,7 @@ def grid_search(tasks: str | Sequence[str], model: str | None = None, seeds: Seq
     root = settings.results_root
     out: dict[str, dict[str, Any]] = {}
     for spec in registry.resolve(tasks):
-        base = presets.apply_overrides(presets.preset(spec.name, prof), spec.name, config_overrides)
+        base = config.apply_overrides(config.preset(spec.name, prof), spec.name, config_overrides)
         epoch_choices = list(epochs) if epochs else [base.epochs]
         points = []
         for lr, bs, ep in itertools.product(learning_rates, batch_sizes, epoch_choices):

@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from medibio.models import zoo as modelzoo
+from medibio.models import zoo
 from medibio.tasks.spec import Problem
 
 PROBLEM_TYPES = {
@@ -47,7 +47,7 @@ def auto_class(problem: Problem) -> Any:
 def build_config(spec: Any, model_name_or_path: str | Path, dropout: float = 0.1,
                  cache_root: str | Path | None = None) -> Any:
     """The model config for a task: label count and names, problem type, dropout."""
-    config = modelzoo.load_config(model_name_or_path, cache_root)
+    config = zoo.load_config(model_name_or_path, cache_root)
     problem = Problem(spec.problem)
     labels = list(spec.labels)
     if problem is Problem.REGRESSION:
@@ -69,10 +69,10 @@ def load_tokenizer(model_name_or_path: str | Path, problem: Problem, cache_root:
     """Fast tokenizer; byte-level BPE models get ``add_prefix_space`` for pre-split words."""
     from transformers import AutoTokenizer
 
-    config = modelzoo.load_config(model_name_or_path, cache_root)
+    config = zoo.load_config(model_name_or_path, cache_root)
     if Problem(problem) is Problem.TOKEN and config.model_type in PREFIX_SPACE_TYPES:
-        return AutoTokenizer.from_pretrained(modelzoo.resolve(model_name_or_path, cache_root), add_prefix_space=True)
-    return modelzoo.load_tokenizer(model_name_or_path, cache_root)
+        return AutoTokenizer.from_pretrained(zoo.resolve(model_name_or_path, cache_root), add_prefix_space=True)
+    return zoo.load_tokenizer(model_name_or_path, cache_root)
 
 
 def build_model(spec: Any, model_name_or_path: str | Path, dropout: float = 0.1,
@@ -97,7 +97,7 @@ def build_model(spec: Any, model_name_or_path: str | Path, dropout: float = 0.1,
 
         set_seed(seed)
 
-    source = str(init_from) if init_from else modelzoo.resolve(model_name_or_path, cache_root)
+    source = str(init_from) if init_from else zoo.resolve(model_name_or_path, cache_root)
     config = build_config(spec, init_from or model_name_or_path, dropout, cache_root)
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # "newly initialised head" warnings are the point here

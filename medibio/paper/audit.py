@@ -25,8 +25,7 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-from medibio.paper import claims as claims_mod
-from medibio.paper import tables
+from medibio.paper import claims, tables
 from medibio.tasks import registry, scoring
 
 COLUMNS = ("id", "category", "where", "quantity", "recipe", "reported", "recomputed", "reading",
@@ -208,7 +207,7 @@ def _table7_averages() -> list[Check]:
             alt_reading = MACRO_READING
         if ok:
             notes.insert(0, f"mean of the printed cells is {recomputed:.3f}")
-        elif model == claims_mod.IFT and "ChemProt" in datasets:
+        elif model == claims.IFT and "ChemProt" in datasets:
             chemprot6 = tables.cell(6, "#1", "ChemProt")
             fixed = [chemprot6 if d == "ChemProt" else v for d, v in zip(datasets, values, strict=True)]
             notes.insert(0, f"the printed cells give {recomputed:.2f}; with ChemProt 77.80 from Table 6 #1 "
@@ -257,18 +256,18 @@ def _table7_vs_table6() -> list[Check]:
     out = []
     frame7 = tables.load_table(7)
     labels6 = set(tables.load_table(6)["label"])
-    base = frame7[(frame7["model"] == claims_mod.BASE) & frame7["value"].notna()]
+    base = frame7[(frame7["model"] == claims.BASE) & frame7["value"].notna()]
     for row in base.itertuples():
         if row.kind == "average" and row.label not in labels6:
             continue  # group averages are not printed in Table 6; recomputed under "table average"
         printed6 = tables.cell(6, "#1", row.label)
         ok = _close(row.value, printed6, 0.01)
-        out.append(Check(f"t7-vs-t6-{claims_mod.BASE}-{row.label}", "table vs table",
-                         f"Table 7, {claims_mod.BASE}, {row.label}", "same model as Table 6 #1",
+        out.append(Check(f"t7-vs-t6-{claims.BASE}-{row.label}", "table vs table",
+                         f"Table 7, {claims.BASE}, {row.label}", "same model as Table 6 #1",
                          float(row.value), printed6, ok,
                          "equals Table 6 #1" if ok else "differs from Table 6 #1",
                          recipe=f"Table 6[#1, {row.label}]", tolerance=0.01))
-    ift = frame7[(frame7["model"] == claims_mod.IFT) & (frame7["kind"] == "score")]
+    ift = frame7[(frame7["model"] == claims.IFT) & (frame7["kind"] == "score")]
     for row in ift.itertuples():
         if row.dataset in IFT_TARGETS:
             continue  # these changed through IFT on purpose; see the gain claims
@@ -282,8 +281,8 @@ def _table7_vs_table6() -> list[Check]:
                    f"{_fmt(row.value)}")
             why += (f" equals the {', '.join(twins)} cell of the same column: likely a copy error"
                     if twins else " matches no other cell")
-        out.append(Check(f"t7-vs-t6-{claims_mod.IFT}-{row.dataset}", "table vs table",
-                         f"Table 7, {claims_mod.IFT}, {row.label}", "carried over from Table 6 #1",
+        out.append(Check(f"t7-vs-t6-{claims.IFT}-{row.dataset}", "table vs table",
+                         f"Table 7, {claims.IFT}, {row.label}", "carried over from Table 6 #1",
                          float(row.value), printed6, ok, why, recipe=f"Table 6[#1, {row.label}]",
                          tolerance=0.01))
     return out
@@ -326,15 +325,15 @@ def _welch(ref_a: str, ref_b: str) -> str:
             f"({RUNS_TABLE4} runs each, ± read as sample std)")
 
 
-def _claim_check(claim: claims_mod.Statement, operands: tuple[str, ...], suffix: str = "") -> Check:
-    values = [claims_mod.resolve(ref) for ref in operands]
-    refs = [claims_mod.ref_label(ref) for ref in operands]
+def _claim_check(claim: claims.Statement, operands: tuple[str, ...], suffix: str = "") -> Check:
+    values = [claims.resolve(ref) for ref in operands]
+    refs = [claims.ref_label(ref) for ref in operands]
     tol = claim.tolerance
     rep = claim.reported
     where = f"{claim.location}: {claim.numbers}" + (f" ({suffix})" if suffix else "")
     cid = claim.id + ("-alt" if suffix else "")
     category = "claim (other reading)" if suffix else "claim"
-    recipe = claims_mod.Statement(claim.id, "", "", "", claim.kind, operands).formula
+    recipe = claims.Statement(claim.id, "", "", "", claim.kind, operands).formula
     kw = dict(recipe=recipe, tolerance=tol)
     extra = f"; {claim.note}" if claim.note else ""
 
@@ -375,8 +374,8 @@ def _claim_check(claim: claims_mod.Statement, operands: tuple[str, ...], suffix:
             ok = margin > 0
             verdict = "holds" if ok else "does not hold"
         else:
-            ok = abs(margin) <= claims_mod.COMPARABLE_POINTS
-            verdict = f"{'within' if ok else 'beyond'} {claims_mod.COMPARABLE_POINTS:g} point"
+            ok = abs(margin) <= claims.COMPARABLE_POINTS
+            verdict = f"{'within' if ok else 'beyond'} {claims.COMPARABLE_POINTS:g} point"
         why = f"{refs[0]} {_fmt(a)} vs {refs[1]} {_fmt(b)}: margin {margin:+.2f}, {verdict}"
         if all(ref.startswith("T4|") for ref in operands):
             why += f" ({_welch(*operands)})"
@@ -392,12 +391,12 @@ def _claim_check(claim: claims_mod.Statement, operands: tuple[str, ...], suffix:
                f"13-dataset mean ({plain:.2f}), a different quantity{extra}")
         return Check(cid, category, where, claim.context, rep, macro, ok, why, reading=MACRO_READING,
                      alternative=plain, alternative_reading=PAPER_READING, **kw)
-    raise ValueError(f"claim {claim.id}: unknown kind {claim.kind!r}; known: {', '.join(claims_mod.KINDS)}")
+    raise ValueError(f"claim {claim.id}: unknown kind {claim.kind!r}; known: {', '.join(claims.KINDS)}")
 
 
 def _claims() -> list[Check]:
     out = []
-    for claim in claims_mod.checkable():
+    for claim in claims.checkable():
         out.append(_claim_check(claim, claim.operands))
         if claim.alternative:
             out.append(_claim_check(claim, claim.alternative, claim.alternative_reading))

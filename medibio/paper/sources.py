@@ -36,8 +36,7 @@ from pathlib import Path
 import pandas as pd
 
 from medibio.core.errors import DataMissingError, InputFormatError
-from medibio.paper import blurb_paper as reference
-from medibio.paper import claims, tables
+from medibio.paper import blurb_paper, claims, tables
 from medibio.tasks import registry, scoring
 from medibio.tasks.spec import Group
 
@@ -55,7 +54,7 @@ GU_URL = "https://arxiv.org/abs/2007.15779"
 GU_DECIMALS = 2  # Gu et al. print every cell of their Table 6 with two decimals
 LINK_T7 = "BioLinkBERT (base)"  # column header of Table 7
 LINK_PUB = "BioLinkBERT-base"  # the same model in its own publication
-SAME_SIZE = (*reference.models(), LINK_PUB)  # published BERT-base-size encoders (110M parameters)
+SAME_SIZE = (*blurb_paper.models(), LINK_PUB)  # published BERT-base-size encoders (110M parameters)
 SCIERC_MODELS = ("BERT", "DeBERTa", "SCIIE", "SciBERT", "S2ORC-SciBERT", "SciDeBERTa (CS)", "SciDeBERTa")
 VARIANT_NOTE = ("the numbers are those of SciDeBERTa (CS), the computer-science variant; §V-B describes [12] "
                 "as trained on S2ORC abstracts, whose own row (SciDeBERTa) reads 70.8 / 45.5 / 56.5")
@@ -120,10 +119,10 @@ def _csv_rows(path: Path) -> tuple[Published, ...]:
 @cache
 def _gu_rows() -> tuple[Published, ...]:
     out = []
-    for model in reference.models():
-        cells = {**reference.scores(model), "BLURB score": reference.printed_blurb_score(model)}
+    for model in blurb_paper.models():
+        cells = {**blurb_paper.scores(model), "BLURB score": blurb_paper.printed_blurb_score(model)}
         for item, value in cells.items():
-            out.append(Published(model, item, "mean", value, GU_DECIMALS, TRANSCRIBED, reference.SOURCE,
+            out.append(Published(model, item, "mean", value, GU_DECIMALS, TRANSCRIBED, blurb_paper.SOURCE,
                                  "Table 6", GU_URL))
     return tuple(out)
 

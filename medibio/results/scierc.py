@@ -11,9 +11,7 @@ import pandas as pd
 
 from medibio.runs import records as rec
 from medibio.scierc.runner import KIND
-from medibio.tasks import scierc as data
-from medibio.tasks import scierc_metrics as metrics
-from medibio.tasks import scierc_predictions as predictions
+from medibio.tasks import scierc, scierc_metrics, scierc_predictions
 
 TASKS = {"NER": "ner", "REL": "rel", "REL+": "relplus", "Coref": "coref"}
 
@@ -45,18 +43,18 @@ def scierc_table(results: str | Path | Sequence[Any], profile: str | None = None
 def breakdown(records: Sequence[Any], results_root: str | Path, data_root: str | Path | None = None
               ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per entity type NER F1 and per relation type REL F1 (mean ± sd over the runs, gold counts)."""
-    gold = data.load_split("test", data_root)
+    gold = scierc.load_split("test", data_root)
     ner_rows, rel_rows = [], []
     for r in records:
         path = r.predictions_file(results_root)
         if not r.ok or path is None or not path.is_file():
             continue
-        docs, preds = predictions.read(path, gold, partial=True)  # a capped test set predicts a subset
+        docs, preds = scierc_predictions.read(path, gold, partial=True)  # a capped test set predicts a subset
         g_ent = [d.all_entities() for d in docs]
         p_ent = [[tuple(e) for e in p["entities"]] for p in preds]
-        for t, s in metrics.ner_by_type(g_ent, p_ent).items():
+        for t, s in scierc_metrics.ner_by_type(g_ent, p_ent).items():
             ner_rows.append({"type": t, "seed": r.seed, "F1": s["f1"], "gold": s["gold"]})
-        per_rel = metrics.relation_scores([d.all_relations() for d in docs], g_ent,
+        per_rel = scierc_metrics.relation_scores([d.all_relations() for d in docs], g_ent,
                                           [[tuple(x) for x in p["relations"]] for p in preds], p_ent, by_type=True)
         for t, s in per_rel.items():
             rel_rows.append({"type": t, "seed": r.seed, "F1": s["f1"], "gold": s["gold"]})

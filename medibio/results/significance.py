@@ -54,8 +54,7 @@ from medibio.core.paths import data_root as resolve_data_root
 from medibio.results import evidence_cache
 from medibio.results.aggregate import newest_configurations
 from medibio.runs.records import RunRecord, load_records
-from medibio.tasks import loaders, registry
-from medibio.tasks import predictions as blurb_predictions
+from medibio.tasks import loaders, predictions, registry
 from medibio.tasks.bootstrap import (
     CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -139,8 +138,8 @@ class Runs:
 
 
 @functools.lru_cache(maxsize=32)
-def _gold(dataset: str, data_root: str) -> blurb_predictions.Gold:
-    return blurb_predictions.load_gold(dataset, "test", data_root)
+def _gold(dataset: str, data_root: str) -> predictions.Gold:
+    return predictions.load_gold(dataset, "test", data_root)
 
 
 @functools.lru_cache(maxsize=512)
@@ -167,11 +166,11 @@ def _file_stats(path: str, mtime_ns: int, size: int, dataset: str,
 def _score_file(path: str, dataset: str, data_root: str) -> tuple[UnitStats, frozenset[str]]:
     """Unit statistics of a prediction file against the gold test split, and the ids it covers."""
     gold = _gold(dataset, data_root)
-    preds = blurb_predictions.read_predictions(path, dataset)
+    preds = predictions.read_predictions(path, dataset)
     covered = [i for i in gold.ids if i in preds]
     position = {i: k for k, i in enumerate(gold.ids)}
-    sub = blurb_predictions.Gold(dataset, "test", covered, [gold.references[position[i]] for i in covered])
-    values = blurb_predictions.align(path, preds, sub)  # ids outside the gold and tag counts are errors
+    sub = predictions.Gold(dataset, "test", covered, [gold.references[position[i]] for i in covered])
+    values = predictions.align(path, preds, sub)  # ids outside the gold and tag counts are errors
     return unit_stats(dataset, sub.references, values, sub.ids), frozenset(covered)
 
 
@@ -307,21 +306,21 @@ def cv_runs(records: Iterable[RunRecord], results_root: str | Path, label: str, 
 def _pooled_cv_runs(name: str, root: str, complete: list[int], paths: list[dict[int, Path]], label: str,
                     system: str) -> Runs:
     """Each complete seed's fold predictions pooled and scored against the train, dev and test gold."""
-    columns = [blurb_predictions.load_gold(name, split, root) for split in ("train", "dev", "test")]
-    gold = blurb_predictions.Gold(name, "all", [i for g in columns for i in g.ids],
+    columns = [predictions.load_gold(name, split, root) for split in ("train", "dev", "test")]
+    gold = predictions.Gold(name, "all", [i for g in columns for i in g.ids],
                                   [r for g in columns for r in g.references])
     stats, files = [], []
     for seed, seed_paths in zip(complete, paths, strict=True):
         pooled: dict[str, Any] = {}
         for fold, path in seed_paths.items():
-            fold_predictions = blurb_predictions.read_predictions(path, name)
+            fold_predictions = predictions.read_predictions(path, name)
             twice = sorted(set(pooled) & set(fold_predictions))
             if twice:
                 raise SelectionError(f"{label} seed {seed}: fold {fold} ({path}) scores examples another fold "
                                      f"scored too ({', '.join(twice[:3])}): not one cross-validation")
             pooled.update(fold_predictions)
         files.append(path.parent)  # the seed's folds lie in folders of their own; the last one names it
-        values = blurb_predictions.align(path.parent, pooled, gold)
+        values = predictions.align(path.parent, pooled, gold)
         stats.append(unit_stats(name, gold.references, values, gold.ids))
     return Runs(system, name, tuple(complete), tuple(files), frozenset(gold.ids), tuple(stats))
 

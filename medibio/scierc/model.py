@@ -29,7 +29,7 @@ from torch import nn
 
 from medibio.models.split import FrozenBottom
 from medibio.scierc.presets import SciercConfig
-from medibio.tasks import scierc as data
+from medibio.tasks import scierc
 
 NULL = 0
 # Part of a SciERC run's identity (medibio.scierc.runner): bump it when a change here alters what the span model
@@ -46,7 +46,7 @@ def _ffn(d_in: int, hidden: int, d_out: int, dropout: float) -> nn.Sequential:
 class DocFeatures:
     """One document ready for the model: its windows and, per enumerated span, where its ends are."""
 
-    doc: data.Document
+    doc: scierc.Document
     windows: list[list[int]]
     spans: list[tuple[int, int, int]]  # (start, end, sentence), only spans whose words all fit a window
     span_first: list[int]  # flat position (window * window_length + position) of the span's first sub-token
@@ -55,19 +55,19 @@ class DocFeatures:
     lost_words: int
 
 
-def featurize(docs: Sequence[data.Document], tokenizer: Any, cfg: SciercConfig) -> list[DocFeatures]:
+def featurize(docs: Sequence[scierc.Document], tokenizer: Any, cfg: SciercConfig) -> list[DocFeatures]:
     """Windows and span positions of each document (positions assume windows padded to ``max_length``;
     the collator re-bases them to the batch's padded length)."""
     out = []
     for doc in docs:
-        windows, lost = data.make_windows(doc, tokenizer, cfg.max_length, cfg.context)
+        windows, lost = scierc.make_windows(doc, tokenizer, cfg.max_length, cfg.context)
         first: dict[int, tuple[int, int]] = {}
         last: dict[int, tuple[int, int]] = {}
         for w, win in enumerate(windows):
             first.update({word: (w, pos) for word, pos in win.word_first.items()})
             last.update({word: (w, pos) for word, pos in win.word_last.items()})
         spans, sf, sl = [], [], []
-        for s, e, i in data.enumerate_spans(doc, cfg.max_span_width):
+        for s, e, i in scierc.enumerate_spans(doc, cfg.max_span_width):
             if s in first and e in last:
                 spans.append((s, e, i))
                 sf.append(first[s][0] * cfg.max_length + first[s][1])
@@ -126,14 +126,14 @@ class SpanModel(nn.Module):
         self.span_dim = span_dim
         self.dropout = nn.Dropout(cfg.dropout)
         if "ner" in self.heads:
-            self.ner = _ffn(span_dim, cfg.head_hidden, len(data.ENTITY_TYPES) + 1, cfg.dropout)
+            self.ner = _ffn(span_dim, cfg.head_hidden, len(scierc.ENTITY_TYPES) + 1, cfg.dropout)
         pair_dim = cfg.head_hidden
         if "relation" in self.heads:
             extra = 2 * cfg.type_embedding if typed_relations else 0
             if typed_relations:
-                self.type_emb = nn.Embedding(len(data.ENTITY_TYPES) + 1, cfg.type_embedding)
+                self.type_emb = nn.Embedding(len(scierc.ENTITY_TYPES) + 1, cfg.type_embedding)
             self.relation_proj = nn.Linear(span_dim, pair_dim)
-            self.relation = _ffn(3 * pair_dim + extra, cfg.head_hidden, len(data.RELATION_TYPES) + 1, cfg.dropout)
+            self.relation = _ffn(3 * pair_dim + extra, cfg.head_hidden, len(scierc.RELATION_TYPES) + 1, cfg.dropout)
         if "coref" in self.heads:
             self.mention = _ffn(span_dim, cfg.head_hidden, 1, cfg.dropout)
             self.coref_proj = nn.Linear(span_dim, pair_dim)
@@ -199,7 +199,7 @@ class SpanModel(nn.Module):
                 logits = self.ner(g)
                 target = torch.zeros(len(f.spans), dtype=torch.long, device=device)
                 for (s, e), t in gold_ent.items():
-                    target[index[(s, e)]] = data.ENTITY_TYPES.index(t) + 1
+                    target[index[(s, e)]] = scierc.ENTITY_TYPES.index(t) + 1
                 keep = self._ner_sample(target)
                 losses["ner"] = losses["ner"] + nn.functional.cross_entropy(logits[keep].float(), target[keep],
                                                                             weight=self._ner_weights(device))
@@ -259,7 +259,7 @@ class SpanModel(nn.Module):
     def _ner_weights(self, device: torch.device) -> torch.Tensor | None:
         if self.cfg.ner_null_weight == 1.0:
             return None
-        weights = torch.ones(len(data.ENTITY_TYPES) + 1, device=device)
+        weights = torch.ones(len(scierc.ENTITY_TYPES) + 1, device=device)
         weights[NULL] = self.cfg.ner_null_weight
         return weights
 
@@ -276,7 +276,7 @@ class SpanModel(nn.Module):
         b = proj.index_select(0, torch.tensor([at[p[1]] for p in pairs], device=device))
         parts = [a, b, a * b]
         if self.typed_relations:
-            ids = [[data.ENTITY_TYPES.index(types[i]) + 1 if types and i in types else 0 for i in p] for p in pairs]
+            ids = [[scierc.ENTITY_TYPES.index(types[i]) + 1 if types and i in types else 0 for i in p] for p in pairs]
             t = self.type_emb(torch.tensor(ids, device=device))
             parts += [t[:, 0], t[:, 1]]
         return self.relation(torch.cat(parts, dim=-1))
@@ -286,7 +286,7 @@ class SpanModel(nn.Module):
         pairs = self._pairs(f, cand)
         if not pairs:
             return None
-        gold = {(index[(r[0], r[1])], index[(r[2], r[3])]): data.RELATION_TYPES.index(r[4]) + 1
+        gold = {(index[(r[0], r[1])], index[(r[2], r[3])]): scierc.RELATION_TYPES.index(r[4]) + 1
                 for r in f.doc.all_relations() if (r[0], r[1]) in index and (r[2], r[3]) in index}
         target = torch.tensor([gold.get(p, NULL) for p in pairs], device=g.device)
         keep = self._sample(target, self.cfg.relation_negatives)
@@ -346,7 +346,7 @@ class SpanModel(nn.Module):
                 ents = [tuple(e) for e in entities[d] if (e[0], e[1]) in index]
             elif "ner" in self.heads:
                 labels = self.ner(g).argmax(-1).tolist()
-                ents = _non_overlapping([(s, e, data.ENTITY_TYPES[lab - 1]) for (s, e, _), lab in zip(f.spans, labels,
+                ents = _non_overlapping([(s, e, scierc.ENTITY_TYPES[lab - 1]) for (s, e, _), lab in zip(f.spans, labels,
                                                                                                     strict=True)
                                          if lab != NULL])
             else:
@@ -359,7 +359,7 @@ class SpanModel(nn.Module):
                 pairs = self._pairs(f, cand)
                 if pairs:
                     labels = self._relation_logits(g, pairs, types).argmax(-1).tolist()
-                    pred["relations"] = [[*f.spans[i][:2], *f.spans[j][:2], data.RELATION_TYPES[lab - 1]]
+                    pred["relations"] = [[*f.spans[i][:2], *f.spans[j][:2], scierc.RELATION_TYPES[lab - 1]]
                                          for (i, j), lab in zip(pairs, labels, strict=True) if lab != NULL]
             if "coref" in self.heads and len(cand) >= 2:
                 best = self._antecedent_scores(g, cand).argmax(-1).tolist()

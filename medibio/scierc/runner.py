@@ -29,15 +29,14 @@ from medibio.runs.protocol import SUBSET_SEED, Outcome, Plan, RunContext
 from medibio.scierc import presets
 from medibio.scierc.model import SPAN_MODEL, SpanModel
 from medibio.scierc.task import SciercTask
-from medibio.tasks import scierc as data
-from medibio.tasks import scierc_metrics as metrics
+from medibio.tasks import scierc, scierc_metrics
 from medibio.tasks.spec import Problem
 from medibio.training import features
 from medibio.training.loop import fit
 from medibio.training.stability import freeze_all_but_top
 
 KIND = "scierc"
-DATASET = data.SPEC.name
+DATASET = scierc.SPEC.name
 # what peak memory means in a CPU record (the trainer reads the process-wide maximum resident set size)
 CPU_MEMORY_NOTE = ("peak_memory_mb on CPU: the process's largest resident set size so far (getrusage "
                    "ru_maxrss), not this run's alone: later seeds in one process report at least the earlier ones' "
@@ -61,7 +60,7 @@ def plan_run(model: str | None = None, seed: int = 1, profile: str | Profile = p
     prof = settings.profile(profile)
     model = str(model or prof.model)
     cfg = presets.preset(prof, overrides)
-    files = [data.split_path(s, settings.data_root) for s in data.SPLITS]
+    files = [scierc.split_path(s, settings.data_root) for s in scierc.SPLITS]
     configuration = {"dataset": DATASET, "model": zoo.fingerprint(model, settings.cache_root),
                      "scierc": cfg.to_dict(), "span_model": SPAN_MODEL, "subset_seed": SUBSET_SEED,
                      "data": files_fingerprint(files, root=settings.data_root)}
@@ -166,7 +165,7 @@ class SciercKind:
         accelerator, callbacks = ctx.accelerator, self.callbacks
         started = time.perf_counter()
         cfg = job.config
-        full = {s: data.load_split(s, ctx.settings.data_root) for s in data.SPLITS}
+        full = {s: scierc.load_split(s, ctx.settings.data_root) for s in scierc.SPLITS}
         splits, notes = features.capped_splits(
             full, {"train": cfg.max_train_docs, "dev": cfg.max_dev_docs, "test": cfg.max_test_docs},
             SUBSET_SEED, "documents", job.profile.name)
@@ -197,7 +196,7 @@ class SciercKind:
             parts += [("entity", ent, ent_net), ("relation", rel, rel_net)]
             rel_by_doc = {p["doc_key"]: p["relations"] for p in rel.test_predictions}
             predictions = [{**p, "relations": rel_by_doc.get(p["doc_key"], [])} for p in ent.test_predictions]
-            test = metrics.flat(metrics.score_documents(splits["test"], predictions))
+            test = scierc_metrics.flat(scierc_metrics.score_documents(splits["test"], predictions))
             test["score"] = round((test["ner_f1"] + test["rel_f1"] + test["coref_f1"]) / 3, 4)
             dev = {**ent.dev, **{k: v for k, v in rel.dev.items() if k.startswith("rel")}}
             dev["score"] = round((dev["ner_f1"] + dev["rel_f1"] + dev["coref_f1"]) / 3, 4)

@@ -10,8 +10,7 @@ from typing import Any
 from medibio.core import progress
 from medibio.scierc.model import SpanModel, collate, featurize
 from medibio.scierc.presets import SciercConfig
-from medibio.tasks import scierc as data
-from medibio.tasks import scierc_metrics as metrics
+from medibio.tasks import scierc, scierc_metrics
 
 # the dev score of each head set: the F1s averaged for model selection
 SELECTION = {("ner", "relation", "coref"): ("ner_f1", "rel_f1", "coref_f1"), ("ner", "coref"): ("ner_f1", "coref_f1"),
@@ -22,7 +21,7 @@ class SciercTask:
     """Documents of each split, featurised once; ``entities`` (pipeline) are the entity model's predictions
     that the relation model relates at evaluation, per split and document key."""
 
-    def __init__(self, splits: Mapping[str, Sequence[data.Document]], tokenizer: Any, cfg: SciercConfig,
+    def __init__(self, splits: Mapping[str, Sequence[scierc.Document]], tokenizer: Any, cfg: SciercConfig,
                  heads: Sequence[str], name: str = "SciERC",
                  entities: Mapping[str, Mapping[str, list[Any]]] | None = None) -> None:
         self.name = name
@@ -79,7 +78,7 @@ class SciercTask:
     def evaluate(self, model: Any, split: str, selected: dict[str, float] | None = None
                  ) -> tuple[dict[str, float], list[Any]]:
         preds = self.predict(self.accelerator.unwrap_model(model), split)
-        scores = metrics.flat(metrics.score_documents(self.docs[split], preds))
+        scores = scierc_metrics.flat(scierc_metrics.score_documents(self.docs[split], preds))
         chosen = SELECTION[self.heads]
         scores["score"] = round(sum(scores[k] for k in chosen) / len(chosen), 4)
         return scores, preds

@@ -24,7 +24,7 @@ from typing import Any
 from medibio.core import paths
 from medibio.core.errors import DataMissingError
 from medibio.core.text import require_file
-from medibio.tasks import ift_formats as loaders
+from medibio.tasks import ift_formats
 from medibio.tasks.spec import Problem, TaskSpec
 
 SPLITS = ("train", "dev", "test")
@@ -76,7 +76,7 @@ TASKS: tuple[TaskSpec, ...] = (
                 reader="stsb", aliases=("STSB", "STS", "stsbenchmark"), value_range=(0.0, 5.0)),
     _ift("SICK-R", Problem.REGRESSION, (), "pearson", 128, True, source=_SICK, folder="sick",
                 reader="sick-relatedness", aliases=("SICK", "SICK-relatedness"), value_range=(1.0, 5.0)),
-    _ift("SICK-E", Problem.CLASSIFY, loaders.SICK_LABELS, "accuracy", 128, True, source=_SICK,
+    _ift("SICK-E", Problem.CLASSIFY, ift_formats.SICK_LABELS, "accuracy", 128, True, source=_SICK,
                 folder="sick", reader="sick-entailment", aliases=("SICK-entailment",)),
     _ift("ClinicalSTS-2018", Problem.REGRESSION, (), "pearson", 128, True,
          source="ClinicalSTS 2018 (BioCreative/OHNLP task 2), " + _N2C2.format(year="2018"),
@@ -143,12 +143,12 @@ def _first_existing(folder: Path, stems: tuple[str, ...], suffixes: tuple[str, .
 
 
 def _read_stsb(spec: TaskSpec, folder: Path) -> dict[str, list[dict]]:
-    return {s: loaders.read_stsb(_need(folder / f"sts-{s}.csv", spec), s) for s in SPLITS}
+    return {s: ift_formats.read_stsb(_need(folder / f"sts-{s}.csv", spec), s) for s in SPLITS}
 
 
 def _read_sick(spec: TaskSpec, folder: Path) -> dict[str, list[dict]]:
     target = "relatedness" if spec.reader == "sick-relatedness" else "entailment"
-    return loaders.read_sick(_need(folder / "SICK.txt", spec), target)
+    return ift_formats.read_sick(_need(folder / "SICK.txt", spec), target)
 
 
 def _read_clinicalsts_year(spec: TaskSpec, folder: Path) -> dict[str, list[dict]]:
@@ -158,10 +158,10 @@ def _read_clinicalsts_year(spec: TaskSpec, folder: Path) -> dict[str, list[dict]
     year = folder.name
     train = _first_existing(folder, ("train",), (".tsv", ".txt")) or folder / "train.tsv"
     test = _first_existing(folder, ("test",), (".tsv", ".txt")) or folder / "test.tsv"
-    out = {"train": loaders.read_clinicalsts(_need(train, spec), f"clinicalsts{year}-train"),
-           "test": loaders.read_clinicalsts(_need(test, spec), f"clinicalsts{year}-test")}
+    out = {"train": ift_formats.read_clinicalsts(_need(train, spec), f"clinicalsts{year}-train"),
+           "test": ift_formats.read_clinicalsts(_need(test, spec), f"clinicalsts{year}-test")}
     dev = _first_existing(folder, ("dev",), (".tsv", ".txt"))
-    out["dev"] = loaders.read_clinicalsts(dev, f"clinicalsts{year}-dev") if dev else out["test"]
+    out["dev"] = ift_formats.read_clinicalsts(dev, f"clinicalsts{year}-dev") if dev else out["test"]
     return out
 
 
@@ -190,11 +190,11 @@ def _read_scirepeval(spec: TaskSpec, folder: Path) -> dict[str, list[dict]]:
         if path is None:
             continue
         if kind == "triplets":
-            out[split] = loaders.read_scirepeval_triplets(path)
+            out[split] = ift_formats.read_scirepeval_triplets(path)
         elif kind == "ranking":
-            out[split] = loaders.read_scirepeval_ranking(path)
+            out[split] = ift_formats.read_scirepeval_ranking(path)
         else:
-            out[split] = loaders.read_scirepeval_docs(path, spec.label_field, kind, spec.labels)
+            out[split] = ift_formats.read_scirepeval_docs(path, spec.label_field, kind, spec.labels)
     return out
 
 

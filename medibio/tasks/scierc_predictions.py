@@ -25,7 +25,7 @@ from typing import Any
 
 from medibio.core.errors import InputFormatError
 from medibio.core.text import json_lines
-from medibio.tasks import scierc as data
+from medibio.tasks import scierc
 
 FIELDS = ("entities", "relations", "clusters")
 # what each field's items must look like: (description, check)
@@ -47,7 +47,7 @@ def _fail(path: Path, line: int, doc: str, expected: str, got: Any) -> InputForm
     return InputFormatError(path, line, f"(document {doc!r}) {expected}", json.dumps(got))
 
 
-def _check_spans(path: Path, line: int, doc: data.Document, row: dict[str, Any]) -> None:
+def _check_spans(path: Path, line: int, doc: scierc.Document, row: dict[str, Any]) -> None:
     """What a well-formed line may still get wrong: labels, offsets, one type per span, one cluster per
     mention, relations between predicted entities."""
     key, last = doc.doc_key, doc.n_words - 1
@@ -60,15 +60,15 @@ def _check_spans(path: Path, line: int, doc: data.Document, row: dict[str, Any])
     typed: dict[tuple[int, int], str] = {}
     for ent in row.get("entities", []):
         where = span(ent, "an entity span")
-        if ent[2] not in data.ENTITY_TYPES:
-            raise _fail(path, line, key, f"an entity type of SciERC ({', '.join(data.ENTITY_TYPES)})", ent)
+        if ent[2] not in scierc.ENTITY_TYPES:
+            raise _fail(path, line, key, f"an entity type of SciERC ({', '.join(scierc.ENTITY_TYPES)})", ent)
         if where in typed:
             raise _fail(path, line, key, f"one type per span (span {list(where)} is also {typed[where]!r})", ent)
         typed[where] = ent[2]
     for rel in row.get("relations", []):
         args = span(rel[:2], "a relation argument"), span(rel[2:4], "a relation argument")
-        if rel[4] not in data.RELATION_TYPES:
-            raise _fail(path, line, key, f"a relation type of SciERC ({', '.join(data.RELATION_TYPES)})", rel)
+        if rel[4] not in scierc.RELATION_TYPES:
+            raise _fail(path, line, key, f"a relation type of SciERC ({', '.join(scierc.RELATION_TYPES)})", rel)
         for arg in args:
             if arg not in typed:
                 raise _fail(path, line, key, f"relation arguments among the predicted entities (span {list(arg)} "
@@ -97,8 +97,8 @@ def _check_row(path: Path, line: int, text: str, row: Any, by_key: dict[str, Any
     _check_spans(path, line, by_key[key], row)
 
 
-def read(path: str | Path, gold: Sequence[data.Document], partial: bool = False
-         ) -> tuple[list[data.Document], list[dict[str, Any]]]:
+def read(path: str | Path, gold: Sequence[scierc.Document], partial: bool = False
+         ) -> tuple[list[scierc.Document], list[dict[str, Any]]]:
     """The gold documents and their predictions, in file order.
 
     Every line must predict a document of ``gold`` (once); every document of ``gold`` must be predicted

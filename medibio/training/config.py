@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medibio.core import profiles
-from medibio.core import rules as checks
+from medibio.core import profiles, rules
 from medibio.core.errors import InputFormatError, MedibioError, UnknownNameError
 from medibio.core.precision import REQUESTS as PRECISIONS
 from medibio.core.profiles import DEFAULT_PROFILE, INTERMEDIATE_HYPERPARAMETERS, Profile
@@ -130,36 +129,36 @@ class OptionError(MedibioError, ValueError):
 
 # The allowed values of every FinetuneConfig field (medibio.core.rules): FinetuneConfig applies them on
 # creation, check_overrides to config mappings, load_config_file with the file's lines, the CLI to its flags.
-OPTION_RULES: dict[str, checks.Rule] = {
-    "learning_rate": checks.positive(),
-    "batch_size": checks.integer(1),
-    "grad_accum": checks.integer(1),
-    "epochs": checks.integer(1),
-    "max_length": checks.integer(2),
-    "warmup_ratio": checks.interval(0, 1),
-    "weight_decay": checks.non_negative(),
-    "dropout": checks.interval(0, 1, high_open=True),
-    "max_grad_norm": checks.non_negative(),  # 0: no clipping
-    "adam_epsilon": checks.positive(),
-    "eval_batch_size": checks.integer(1),
-    "max_train_examples": checks.integer(1).or_none(),
-    "max_dev_examples": checks.integer(1).or_none(),
-    "max_test_examples": checks.integer(1).or_none(),
-    "mixed_precision": checks.choice(PRECISIONS),
-    "length_bucketing": checks.flag(),
-    "pad_to_max_length": checks.flag(),
-    "class_weighting": checks.choice(CLASS_WEIGHTINGS),
-    "freeze_lower": checks.flag(),
-    "llrd": checks.interval(0, 1, low_open=True).or_none(),
-    "reinit_top": checks.integer(0),
-    "bias_correction": checks.flag(),
-    "longer_training": checks.positive(),
-    "pooling": checks.choice(POOLINGS),
-    "head_lr_scale": checks.positive(),
-    "intermediate_max_train_examples": checks.integer(1).or_none(),
-    "intermediate_epochs": checks.integer(1).or_none(),
-    "intermediate_seed": checks.integer(0).or_none(),
-    "cv_fold": checks.integer(1, CV_FOLDS).or_none(),
+OPTION_RULES: dict[str, rules.Rule] = {
+    "learning_rate": rules.positive(),
+    "batch_size": rules.integer(1),
+    "grad_accum": rules.integer(1),
+    "epochs": rules.integer(1),
+    "max_length": rules.integer(2),
+    "warmup_ratio": rules.interval(0, 1),
+    "weight_decay": rules.non_negative(),
+    "dropout": rules.interval(0, 1, high_open=True),
+    "max_grad_norm": rules.non_negative(),  # 0: no clipping
+    "adam_epsilon": rules.positive(),
+    "eval_batch_size": rules.integer(1),
+    "max_train_examples": rules.integer(1).or_none(),
+    "max_dev_examples": rules.integer(1).or_none(),
+    "max_test_examples": rules.integer(1).or_none(),
+    "mixed_precision": rules.choice(PRECISIONS),
+    "length_bucketing": rules.flag(),
+    "pad_to_max_length": rules.flag(),
+    "class_weighting": rules.choice(CLASS_WEIGHTINGS),
+    "freeze_lower": rules.flag(),
+    "llrd": rules.interval(0, 1, low_open=True).or_none(),
+    "reinit_top": rules.integer(0),
+    "bias_correction": rules.flag(),
+    "longer_training": rules.positive(),
+    "pooling": rules.choice(POOLINGS),
+    "head_lr_scale": rules.positive(),
+    "intermediate_max_train_examples": rules.integer(1).or_none(),
+    "intermediate_epochs": rules.integer(1).or_none(),
+    "intermediate_seed": rules.integer(0).or_none(),
+    "cv_fold": rules.integer(1, CV_FOLDS).or_none(),
 }
 
 
