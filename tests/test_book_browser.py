@@ -6,6 +6,7 @@ asset must come from the book itself). Screenshots of every page go to the sessi
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -142,8 +143,9 @@ _FIRST_SCREEN_PROBE = """
 
 
 @pytest.fixture(scope="module")
-def cpu_book(tmp_path_factory, session_settings) -> Path:
-    """The ``cpu`` book rendered from the recorded runs (``make book FROM=reference``), once per module."""
+def cpu_build(tmp_path_factory, session_settings) -> tuple[Path, Path]:
+    """The ``cpu`` book rendered from the recorded runs (``make book FROM=reference``), once per module: its
+    HTML folder and its results root."""
     from medibio.book import build
     from medibio.results.recorded import REFERENCE_ROOT
 
@@ -153,7 +155,27 @@ def cpu_book(tmp_path_factory, session_settings) -> Path:
     settings = session_settings.replace(results_root=base / "results", recorded=REFERENCE_ROOT)
     report = build.build_book("cpu", settings, root=build.book_root(base), keep_going=True)
     assert report.html_dir, "the cpu book did not render"
-    return Path(report.html_dir)
+    return Path(report.html_dir), settings.results_root
+
+
+@pytest.fixture(scope="module")
+def cpu_book(cpu_build) -> Path:
+    return cpu_build[0]
+
+
+def test_the_cpu_book_from_reference_shows_its_pinned_values_and_tables(cpu_build) -> None:
+    """A restructuring leaves the book unchanged: every value each chapter recorded and every table it shows
+    (its CSV download) equal what was pinned on ``reference/`` (:func:`tests.support.book.book_snapshot`,
+    pinned again on purpose with ``python -m tests.support.book pin <results root of a cpu build from
+    reference>``). What depends on the machine (Appendix B's environment, this CPU's precision notes) is left out."""
+    pinned = json.loads(testing.PINNED_BOOK.read_text(encoding="utf-8"))
+    found = testing.book_snapshot(cpu_build[1])
+    assert sorted(found) == sorted(pinned)
+    for chapter, shown in pinned.items():
+        assert found[chapter]["values"] == shown["values"], chapter
+        moved = sorted(name for name in shown["tables"].keys() | found[chapter]["tables"].keys()
+                       if found[chapter]["tables"].get(name) != shown["tables"].get(name))
+        assert not moved, (chapter, moved)
 
 
 def open_pages(html_dir: Path, slugs: list[str], viewport: dict[str, int] = FIRST_SCREEN) -> dict[str, dict]:

@@ -246,13 +246,14 @@ class ChapterContext:
             status.finish()
             write_text(self.out_dir / f"{name}.stderr.log", buffer.getvalue())
 
-    def figure_file(self, key: str, path: str | Path) -> Any:
-        """Record a PNG a library function already wrote, and return it for display."""
+    def figure_file(self, key: str, path: str | Path, width: int | None = None) -> Any:
+        """Record a PNG a library function already wrote, and return it for display (``width``: its width on
+        the page in pixels, for a small figure that would otherwise fill a desktop screen; a phone shrinks it)."""
         from IPython.display import Image, display
 
         self.figures[key] = str(path)
         self.save()
-        image = Image(filename=str(path))
+        image = Image(filename=str(path), width=width)
         if not _in_kernel():
             return image
         display(image)

@@ -65,7 +65,7 @@ SCORE_TOLERANCE = 0.5
 FROZEN_COLUMNS = ("frozen encoder", "frozen 95% CI")  # the frozen-baseline columns of the results tables
 # the recorded profiles whose runs the claims page of a profile judges (medibio.book.verdicts reads them): their
 # runs get pages too, so that every tested verdict leads to the runs behind it
-READ_BESIDE = {"cpu": (RECORDED.profile, STUDY.profile)}
+READ_BESIDE = {profiles.DEFAULT_PROFILE: (RECORDED.profile, STUDY.profile)}  # the cpu book
 # test predictions above this many characters go to a script file beside the page, not into it: a page stays
 # under 1 MB (ChemProt's three seeds are 5 MB of JSON) and still opens from disk (a <script src> needs no server)
 INLINE_EXAMPLES = 400_000

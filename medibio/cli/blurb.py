@@ -124,7 +124,7 @@ def _frozen_tasks(selection: str) -> object:
 @blurb_app.command("frozen")
 def frozen_cmd(
     profile: Annotated[str, typer.Option("--profile", "-p", help=f"{profiles.help_text()}. Gives the model, "
-                                         "caps and test sets", callback=check.lookup(profiles.get))] = "cpu",
+                                         "caps and test sets", callback=check.lookup(profiles.get))] = profiles.DEFAULT_PROFILE,
     task: Annotated[str, typer.Option("--task", "-t", help="BLURB dataset, group, comma list or 'all', and/or "
                                       "the similarity sets STS-B, SICK-R (default: all of them)",
                                       callback=check.lookup(_frozen_tasks))] = "all",

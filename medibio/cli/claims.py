@@ -14,7 +14,7 @@ PROFILE = check.lookup(profiles.get)
 
 
 def claims(
-    profile: str = typer.Option("cpu", "--profile", help=f"Whose runs to judge by ({', '.join(profiles.names())}).",
+    profile: str = typer.Option(profiles.DEFAULT_PROFILE, "--profile", help=f"Whose runs to judge by ({', '.join(profiles.names())}).",
                                 callback=PROFILE),
     results_root: Path = typer.Option(None, "--results-root", help="Results root (default: $MEDIBIO_RESULTS or "
                                       "results/)."),

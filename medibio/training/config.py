@@ -323,7 +323,7 @@ def apply_overrides(cfg: FinetuneConfig, dataset: str, overrides: Mapping[str, A
     return cfg.replace(**checked.get("tasks", {}).get(trainable_task(dataset).name, {}))
 
 
-def budget_table(profile: str = "cpu") -> list[dict[str, Any]]:
+def budget_table(profile: str = DEFAULT_PROFILE) -> list[dict[str, Any]]:
     """One row per BLURB dataset with the effective budget of a profile (for docs and the CLI)."""
     prof = profiles.get(profile)
     rows = []
@@ -338,7 +338,7 @@ def budget_table(profile: str = "cpu") -> list[dict[str, Any]]:
     return rows
 
 
-def budget_frame(profile: str = "cpu") -> Any:
+def budget_frame(profile: str = DEFAULT_PROFILE) -> Any:
     """:func:`budget_table` as a DataFrame for the book: one row per dataset, "all" where nothing is capped
     and learning rates as printed (``1e-04``)."""
     import pandas as pd

@@ -7,7 +7,9 @@ Used by the book's tests (notebook outputs, browser checks) and usable by hand:
 from __future__ import annotations
 
 import contextlib
+import csv
 import functools
+import hashlib
 import http.server
 import json
 import re
@@ -226,8 +228,45 @@ def _note_request(url: str, base: str, check: PageCheck) -> None:
         check.external_requests.append(url)
 
 
+PINNED_BOOK = Path(__file__).resolve().parents[1] / "fixtures" / "cpu-book-reference.json"
+# What a build from the recorded runs shows that depends on the machine or the environment rather than on the
+# runs: Appendix B's environment, library versions, build timings and chapter counts; in its run index the
+# freshness, which says what this CPU would decide (its precision); each page's provenance line (the lock digest)
+MACHINE_TABLES = {"appendix_b_reproducibility": {"environment", "versions", "builds", "chapters"}}
+MACHINE_COLUMNS = {("appendix_b_reproducibility", "runs"): {"freshness", "changed"}}
+MACHINE_VALUES = {"built"}
+
+
+def _table_digest(path: Path, dropped: set[str]) -> str:
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    keep = [i for i, name in enumerate(rows[0] if rows else []) if name not in dropped]
+    text = "\n".join(",".join(row[i] for i in keep) for row in rows)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def book_snapshot(results_root: Path, profile: str = "cpu") -> dict[str, Any]:
+    """Per chapter of a built book: every value it recorded and a digest of every table's CSV download (the
+    machine's own tables, columns and values left out: :data:`MACHINE_TABLES`)."""
+    out: dict[str, Any] = {}
+    for summary in sorted((Path(results_root) / "book" / profile).glob("*/summary.json")):
+        data = json.loads(summary.read_text(encoding="utf-8"))
+        chapter = data["chapter"]
+        tables = {name: _table_digest(summary.parent / "tables" / f"{name}.csv",
+                                      MACHINE_COLUMNS.get((chapter, name), set()))
+                  for name in sorted(data["tables"]) if name not in MACHINE_TABLES.get(chapter, set())
+                  and (summary.parent / "tables" / f"{name}.csv").is_file()}
+        out[chapter] = {"values": {k: v for k, v in data["values"].items() if k not in MACHINE_VALUES},
+                        "tables": tables}
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     args = argv if argv is not None else sys.argv[1:]
+    if args[:1] == ["pin"]:  # python -m tests.support.book pin <results root of a cpu build from reference/>
+        PINNED_BOOK.write_text(json.dumps(book_snapshot(Path(args[1])), indent=1, sort_keys=True) + "\n",
+                               encoding="utf-8")
+        return
     base = Path(args[0] if args else "_build/smoke-check").resolve()
     report = smoke_book(base)
     for chapter in report["chapters"]:
