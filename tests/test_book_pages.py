@@ -46,8 +46,9 @@ def test_prepare_collapses_code_and_drops_what_only_records_a_value():
     notebook = _executed()
     pages.prepare(notebook)
     code = [c for c in notebook.cells if c.cell_type == "code"]
-    assert [c.metadata["tags"] for c in code] == [["parameters", "hide-cell"], ["hide-input"], ["hide-input"],
-                                                 ["show-input"], ["hide-input"]]
+    # the glue cell and the magic show nothing: no toggle for them; the table's code is one click away
+    assert [c.metadata["tags"] for c in code] == [["parameters", "hide-cell"], ["remove-input"], ["hide-input"],
+                                                 ["show-input"], ["remove-input"]]
     assert 'profile = "smoke"' in code[0].source and len(code) == 5
     assert [o.output_type for o in code[1].outputs] == ["display_data"]  # the glue record stays, '13' goes
     assert [o.output_type for o in code[2].outputs] == ["execute_result"]  # a table is the page's content
@@ -62,7 +63,7 @@ def test_a_notebook_without_its_own_parameters_cell_shows_papermills(tmp_path):
     nbformat.write(notebook, str(path))
     pages.prepare_file(path)
     cells = nbformat.read(str(path), as_version=4).cells
-    assert [c.metadata["tags"] for c in cells] == [["parameters", "hide-cell"], ["hide-input"]]
+    assert [c.metadata["tags"] for c in cells] == [["parameters", "hide-cell"], ["remove-input"]]
 
 
 def test_the_line_saying_how_a_page_was_built_outside_a_git_checkout(monkeypatch, tmp_path):

@@ -258,14 +258,15 @@ def test_rendered_parameters_cell_shows_no_machine_path(smoke) -> None:
 
 def test_pages_read_like_a_paper(smoke) -> None:
     """On every chapter's HTML page: one parameters cell, every other code cell collapsed (jupyter-book's
-    hide-input, unless the notebook asks to show it), and no value printed under a cell that glues numbers."""
+    hide-input, unless the notebook asks to show it) or without its code where it shows nothing (remove-input),
+    and no value printed under a cell that glues numbers."""
     for chapter in [c for c in chapters.CHAPTERS if c.is_notebook]:
         page = (Path(smoke["html_dir"]) / "book" / f"{chapter.slug}.html").read_text(encoding="utf-8")
         cells = re.findall(r'<div class="cell( [^"]*)?"', page)
         assert cells, chapter.slug
         assert sum("tag_parameters" in c for c in cells) == 1, chapter.slug
         assert not [c for c in cells if "injected-parameters" in c], chapter.slug
-        shown = [c for c in cells if not re.search(r"tag_(parameters|hide-input|show-input)\b", c)]
+        shown = [c for c in cells if not re.search(r"tag_(parameters|hide-input|show-input|remove-input)\b", c)]
         assert not shown, (chapter.slug, shown)
     intro = (Path(smoke["html_dir"]) / "book" / "intro.html").read_text(encoding="utf-8")
     blurb_datasets = _summary(smoke, "intro")["glued"]["blurb_datasets"]

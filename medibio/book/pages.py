@@ -8,7 +8,9 @@ forget it):
   (which keeps its comments saying what each parameter means) and papermill's cell goes;
 * **code collapsed**: every code cell but the parameters cell gets jupyter-book's ``hide-input`` tag (its
   source one click away, its output in place); a cell tagged ``show-input`` in the source keeps its code in
-  view, where the code is the point;
+  view, where the code is the point; a cell that shows nothing (set-up, a glued number) gets ``remove-input``,
+  so a page holds no row of empty toggles between its reading and its table (the notebook download keeps all
+  code);
 * **no stray outputs**: a cell that ends by recording a number (``chapter.glue(...)``, ``chapter.value(...)``)
   would print the returned value under it; such a result is dropped, and so are the live progress lines of
   long work (``[finetune] 19 runs — ...``, :class:`medibio.core.progress.CellStatus`) and whatever a cell wrote
@@ -25,7 +27,8 @@ import re
 from pathlib import Path
 
 PARAMETERS, INJECTED = "parameters", "injected-parameters"
-HIDE, SHOW, FOLD = "hide-input", "show-input", "hide-cell"
+HIDE, SHOW, FOLD, REMOVE = "hide-input", "show-input", "hide-cell", "remove-input"
+GLUE_MIME = "application/papermill.record/"  # how a glued value is kept in a cell's outputs, unseen
 # the text of a progress line that a CellStatus displays in a cell while it runs: "[finetune] 19 runs — ..."
 PROGRESS_LINE = re.compile(r"^\[[\w .-]+\] ")
 # calls that record a value for the prose or the appendix; what they return is not meant for the page
@@ -85,14 +88,20 @@ def prepare(notebook) -> None:
     for cell in cells:
         if cell.cell_type != "code":
             continue
-        tags = _tags(cell)
-        if PARAMETERS in tags and FOLD not in tags:
-            tags.append(FOLD)
-        elif PARAMETERS not in tags and SHOW not in tags and HIDE not in tags:
-            tags.append(HIDE)
         cell.outputs = [o for o in cell.get("outputs", []) if not _for_the_builder(o)]
         if _records_only(cell.source):
             cell.outputs = [o for o in cell.outputs if o.get("output_type") != "execute_result"]
+        tags = _tags(cell)
+        if PARAMETERS in tags and FOLD not in tags:
+            tags.append(FOLD)
+        elif PARAMETERS not in tags and not {SHOW, HIDE, REMOVE} & set(tags):
+            tags.append(HIDE if any(_seen(o) for o in cell.outputs) else REMOVE)
+
+
+def _seen(output) -> bool:
+    """Whether a cell output shows on the page (a glued value's record does not)."""
+    data = output.get("data")
+    return not (data and all(mime.startswith(GLUE_MIME) for mime in data))
 
 
 def _for_the_builder(output) -> bool:

@@ -259,7 +259,7 @@ def preset(dataset: str, profile: str | Profile = DEFAULT_PROFILE, max_length: i
     cfg = FinetuneConfig(max_length=max_length or spec_len)
     cfg = cfg.replace(**prof.finetune_base)
     cfg = cfg.replace(**prof.finetune_per_task.get(dataset, {}))
-    if prof.name == "smoke":
+    if "max_length" in prof.finetune_base:  # a profile-wide length (smoke's) caps every task's own
         cfg = cfg.replace(max_length=min(cfg.max_length, prof.finetune_base["max_length"]))
     else:
         cfg = cfg.replace(max_length=min(cfg.max_length, max_length or spec_len))
