@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from datasets import Dataset
 
-from medibio.finetune.runner import variant_name
+from medibio.finetune.variants import variant_name
 from medibio.results import significance
 from medibio.runs import records
 from medibio.runs.identity import RunKey

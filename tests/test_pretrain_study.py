@@ -386,7 +386,7 @@ def test_a_fine_tuned_models_tokens_count_every_stage_of_ours(tmp_path: Path) ->
     import dataclasses
 
     from medibio.book.study import _tokens_here
-    from medibio.pretrain.trainer import model_reference
+    from medibio.pretrain.lineage import model_reference
     from medibio.results.recorded import REFERENCE_ROOT
     from medibio.runs import records
 

@@ -6,7 +6,7 @@ import pytest
 
 from medibio.core import profiles
 from medibio.core.errors import InputFormatError
-from medibio.finetune import runner
+from medibio.finetune import runner, variants
 from medibio.tasks import registry
 from medibio.training import config as presets
 
@@ -73,12 +73,12 @@ def test_longer_training_multiplies_epochs():
 
 def test_variant_names_keep_stability_runs_apart():
     cfg = presets.FinetuneConfig()
-    assert runner.variant_name(cfg) == "base"
-    assert runner.variant_name(cfg, ["STS-B", "SICK"]) == "ift-STS-B+SICK"
+    assert variants.variant_name(cfg) == "base"
+    assert variants.variant_name(cfg, ["STS-B", "SICK"]) == "ift-STS-B+SICK"
     cfg = cfg.replace(freeze_lower=True, llrd=0.9, reinit_top=2, bias_correction=False, longer_training=2.0)
-    assert runner.variant_name(cfg) == "freeze+llrd0.9+reinit2+nobiascorr+long2"
-    assert runner.variant_name(cfg, ["STS-B"]).startswith("ift-STS-B+freeze")
-    assert runner.variant_name(presets.FinetuneConfig(), base="grid-lr3e-05-bs16-ep3") == "grid-lr3e-05-bs16-ep3"
+    assert variants.variant_name(cfg) == "freeze+llrd0.9+reinit2+nobiascorr+long2"
+    assert variants.variant_name(cfg, ["STS-B"]).startswith("ift-STS-B+freeze")
+    assert variants.variant_name(presets.FinetuneConfig(), base="grid-lr3e-05-bs16-ep3") == "grid-lr3e-05-bs16-ep3"
 
 
 def test_budget_table_lists_every_dataset():

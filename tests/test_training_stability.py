@@ -310,23 +310,24 @@ def test_each_stability_option_is_spelled_once_for_notes_and_variant_names():
     the variant name read; ``head_lr_scale`` is noted but not named (a preset of the profiles)."""
     import dataclasses
 
-    from medibio.finetune.runner import variant_name
+    from medibio.finetune.variants import variant_name
     from medibio.training.config import FinetuneConfig
+    from medibio.training.options import SWITCHES, StabilityOptions
 
-    assert [s.option for s in S.SWITCHES] == [f.name for f in dataclasses.fields(S.StabilityOptions)]
-    assert [s.config for s in S.SWITCHES] == list(SET)
+    assert [s.option for s in SWITCHES] == [f.name for f in dataclasses.fields(StabilityOptions)]
+    assert [s.config for s in SWITCHES] == list(SET)
     named = {"freeze_lower": "freeze", "llrd": "llrd0.9", "reinit_top": "reinit2", "bias_correction": "nobiascorr",
              "longer_training": "long2", "head_lr_scale": None}
     for option, value in SET.items():
         cfg = FinetuneConfig(**{option: value})
-        opts = S.StabilityOptions.from_config(cfg)
+        opts = StabilityOptions.from_config(cfg)
         assert [s.config for s, _ in opts.changed()] == [option]
         assert len(opts.describe()) == 1
         assert variant_name(cfg) == (named[option] or "base")
         assert variant_name(cfg, ["STS-B"]) == "+".join(filter(None, ["ift-STS-B", named[option]]))
     every = FinetuneConfig(**SET, cv_fold=2)
     assert variant_name(every) == "freeze+llrd0.9+reinit2+nobiascorr+long2+cv2"
-    assert S.StabilityOptions.from_config(every).describe() == [
+    assert StabilityOptions.from_config(every).describe() == [
         "freeze embeddings + lower half of the encoder", "layer-wise lr decay 0.9", "re-initialise top 2 layers",
         "Adam without bias correction (BertAdam)", "epochs x2.0", "task head lr x100"]
 

@@ -432,7 +432,7 @@ def test_a_continued_arm_names_the_model_it_continued_in_its_scale(tmp_path: Pat
     followed back to the model made elsewhere, its tokens counted."""
     import dataclasses
 
-    from medibio.pretrain.trainer import continued_from, model_reference
+    from medibio.pretrain.lineage import continued_from, model_reference
     from medibio.results.recorded import REFERENCE_ROOT
 
     def tuned(variant: str) -> list[records.RunRecord]:

@@ -35,11 +35,12 @@ from medibio.core.errors import DataMissingError
 from medibio.core.settings import Settings
 from medibio.experiments import table5
 from medibio.fields.bootstrap import field_margin
+from medibio.finetune.variants import variant_name
 from medibio.ift import variants
 from medibio.models.zoo import model_tag
 from medibio.paper import audit, sources
 from medibio.paper import claims as printed_claims
-from medibio.pretrain.trainer import continued_from
+from medibio.pretrain.lineage import continued_from
 from medibio.results.aggregate import newest_configurations
 from medibio.results.recorded import REFERENCE_ROOT
 from medibio.results.significance import (
@@ -311,9 +312,7 @@ def _compare(claim: Claim, by_variant: dict[str, list[RunRecord]], a: str, b: st
 
 def _cv_variant(arm: str, fold: int) -> str:
     """The variant name of ``arm``'s run on one cross-validation fold (``cv2``, ``ift-STS-B+cv2``), from the
-    one place that names variants (imported here: the runner brings torch, which the claims need nowhere else)."""
-    from medibio.finetune.runner import variant_name
-
+    one place that names variants."""
     return variant_name(FinetuneConfig(cv_fold=fold), variants.chain_of(arm))
 
 

@@ -28,7 +28,7 @@ from medibio.experiments.table5 import (
     study_variant,
 )
 from medibio.paper import tables
-from medibio.pretrain.trainer import continued_from
+from medibio.pretrain.lineage import continued_from
 from medibio.results.aggregate import newest_configurations
 from medibio.results.recorded import REFERENCE_ROOT
 from medibio.runs.records import RunRecord, load_records

@@ -25,8 +25,9 @@ from medibio.core.settings import Settings
 from medibio.experiments.table5 import SCALED_DOWN, resolve_ids, scaled_steps
 from medibio.finetune.runner import run_finetune
 from medibio.pretrain.configs import PretrainConfig
+from medibio.pretrain.lineage import model_reference
 from medibio.pretrain.plan import effective_config
-from medibio.pretrain.trainer import model_folder, model_reference, run_pretraining
+from medibio.pretrain.trainer import model_folder, run_pretraining
 from medibio.runs.records import RunRecord
 
 

@@ -62,13 +62,13 @@ from medibio.experiments.table5 import (
 )
 from medibio.finetune.runner import run_finetune
 from medibio.pretrain.configs import PretrainConfig, get_config
+from medibio.pretrain.lineage import model_reference
 from medibio.pretrain.plan import effective_config, plan_pretraining
 from medibio.pretrain.trainer import (
     Stopped,
     checkpoint_state,
     has_tokenizer,
     latest_checkpoint,
-    model_reference,
     run_pretraining,
 )
 from medibio.pretrain.vocab import train_corpus_vocabulary

@@ -26,7 +26,8 @@ from medibio.core.precision import accelerator as make_accelerator
 from medibio.core.precision import precision_for
 from medibio.core.profiles import Profile
 from medibio.core.settings import Settings
-from medibio.ift import stages, variants
+from medibio.finetune.variants import variant_name
+from medibio.ift import stages
 from medibio.models import heads, zoo
 from medibio.runs import protocol
 from medibio.runs import records as rec
@@ -36,26 +37,8 @@ from medibio.tasks import datacheck, loaders, registry
 from medibio.tasks.spec import TaskSpec
 from medibio.training import config, features
 from medibio.training.loop import Callback, SupervisedTask, fit
-from medibio.training.stability import StabilityOptions
 
 KIND = "finetune"
-
-
-def variant_name(cfg: config.FinetuneConfig, chain: Sequence[str] = (), base: str | None = None) -> str:
-    """``base``, ``ift-STS-B``, ``llrd0.9``, ``ift-SICK+freeze+reinit2`` ...: the human name of a run family.
-
-    The name is for people (folders, tables); what tells runs apart is the configuration digest. Stability
-    options are part of it so that a table's row says what was changed.
-    """
-    parts: list[str] = []
-    if base:
-        parts.append(base)
-    elif chain:
-        parts.append(variants.of_chain(chain))
-    parts += StabilityOptions.from_config(cfg).variant_parts()  # named as in medibio.training.stability
-    if cfg.cv_fold:
-        parts.append(f"cv{cfg.cv_fold}")
-    return "+".join(parts) or "base"
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from medibio.tasks.metrics import score
 from medibio.tasks.spec import Problem, TaskSpec
 from medibio.training import features, stability
 from medibio.training.config import FinetuneConfig
+from medibio.training.options import StabilityOptions
 
 Callback = Callable[..., None]  # callback(event, **info); events: "epoch_end"
 
@@ -131,9 +132,9 @@ def batch_layout(accelerator: Any, cfg: FinetuneConfig) -> tuple[int, list[str]]
     return per_device, notes
 
 
-def stability_options(cfg: FinetuneConfig) -> Any:
-    """The config's stability switches as :class:`medibio.training.stability.StabilityOptions`."""
-    return stability.StabilityOptions.from_config(cfg)
+def stability_options(cfg: FinetuneConfig) -> StabilityOptions:
+    """The config's stability switches as :class:`medibio.training.options.StabilityOptions`."""
+    return StabilityOptions.from_config(cfg)
 
 
 def build_optimizer(model: Any, cfg: FinetuneConfig) -> tuple[Any, list[str]]:

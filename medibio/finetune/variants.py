@@ -1,0 +1,30 @@
+"""The variant name of a fine-tuning run: the human name of a run family (``base``, ``ift-STS-B``, ``llrd0.9``,
+``ift-SICK+freeze+reinit2``, ``cv2``), the one place that composes it.
+
+Torch-free, so that the claims find a cross-validation fold's runs by name without loading the trainer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from medibio.ift import variants
+from medibio.training import config
+from medibio.training.options import StabilityOptions
+
+
+def variant_name(cfg: config.FinetuneConfig, chain: Sequence[str] = (), base: str | None = None) -> str:
+    """``base``, ``ift-STS-B``, ``llrd0.9``, ``ift-SICK+freeze+reinit2`` ...: the human name of a run family.
+
+    The name is for people (folders, tables); what tells runs apart is the configuration digest. Stability
+    options are part of it so that a table's row says what was changed.
+    """
+    parts: list[str] = []
+    if base:
+        parts.append(base)
+    elif chain:
+        parts.append(variants.of_chain(chain))
+    parts += StabilityOptions.from_config(cfg).variant_parts()  # named as in medibio.training.options
+    if cfg.cv_fold:
+        parts.append(f"cv{cfg.cv_fold}")
+    return "+".join(parts) or "base"
