@@ -194,10 +194,12 @@ def test_an_intermediate_seed_leaves_runs_without_a_chain_alone(settings, data_r
 
 def test_an_intermediate_stage_finds_a_pretraining_runs_model_under_the_results_root(tmp_path, monkeypatch) -> None:
     """A chain that starts from one of our pretraining runs (``pretrain-run:``, the CPU study's models) loads its
-    weights from the results root it was trained under, as a direct fine-tuning run does."""
+    weights from the results root it was trained under, as a direct fine-tuning run does; its plan names the run,
+    so a recorded stage is planned again where the weights are not (reference/)."""
     from pathlib import Path
     from types import SimpleNamespace
 
+    from medibio.core.errors import ModelUnavailableError
     from medibio.core.settings import Settings
     from medibio.ift import stages
     from medibio.models import zoo
@@ -212,4 +214,8 @@ def test_an_intermediate_stage_finds_a_pretraining_runs_model_under_the_results_
     monkeypatch.setattr(stages.protocol, "run", lambda *a, **k: (record, None))
     ctx = SimpleNamespace(settings=settings, accelerator=None, threads=1)
     found = stages.prepare_encoder(zoo.run_reference(key), [{}], "h", 1, None, "BIOSSES", None, ctx)
-    assert starts == [str(tmp_path / "pretrain" / key / "model")] and found == tmp_path / "encoder"
+    assert starts == [zoo.run_reference(key)] and found == tmp_path / "encoder"
+    job = stages.Job(None, starts[0], 1, None, ("STS-B",), None, zoo.run_reference(key))
+    assert job.start(settings) == str(tmp_path / "pretrain" / key / "model")
+    with pytest.raises(ModelUnavailableError, match="holds neither its record nor its weights"):
+        job.start(Settings(results_root=tmp_path / "elsewhere", cache_root=tmp_path / "cache"))

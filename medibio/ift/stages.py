@@ -97,6 +97,11 @@ class Job:
     config: config.FinetuneConfig
     model: str  # the chain's base model (records name it)
 
+    def start(self, settings: Settings) -> str:
+        """The folder (or hub id) the stage trains from: the previous stage's encoder, or the chain's base model
+        resolved here (a ``pretrain-run:`` model under the results root it was trained under)."""
+        return zoo.resolve(self.source, settings.cache_root, settings.results_root)
+
 
 def plan_stage(model: str, stage_configs: Sequence[Mapping[str, Any]], model_hash: str, seed: int, profile: Profile,
                source: str, target: str, overrides: Mapping[str, Any] | None) -> Plan:
@@ -157,7 +162,7 @@ class StageKind:
             {"train": data["train"], "dev": data["dev"]},
             {"train": cfg.max_train_examples, "dev": cfg.max_dev_examples},
             STAGE_SUBSET_SEED, "examples", job.profile.name)
-        source = zoo.resolve(job.source, ctx.settings.cache_root, ctx.settings.results_root)
+        source = job.start(ctx.settings)
         is_path = Path(source).is_dir() and (Path(source) / "config.json").is_file()
         model = heads.build_model(spec, source, cfg.dropout, init_from=source if is_path else None,
                                   seed=job.seed, pooling=cfg.pooling)
