@@ -48,23 +48,22 @@ RECORDING_STEP_S = {"bf16": round(0.2395 * 64.59 / 244.4, 4), "no": round(0.2395
 # A build from recorded runs trains nothing: a chapter takes RECORDED_CHAPTER_S (kernel, imports, its own
 # computations) and, for every recorded run it reads, READ_S of its chapter (records, test predictions scored unit
 # by unit, tables; the claims' multi-bootstraps are computed once per build, medibio.results.evidence_cache),
-# at the recording machine's speed, scaled as fp32 work. Calibrated on `make book FROM=reference` of 474 runs
-# (docs/benchmarks.md, "The claims' evidence"): the chapters that read no run took 46 s each there, 3.8 times
-# the 12 s of the quiet development machine (notebooks 1:56 for ten chapters of 48 runs); each chapter's time
-# beyond them, divided by 3.8 and by the runs it read, is its READ_S. Appendix B's includes the claims' first
-# scoring (an empty cache) and its run index replanning every record.
+# at the recording machine's speed, scaled as fp32 work. Calibrated on a fresh clone's quiet
+# `make book FROM=reference` of 648 runs on an Intel Xeon with AMX whose fp32 step was 0.473 of the recording
+# machine's (docs/benchmarks.md): the chapters that read no run took 5.8 s each, 12 s at the recording speed; each
+# chapter's time beyond them, divided by 0.473 and by the runs it read, is its READ_S. Appendix B's includes the
+# claims' first scoring (an empty cache) and its run index replanning every record.
 RECORDED_CHAPTER_S = 12.0
 _APPENDIX_B = "appendix_b_reproducibility"
 _CLAIMS = "what_holds_up"
 _TABLES_5_6 = "tables_5_6_pretraining_configurations"
 _TABLES_1_2 = "tables_1_2_intermediate_finetuning"
 _TABLE_7 = "table_7_blurb_comparison"
-READ_S = {_TABLES_5_6: 0.053, _TABLES_1_2: 0.046, _TABLE_7: 0.17, _APPENDIX_B: 0.17, _CLAIMS: 0.013}
+READ_S = {_TABLES_5_6: 0.053, _TABLES_1_2: 0.026, _TABLE_7: 0.16, _APPENDIX_B: 0.078, _CLAIMS: 0.012}
 _READ_OTHER_S = 0.05  # a chapter not measured (Table 3's pretraining run, SciERC's three)
-# The run pages after the chapters: per recorded run, at the recording machine's speed (a fresh clone's
-# `make book FROM=reference` of 516 runs wrote 248 run pages in 88 s on an Intel Xeon with AMX whose fp32 step
-# was 0.46 of the recording machine's: 88 / 0.46 / 516).
-RUN_PAGE_S = 0.37
+# The run pages after the chapters: per recorded run, at the recording machine's speed (the same build wrote 278
+# run pages in 80 s: 80 / 0.473 / 648).
+RUN_PAGE_S = 0.26
 # The profiles a claim is declared on (their runs are recorded, read by the claims and shown by one chapter)
 _SHOWN_BY = {RECORDED.profile: _TABLES_1_2, STUDY.profile: _TABLES_5_6}
 
