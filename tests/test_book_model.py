@@ -68,6 +68,8 @@ def test_tables_and_figures_name_the_model(tmp_path, monkeypatch) -> None:
     summary = notebook.read_summary(tmp_path, "smoke", "99_model")
     assert summary["model"] == str(tmp_path / "my-encoder")
     assert summary["tables"]["t"]["caption"] == "Scores · built for my-encoder on profile smoke"
+    chapter.table("p", pd.DataFrame({"a": [1.0]}), caption="Table 1 (paper)", printed=True)
+    assert notebook.read_summary(tmp_path, "smoke", "99_model")["tables"]["p"]["caption"] == "Table 1 (paper)"
     assert [t.get_text() for t in fig.texts] == ["built for my-encoder on profile smoke"]
     plt.close(fig)
 
@@ -115,8 +117,10 @@ def test_smoke_book_for_a_second_tiny_model_names_it_everywhere(tmp_path, monkey
         assert "Presets made for another model" in page, slug
         summary = notebook.read_summary(results, "smoke", slug)
         assert summary["model"] == str(model)
-        assert all("built for tiny-bert-test on profile smoke" in t["caption"]
-                   for t in summary["tables"].values() if t["caption"]), slug
+        captions = [t["caption"] for t in summary["tables"].values() if t["caption"]]
+        printed = [c for c in captions if "(paper)" in c or "printed in the paper" in c]  # no model made them
+        assert all("built for tiny-bert-test on profile smoke" in c for c in captions if c not in printed), slug
+        assert not [c for c in printed if "built for" in c], slug
     # the records carry the model's fingerprint; the run pages name it
     records = [r for r in load_records(results, profile="smoke") if r.kind in ("finetune", "frozen", "scierc")]
     assert records and {r.model_tag for r in records} == {tiny_bert.NAME}

@@ -101,7 +101,7 @@ class ChapterContext:
 
     def table(self, key: str, frame: pd.DataFrame, caption: str = "", paper_vs_ours: bool = False,
               precision: int = 2, links: Mapping[tuple[str, str], str] | None = None,
-              provenance: bool = False) -> Any:
+              provenance: bool = False, printed: bool = False) -> Any:
         """Record ``frame`` under ``key``, write it as CSV and JSON, and show it (paper/ours/diff coloured) with
         links to both files right under it.
 
@@ -110,11 +110,12 @@ class ChapterContext:
         becomes a link to the page (chapter pages sit one folder down, in ``book/``). The files hold the
         plain values and every column; the page leaves out the provenance columns (:data:`PROVENANCE_COLUMNS`:
         digests and commits belong to the run pages and Appendix B, not between the scores) unless
-        ``provenance``, and names a ``<column>_diff`` column "ours − <column>". In a notebook the table is displayed right away, so every table of a cell reaches the
+        ``provenance``, and names a ``<column>_diff`` column "ours − <column>". A ``printed`` table (the paper's
+        own numbers, as printed) names no model in its caption: no model of this build made it. In a notebook the table is displayed right away, so every table of a cell reaches the
         page (a returned value shows only when it is the cell's last expression); outside IPython the Styler
         is returned."""
         files = write_table(frame, self.out_dir / TABLES_DIR, key)
-        caption = caption + self.built_for if caption else caption
+        caption = caption + self.built_for if caption and not printed else caption
         self.tables[key] = {"rows": [str(i) for i in frame.index], "columns": [str(c) for c in frame.columns],
                             "n_rows": int(len(frame)), "caption": caption,
                             "files": {kind: str(path) for kind, path in files.items()}}
