@@ -72,6 +72,10 @@ def test_tables_and_figures_name_the_model(tmp_path, monkeypatch) -> None:
     assert notebook.read_summary(tmp_path, "smoke", "99_model")["tables"]["p"]["caption"] == "Table 1 (paper)"
     assert [t.get_text() for t in fig.texts] == ["built for my-encoder on profile smoke"]
     plt.close(fig)
+    paper, _ = plt.subplots()
+    chapter.figure("paper", paper, printed=True)
+    assert not paper.texts
+    plt.close(paper)
 
 
 def test_background_process_trains_for_the_books_model() -> None:

@@ -165,16 +165,17 @@ class ChapterContext:
         """:meth:`glue` each ``key: (value, format)`` (what :mod:`medibio.book.numbers` computes)."""
         return {key: self.glue(key, value, fmt) for key, (value, fmt) in numbers.items()}
 
-    def figure(self, key: str, fig: Any, notes: bool = True, narrow: Any = None) -> Any:
+    def figure(self, key: str, fig: Any, notes: bool = True, narrow: Any = None, printed: bool = False) -> Any:
         """Save ``fig`` as PNG under the chapter's output folder, record it, and display it in a notebook
         (outside one, return it); the page's pending notes follow it unless ``notes`` is False (a page whose
         first figure and table belong together).
 
         ``narrow`` is the same figure drawn for a phone: saved beside it (``<key>-narrow.png``, at twice the
         resolution) and shown instead of ``fig`` on a screen up to :data:`NARROW_SCREEN_PX` wide, where the wide
-        figure would be shrunk until its text cannot be read (one ``<picture>``, so the page has one image)."""
-        path = self._save_figure(key, fig, FIGURE_DPI)
-        small = None if narrow is None else self._save_figure(f"{key}-narrow", narrow, 2 * FIGURE_DPI)
+        figure would be shrunk until its text cannot be read (one ``<picture>``, so the page has one image). A
+        ``printed`` figure draws the paper's own numbers and names no model (as :meth:`table`)."""
+        path = self._save_figure(key, fig, FIGURE_DPI, printed)
+        small = None if narrow is None else self._save_figure(f"{key}-narrow", narrow, 2 * FIGURE_DPI, printed)
         self.figures[key] = str(path)
         self.save()
         if not _in_kernel():
@@ -191,10 +192,10 @@ class ChapterContext:
             self._show_notes()
         return None
 
-    def _save_figure(self, key: str, fig: Any, dpi: int) -> Path:
+    def _save_figure(self, key: str, fig: Any, dpi: int, printed: bool = False) -> Path:
         path = self.out_dir / "figures" / f"{key}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
-        if self.model and not getattr(fig, "_medibio_built_for", False):
+        if self.model and not printed and not getattr(fig, "_medibio_built_for", False):
             # under the figure's canvas (the saved PNG's tight box takes it in), where no tick label can be
             fig.text(0.99, -0.005, self.built_for.lstrip(" ·"), ha="right", va="top", fontsize=7, color="#555")
             fig._medibio_built_for = True  # a figure saved twice is labelled once
