@@ -30,11 +30,12 @@ def fifth_arm(monkeypatch: pytest.MonkeyPatch) -> Arm:
 
 def test_experiments_are_looked_up_by_name() -> None:
     from medibio.experiments import ift
+    from medibio.ift import variants
 
     assert registry.get("table5-study") is STUDY and registry.get("table5-scaled-down") is SCALED_DOWN
     assert registry.get("ift-recorded") is ift.RECORDED and ift.RECORDED.profile == profiles.IFT
     assert ift.RECORDED.arm(["STS-B"]) == "ift-STS-B" and ift.RECORDED.arm() == "base"
-    assert ift.RECORDED.chain("ift-STS-B+SICK") == ["STS-B", "SICK"] and ift.RECORDED.chain("base") == []
+    assert variants.chain_of("ift-STS-B+SICK") == ["STS-B", "SICK"] and variants.chain_of("base") == []
     assert {"table5-study", "table5-scaled-down"} <= set(registry.names())
     with pytest.raises(UnknownNameError, match="unknown experiment 'table5-huge'; known: .*table5-study"):
         registry.get("table5-huge")

@@ -29,7 +29,7 @@ from medibio.core.settings import Settings
 from medibio.experiments.ift import RECORDED
 from medibio.experiments.table5 import STUDY
 from medibio.results.recorded import REFERENCE_ROOT
-from medibio.runs.records import KINDS, RunRecord, load_records
+from medibio.runs.records import BASE_VARIANT, KINDS, RunRecord, load_records
 
 # The build that recorded reference/ (commit 1600346, `make book` on the 2-core development machine with
 # native bf16): 30 min 34 s, its runs' wall times 3,156 s in all, trained in two processes.
@@ -77,7 +77,7 @@ _CHAPTER_OF_KIND = {"pretrain": "table_3_pretraining", "scierc": "table_4_scierc
 def chapter_of(record: RunRecord) -> str | None:
     """The chapter slug whose execution trains ``record``'s run (None: the background process's baselines)."""
     if record.kind == "finetune":
-        return ("tables_5_6_pretraining_configurations" if record.variant == "base"
+        return ("tables_5_6_pretraining_configurations" if record.variant == BASE_VARIANT
                 else "tables_1_2_intermediate_finetuning")
     return _CHAPTER_OF_KIND.get(record.kind)
 
@@ -92,7 +92,7 @@ def chapters_reading(record: RunRecord, profile: str) -> set[str]:
         if record.kind == "frozen":
             return found | {_TABLES_5_6, _TABLES_1_2, _TABLE_7}
         if record.kind == "finetune":
-            return found | {_TABLE_7, _TABLES_5_6 if record.variant == "base" else _TABLES_1_2}
+            return found | {_TABLE_7, _TABLES_5_6 if record.variant == BASE_VARIANT else _TABLES_1_2}
         return found | ({chapter_of(record)} - {None})
     for declared, slug in _SHOWN_BY.items():
         if record.profile == profiles.filed_under(declared, record.kind):

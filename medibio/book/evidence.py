@@ -51,7 +51,7 @@ from medibio.results.significance import (
     multi_bootstrap,
     runs_of,
 )
-from medibio.runs.records import RunRecord, load_records
+from medibio.runs.records import BASE_VARIANT, RunRecord, load_records
 from medibio.tasks import registry
 from medibio.tasks.bootstrap import CONFIDENCE, bootstrap_interval
 from medibio.tasks.units import unit_stats
@@ -338,7 +338,7 @@ def _dev_selected(claim: Claim, settings: Settings, profile: str, model: str, re
                      if variants.is_ift(v) and "+cv" not in v]
     general = [t for t in intermediates if t in GENERAL_DOMAIN]
     if claim.test.kind == "ift-gain":
-        a, b = _best(by_variant, intermediates), "base" if "base" in by_variant else None
+        a, b = _best(by_variant, intermediates), BASE_VARIANT if BASE_VARIANT in by_variant else None
     else:
         a, b = _best(by_variant, general), _best(by_variant, [t for t in intermediates if t not in general])
     found = _compare(claim, by_variant, a, b, settings.results_root, settings, resamples) if a and b else None

@@ -49,7 +49,7 @@ from medibio.ift import variants
 from medibio.paper import tables as paper_tables
 from medibio.results.aggregate import newest_configurations
 from medibio.results.significance import compare_records
-from medibio.runs.records import KINDS, RunRecord, load_records
+from medibio.runs.records import BASE_VARIANT, KINDS, RunRecord, load_records
 from medibio.tasks import loaders, registry, scierc_predictions
 from medibio.tasks import predictions as blurb_predictions
 from medibio.tasks import scierc as scierc_data
@@ -333,7 +333,7 @@ _FOLD = re.compile(r"\+(cv\d+)$")  # a cross-validation fold's IFT variant (ift-
 def _direct_variant(variant: str) -> str:
     """The direct fine-tuning variant an IFT variant is compared with: ``base``, or the same fold's ``cvN``."""
     fold = _FOLD.search(variant)
-    return fold.group(1) if fold else "base"
+    return fold.group(1) if fold else BASE_VARIANT
 
 
 def ift_pairs(configs: Sequence[Configuration]) -> list[tuple[Configuration, Configuration]]:

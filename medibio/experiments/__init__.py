@@ -6,7 +6,7 @@
 * :mod:`medibio.experiments.study` — the CPU study's runs: pretraining in resumable units, fine-tuning, the
   pilot, its status;
 * :mod:`medibio.experiments.scaled_down` — the scaled-down arms' pretraining and fine-tuning;
-* :mod:`medibio.experiments.ift` — intermediate fine-tuning: the recorded IFT claims' runs and the STILT matrix;
+* :mod:`medibio.experiments.ift` — intermediate fine-tuning: the design of the IFT claims' recorded runs;
 * :mod:`medibio.experiments.ift_runs` — their runs: a target with and without IFT, the transfer matrix.
 
 The floor sits above the kinds of run, whose runs it requests, and below :mod:`medibio.results`, which reads

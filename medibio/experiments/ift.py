@@ -1,11 +1,10 @@
 """Intermediate fine-tuning as experiments: a target fine-tuned directly (``base``) and after intermediate tasks
-(``ift-<chain>``, :mod:`medibio.ift.variants`), at two scales.
+(``ift-<chain>``, :mod:`medibio.ift.variants`), made once and recorded.
 
 * :data:`RECORDED` — the IFT claims' runs on this CPU, filed under their own profile
   (:data:`medibio.core.profiles.IFT`: five seeds, a full-data intermediate stage per seed), made once outside
-  the book and recorded in ``reference/`` (docs/verdicts.md lists the commands); the claims page of the ``cpu`` book judges them.
-* :data:`STILT` — the transfer matrix of the build's own profile (every ordered pair of its STILT tasks), which
-  the Tables 1–2 chapter trains (``BookPlan.stilt_tasks``).
+  the book and recorded in ``reference/`` (docs/verdicts.md lists the commands); the claims page of the
+  ``cpu`` book judges them.
 
 :mod:`medibio.experiments.ift_runs` makes their runs. Torch-free, so the claims read the design without a model.
 """
@@ -18,8 +17,7 @@ from dataclasses import dataclass
 from medibio.core import profiles
 from medibio.experiments.registry import register
 from medibio.ift import variants
-
-BASE = "base"  # the arm fine-tuned directly, without an intermediate stage
+from medibio.runs.records import BASE_VARIANT
 
 
 @dataclass(frozen=True)
@@ -32,16 +30,9 @@ class Design:
 
     @staticmethod
     def arm(chain: Sequence[str] = ()) -> str:
-        """The variant of the arm after ``chain`` (``ift-STS-B``), :data:`BASE` for none."""
-        return variants.of_chain(chain) if chain else BASE
-
-    @staticmethod
-    def chain(arm: str) -> list[str]:
-        """The intermediate chain of an arm (``ift-STS-B`` → ``["STS-B"]``, ``base`` → ``[]``)."""
-        return variants.chain_of(arm)
+        """The variant of the arm after ``chain`` (``ift-STS-B``), ``base`` for none."""
+        return variants.of_chain(chain) if chain else BASE_VARIANT
 
 
 RECORDED = register(Design("ift-recorded", "the IFT claims' runs on this CPU: a target directly and after one "
                                            "intermediate task, 5 seeds, recorded", profiles.IFT))
-STILT = register(Design("ift-stilt", "the STILT transfer matrix of the build's profile: every ordered pair of "
-                                     "its tasks, and each target directly"))

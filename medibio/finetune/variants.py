@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from medibio.ift import variants
+from medibio.runs.records import BASE_VARIANT
 from medibio.training import config
 from medibio.training.options import StabilityOptions
 
@@ -27,4 +28,4 @@ def variant_name(cfg: config.FinetuneConfig, chain: Sequence[str] = (), base: st
     parts += StabilityOptions.from_config(cfg).variant_parts()  # named as in medibio.training.options
     if cfg.cv_fold:
         parts.append(f"cv{cfg.cv_fold}")
-    return "+".join(parts) or "base"
+    return "+".join(parts) or BASE_VARIANT

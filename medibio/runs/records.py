@@ -52,6 +52,7 @@ from medibio.runs.identity import RunKey
 from medibio.tasks import registry
 
 SCHEMA_VERSION = 3
+BASE_VARIANT = "base"  # the variant of a run fine-tuned directly, with nothing changed (no stage, option, fold)
 KINDS = ("finetune", "frozen", "scierc", "ift-stage", "pretrain")
 STATUSES = ("ok", "skipped")
 # Records written before this schema: (schema string, what it lacks). Readable, listed as legacy, never reused.
@@ -78,7 +79,7 @@ class RunRecord:
     profile: str
     seed: int
     kind: str = "finetune"
-    variant: str = "base"
+    variant: str = BASE_VARIANT
     schema_version: int = SCHEMA_VERSION
     run_id: str = ""
     status: str = "ok"
