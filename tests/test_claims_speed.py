@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from medibio.core.errors import InputFormatError
 from medibio.results import evidence_cache
 from medibio.results import significance as S
 from medibio.tasks import bootstrap as B
@@ -38,8 +39,8 @@ def test_the_chunked_distribution_is_the_straightforward_one(monkeypatch, n_unit
 
 
 def test_a_large_test_set_is_resampled_in_few_chunks(monkeypatch) -> None:
-    """BC2GM's 5,000 sentences with 12 runs: the draws come in about a dozen chunks (they came in 240, each a
-    matrix product too small to be fast), and the scores are the straightforward computation's."""
+    """BC2GM's 5,000 sentences with 12 runs: the draws come in ten chunks of 100 resamples (they came in 240, each
+    a matrix product too small to be fast), and the scores are the straightforward computation's."""
     calls = []
     original = B.bootstrap_weights
 
@@ -50,7 +51,7 @@ def test_a_large_test_set_is_resampled_in_few_chunks(monkeypatch) -> None:
     monkeypatch.setattr(B, "bootstrap_weights", counting)
     stats = _ner_stats(5000, 12, 0)
     got = B.bootstrap_distribution(stats, 999, seed=3)
-    assert sum(calls) == 999 and len(calls) <= 3
+    assert sum(calls) == 999 and len(calls) == 10
     assert np.array_equal(got, _reference_distribution(stats, 999, 3))
 
 
@@ -145,21 +146,21 @@ def test_a_changed_input_or_a_torn_entry_is_computed_again(tmp_path) -> None:
 def test_unit_statistics_are_cached_by_the_bytes_of_predictions_and_gold(hand_runs, tmp_path, monkeypatch) -> None:
     record = hand_runs.write("base", 1, wrong={1, 2, 5})
     path = record.predictions_file(hand_runs.results)
-    S._file_stats.cache_clear()
+    S._SCORED.clear()
     plain = S.prediction_stats(path, "BioASQ", hand_runs.data)
     with evidence_cache.stored_in(tmp_path / "cache"):
-        S._file_stats.cache_clear()
+        S._SCORED.clear()
         first = S.prediction_stats(path, "BioASQ", hand_runs.data)
-        S._file_stats.cache_clear()
+        S._SCORED.clear()
         monkeypatch.setattr(S, "_score_file", lambda *args: pytest.fail("scored although cached"))
         again = S.prediction_stats(path, "BioASQ", hand_runs.data)
         monkeypatch.undo()
         gold = hand_runs.data / "blurb" / "BioASQ" / "test.tsv"
         gold.write_text(gold.read_text().replace("\tno\n", "\tyes\n", 1))  # another gold: scored again
-        S._file_stats.cache_clear()
+        S._SCORED.clear()
         S._gold.cache_clear()
         regraded = S.prediction_stats(path, "BioASQ", hand_runs.data)
-    S._file_stats.cache_clear()
+    S._SCORED.clear()
     for stats, ids in (first, again):
         assert ids == plain[1] and stats.keys == plain[0].keys and np.array_equal(stats.counts, plain[0].counts)
         assert stats.score() == plain[0].score()
@@ -213,3 +214,52 @@ def test_an_unknown_tag_is_named_as_the_metric_names_it(bad) -> None:
                               ([["O", "B"], ["O", "O"]], [["O", "B"], ["B", bad]], "predicted tags")):
         with pytest.raises(MetricInputError, match=f"{what} of example 'b' \\(#1\\): unknown NER tag '{bad}'"):
             U._ner_rows(refs, preds, ids, None)
+
+
+# --------------------------------------------------------------------------- side by side: workers give the same
+
+
+def test_the_weights_drawn_in_32_bits_are_the_64_bit_draws() -> None:
+    for n_units in (1, 7, 5000):
+        got = B.bootstrap_weights(n_units, 37, np.random.default_rng(4))
+        draws = np.random.default_rng(4).integers(0, n_units, size=(37, n_units))
+        assert np.array_equal(got, np.stack([np.bincount(row, minlength=n_units) for row in draws]))
+
+
+def test_the_datasets_resampled_side_by_side_give_the_same_draws(monkeypatch) -> None:
+    pairs = [(_runs("a", "BIOSSES", [0.0, 0.3, 0.1]), _runs("b", "BIOSSES", [0.2, 0.0])),
+             (_runs("a", "BIOSSES-2", [0.1, 0.2]), _runs("b", "BIOSSES-2", [0.0, 0.4, 0.3]))]
+    statistics = {"mean": ["BIOSSES", "BIOSSES-2"]}
+    monkeypatch.setattr(S, "usable_cores", lambda: 1)
+    alone = S._multi_bootstrap(pairs, statistics, 199, 5, 0.95)["mean"]
+    monkeypatch.setattr(S, "usable_cores", lambda: 2)
+    apart = S._multi_bootstrap(pairs, statistics, 199, 5, 0.95)["mean"]
+    assert apart == alone and np.array_equal(apart.draws, alone.draws)
+
+
+def test_files_scored_side_by_side_are_the_files_scored_one_by_one(hand_runs, monkeypatch) -> None:
+    paths = [hand_runs.write("base", seed, wrong={seed, 2 * seed}).predictions_file(hand_runs.results)
+             for seed in (1, 2, 3)]
+    S._SCORED.clear()
+    alone = [S.prediction_stats(path, "BioASQ", hand_runs.data) for path in paths]
+    S._SCORED.clear()
+    monkeypatch.setattr(S, "usable_cores", lambda: 2)
+    S.score_side_by_side(((path, "BioASQ") for path in paths), hand_runs.data)
+    monkeypatch.setattr(S, "_file_stats", lambda *args: pytest.fail("scored again in this process"))
+    for path, (stats, ids) in zip(paths, alone, strict=True):
+        got, got_ids = S.prediction_stats(path, "BioASQ", hand_runs.data)
+        assert got_ids == ids and got.keys == stats.keys and np.array_equal(got.counts, stats.counts)
+    S._SCORED.clear()
+
+
+def test_a_bad_file_among_those_scored_side_by_side_is_named_as_always(hand_runs, monkeypatch) -> None:
+    good, bad = (hand_runs.write("base", seed).predictions_file(hand_runs.results) for seed in (1, 2))
+    lines = bad.read_text().splitlines()
+    bad.write_text("\n".join([lines[0], lines[1].replace('"prediction"', '"guess"'), *lines[2:]]) + "\n")
+    S._SCORED.clear()
+    monkeypatch.setattr(S, "usable_cores", lambda: 2)
+    S.score_side_by_side([(good, "BioASQ"), (bad, "BioASQ")], hand_runs.data)
+    assert list(S._SCORED) == [S._file_key(good, "BioASQ", hand_runs.data)]  # the good one scored apart
+    with pytest.raises(InputFormatError, match=f"{bad.name}:2: expected a JSON object with keys"):
+        S.prediction_stats(bad, "BioASQ", hand_runs.data)
+    S._SCORED.clear()

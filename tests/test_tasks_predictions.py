@@ -123,6 +123,32 @@ def test_malformed_lines_name_file_and_line(tmp_path: Path, line: str, expected:
 
 
 @pytest.mark.parametrize(
+    ("lines", "expected"),
+    [  # each decodes as a whole file: one object a line is checked, not assumed
+        (['{"id": "1", "prediction": "0"}, {"id": "2", "prediction": "1"}', '{"id": "3", "prediction":', '"0"}'],
+         r"GAD.jsonl:2: expected a JSON object .*invalid JSON \(Extra data\)"),
+        (['{"id": "1", "prediction": "0", "id": "2"}', '{"id": "3", "prediction": "0"}'],
+         r"GAD.jsonl:2: expected a JSON object .*invalid JSON \(key .+id.+ given twice\)"),
+        (['{"id": "1", "prediction": "0"}', '{"id": "3", "prediction": 1e999}'],
+         r"GAD.jsonl:3: expected a JSON object .*beyond what a 64-bit float holds"),
+    ],
+)
+def test_what_a_line_alone_refuses_the_whole_file_refuses(tmp_path: Path, lines: list[str], expected: str) -> None:
+    path = _write(tmp_path / "GAD.jsonl", [{"id": "0", "prediction": "1"}, *lines])
+    with pytest.raises(InputFormatError, match=expected):
+        read_predictions(path, "GAD")
+
+
+def test_a_file_decoded_at_once_reads_as_line_by_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path / "NCBI-disease.jsonl", [{"id": str(i), "prediction": ["O", "B", "I"][: i + 1]}
+                                                    for i in range(3)] + ['  {"prediction": [], "id": "9"}  '])
+    at_once = read_predictions(path, "NCBI-disease")
+    monkeypatch.setattr(predictions, "_decoded_at_once", lambda lines: None)
+    assert at_once == read_predictions(path, "NCBI-disease")
+    assert [p.line for p in at_once.values()] == [1, 2, 3, 4] and at_once["9"].value == []
+
+
+@pytest.mark.parametrize(
     ("dataset", "value"),
     [("NCBI-disease", "B O"), ("NCBI-disease", ["B", "X"]), ("HoC", "Cellular energetics"),
      ("HoC", ["Cellular energetics", "Cellular energetics"]), ("BIOSSES", "3.2"), ("BIOSSES", True),
@@ -193,3 +219,13 @@ def test_real_gold_scores_100_everywhere(data_root: Path, tmp_path: Path) -> Non
         assert report.metrics[name]["gold_entities"] == count, name
     pico = report.metrics["EBM-PICO"]
     assert sum(pico[f"support_{c}"] for c in ("I-PAR", "I-INT", "I-OUT")) == 16364
+
+
+@pytest.mark.parametrize("dataset", TINY.split(","))
+def test_the_gold_read_from_rows_is_the_datasets_gold(dataset: str) -> None:
+    """load_gold skips the ``datasets.Dataset``: the ids and references, values and types, are that table's."""
+    from medibio.tasks import loaders
+
+    table = predictions.gold_from_columns(dataset, "test", loaders.load_split(dataset, "test", FIXTURE_ROOT).to_dict())
+    gold = predictions.load_gold(dataset, "test", FIXTURE_ROOT)
+    assert gold == table and [type(r) for r in gold.references] == [type(r) for r in table.references]

@@ -50,6 +50,7 @@ from medibio.results.significance import (
     cv_runs,
     multi_bootstrap,
     runs_of,
+    score_side_by_side,
 )
 from medibio.runs.records import BASE_VARIANT, RunRecord, load_records
 from medibio.tasks import registry
@@ -436,6 +437,8 @@ def _table5_evidence(claim: Claim, settings: Settings, profile: str, resamples: 
     for place in _table5_places(claim, settings, profile, recorded):
         sides = [newest_configurations(load_records(place.root, profile=place.profile, variant=v))[0]
                  for v in (place.a, place.b)]
+        score_side_by_side(((r.predictions_file(place.root), r.dataset) for side in sides for r in side
+                            if r.ok and r.predictions), settings.data_root)  # every set's files at once
         pairs = []
         for dataset in registry.names():
             ra, rb = (runs_of(recs, place.root, v, dataset, settings.data_root,

@@ -40,14 +40,19 @@ import dataclasses
 import functools
 import itertools
 import math
+import multiprocessing
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import threadpoolctl
 
+from medibio.core.capacity import usable_cores
 from medibio.core.errors import DataMissingError, InputFormatError, MedibioError
 from medibio.core.hashing import file_sha256
 from medibio.core.paths import data_root as resolve_data_root
@@ -142,7 +147,13 @@ def _gold(dataset: str, data_root: str) -> predictions.Gold:
     return predictions.load_gold(dataset, "test", data_root)
 
 
-@functools.lru_cache(maxsize=512)
+FileKey = tuple[str, int, int, str, str]  # (resolved path, mtime_ns, size, dataset, data root)
+# Each prediction file's scoring, kept per (file, mtime, size): the book compares each baseline with many
+# variants. The oldest entry goes first beyond this many (an entry holds a test set's ids and unit counts).
+_SCORED: dict[FileKey, tuple[UnitStats, frozenset[str]]] = {}
+_SCORED_MAX = 512
+
+
 def _file_stats(path: str, mtime_ns: int, size: int, dataset: str,
                 data_root: str) -> tuple[UnitStats, frozenset[str]]:
     gold_files = loaders.split_files(dataset, "test", data_root) if evidence_cache.folder() else []
@@ -174,19 +185,81 @@ def _score_file(path: str, dataset: str, data_root: str) -> tuple[UnitStats, fro
     return unit_stats(dataset, sub.references, values, sub.ids), frozenset(covered)
 
 
-def prediction_stats(path: str | Path, dataset: str,
-                     data_root: str | Path | None = None) -> tuple[UnitStats, frozenset[str]]:
-    """Unit statistics of one test-prediction file and the ids it covers (a subset of the gold test ids).
-
-    Cached per (file, size, mtime): the book compares each baseline with many variants; and on disk, by the
-    file's and the gold's bytes, where a boundary named a cache folder (:mod:`medibio.results.evidence_cache`).
-    """
+def _file_key(path: str | Path, dataset: str, data_root: str | Path | None) -> FileKey:
     path = Path(path)
     if not path.is_file():
         raise DataMissingError(path, "the test predictions of a run (seed<N>.test.jsonl next to its record)")
     st = path.stat()
-    root = str(resolve_data_root(data_root))
-    return _file_stats(str(path.resolve()), st.st_mtime_ns, st.st_size, registry.get(dataset).name, root)
+    return (str(path.resolve()), st.st_mtime_ns, st.st_size, registry.get(dataset).name,
+            str(resolve_data_root(data_root)))
+
+
+def _keep(key: FileKey, found: tuple[UnitStats, frozenset[str]]) -> None:
+    if len(_SCORED) >= _SCORED_MAX:
+        del _SCORED[next(iter(_SCORED))]
+    _SCORED[key] = found
+
+
+def prediction_stats(path: str | Path, dataset: str,
+                     data_root: str | Path | None = None) -> tuple[UnitStats, frozenset[str]]:
+    """Unit statistics of one test-prediction file and the ids it covers (a subset of the gold test ids).
+
+    Kept per (file, size, mtime) in this process, and on disk by the file's and the gold's bytes where a
+    boundary named a cache folder (:mod:`medibio.results.evidence_cache`).
+    """
+    key = _file_key(path, dataset, data_root)
+    if key not in _SCORED:
+        _keep(key, _file_stats(*key))
+    return _SCORED[key]
+
+
+def _scored_apart(key: FileKey, cache: Path | None) -> tuple[UnitStats, frozenset[str]] | None:
+    """:func:`_file_stats` in a worker process, under the caller's evidence cache; None for a file it refuses
+    (the caller scores it again and raises the error in full: an error's own fields do not cross processes)."""
+    with evidence_cache.stored_in(None if cache is None else cache.parent):
+        try:
+            return _file_stats(*key)
+        except MedibioError:
+            return None
+
+
+def _one_blas_thread() -> None:
+    threadpoolctl.threadpool_limits(1)  # a worker per core: BLAS threads of its own would only contend
+
+
+@functools.cache
+def _workers() -> ProcessPoolExecutor:
+    # forked: a worker starts with this process's modules and gold already loaded
+    return ProcessPoolExecutor(usable_cores(), mp_context=multiprocessing.get_context("fork"),
+                               initializer=_one_blas_thread)
+
+
+def _side_by_side(work: Callable[..., Any], calls: Sequence[tuple[Any, ...]], sizes: Sequence[float]) -> list[Any]:
+    """``[work(*args) for args in calls]``, a worker process per usable core where there are several (the
+    largest first, by ``sizes``, so that no core waits on one late call). Results come back in the order of
+    ``calls`` and are the same as one after another: no call shares state with another."""
+    if min(len(calls), usable_cores()) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return [work(*args) for args in calls]
+    pool = _workers()
+    futures = {k: pool.submit(work, *calls[k]) for k in sorted(range(len(calls)), key=lambda k: -sizes[k])}
+    return [futures[k].result() for k in range(len(calls))]
+
+
+def score_side_by_side(files: Iterable[tuple[str | Path, str]], data_root: str | Path | None = None) -> None:
+    """Score the (prediction file, dataset) pairs not scored yet in this process, a worker process per usable
+    core, so that :func:`prediction_stats` finds them: reading and scoring a file is pure Python, one core's
+    work, and a claim reads hundreds of them. A file a worker refuses is left to :func:`prediction_stats`,
+    which raises the error as it always does (naming the file and line)."""
+    todo = list(dict.fromkeys(k for k in (_file_key(f, d, data_root) for f, d in files) if k not in _SCORED))
+    try:
+        found = _side_by_side(_scored_apart, [(key, evidence_cache.folder()) for key in todo],
+                              [key[2] for key in todo])
+    except BrokenProcessPool:  # a worker died (out of memory, killed): this process scores them one by one
+        _workers.cache_clear()
+        return
+    for key, scored in zip(todo, found, strict=True):
+        if scored is not None:
+            _keep(key, scored)
 
 
 def _describe_ids(ids: frozenset[str], other: frozenset[str]) -> str:
@@ -233,8 +306,9 @@ def runs_of(records: Iterable[RunRecord], results_root: str | Path, label: str, 
     limited = next(iter(limits))
     system = label if limited is None else f"{label} (LIMITED: --limit {limited})"
     keys, seeds, files, stats, first = [], [], [], [], None
-    for rec in recs:
-        path = rec.predictions_file(results_root)
+    paths = [rec.predictions_file(results_root) for rec in recs]
+    score_side_by_side(((path, name) for path in paths), data_root)
+    for rec, path in zip(recs, paths, strict=True):
         key = (pretraining(rec) if pretraining else "", rec.seed)  # fine-tuning seed k of each pretrained model
         if key in keys:
             other = files[keys.index(key)]
@@ -575,7 +649,11 @@ def _multi_bootstrap(pairs: Sequence[tuple[Runs, Runs]], statistics: Mapping[str
         _check_same_ids((Path(ra.files[0] if ra.files else ra.system), ra.ids),
                         (Path(rb.files[0] if rb.files else rb.system), rb.ids),
                         f"{rb.system} vs {ra.system} on {ra.dataset}")
-        scores = bootstrap_distribution([*ra.stats, *rb.stats], resamples, seed * 1000 + k)
+    # each dataset's units are drawn by a generator of its own: drawn side by side, they are the same draws
+    unit_draws = _side_by_side(bootstrap_distribution, [([*ra.stats, *rb.stats], resamples, seed * 1000 + k)
+                                                        for k, (ra, rb) in enumerate(pairs)],
+                               [ra.stats[0].n_units * (len(ra.stats) + len(rb.stats)) for ra, rb in pairs])
+    for k, ((ra, rb), scores) in enumerate(zip(pairs, unit_draws, strict=True)):
         rng = np.random.default_rng([seed, k, 1])
         m, out = len(ra.stats), []
         for side, part, i in ((ra, scores[:, :m], 0), (rb, scores[:, m:], 1)):

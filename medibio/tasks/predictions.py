@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,16 +55,22 @@ class Prediction:
 
 
 def load_gold(name: str, split: str = "test", data_root: str | Path | None = None) -> Gold:
-    """Ids and references (``tags`` or ``label`` column) of one split, read by :mod:`medibio.tasks.loaders`."""
-    return gold_from_columns(name, split, loaders.load_split(registry.get(name, "blurb").name, split,
-                                                            data_root).to_dict())
+    """Ids and references (``tags`` or ``label`` column) of one split, from the rows
+    :mod:`medibio.tasks.loaders` reads: no ``datasets.Dataset`` is built for two columns (building one took
+    longer than reading the file)."""
+    spec = registry.get(name, "blurb")
+    rows = loaders.read_rows(spec, split, data_root)
+    return gold_from_columns(name, split, {key: [row[key] for row in rows] for key in ("id", _reference(spec))})
+
+
+def _reference(spec: TaskSpec) -> str:
+    return "tags" if spec.is_token_task else "label"
 
 
 def gold_from_columns(name: str, split: str, columns: Mapping[str, list[Any]]) -> Gold:
     """The gold of a split already read into whole columns (``Dataset.to_dict()``)."""
     spec = registry.get(name, "blurb")
-    column = "tags" if spec.is_token_task else "label"
-    return Gold(spec.name, split, [str(i) for i in columns["id"]], list(columns[column]))
+    return Gold(spec.name, split, [str(i) for i in columns["id"]], list(columns[_reference(spec)]))
 
 
 def write_gold(
@@ -127,6 +134,26 @@ def _json_kind(value: Any) -> str:
     return {str: "string", list: "list", dict: "object"}.get(type(value), type(value).__name__)
 
 
+# A line holding the end of one object and the start of the next: a file with one is read line by line
+_TWO_ON_A_LINE = re.compile(r"\}[ \t\r]*,[ \t\r]*\{")
+
+
+def _decoded_at_once(lines: list[str]) -> list[Any] | None:
+    """Each line's JSON object, from one decode of the whole file (one call instead of one a line reads a
+    prediction file about twice as fast); None where the file is not plainly one object a line (a blank
+    line, a syntax error, something else than an object, a line that may hold two), which the line-by-line
+    reader then judges and names. Without a line that may hold two, as many objects as lines are one a line."""
+    if any(not line or line.isspace() for line in lines) or _TWO_ON_A_LINE.search("\n".join(lines)):
+        return None
+    try:
+        values = strict_json("[" + ",".join(lines) + "]")
+    except json.JSONDecodeError:
+        return None
+    if len(values) != len(lines) or not all(isinstance(v, dict) for v in values):
+        return None
+    return values
+
+
 def read_predictions(path: str | Path, dataset: str) -> dict[str, Prediction]:
     """Read and validate one prediction file; return id -> :class:`Prediction` in file order."""
     path = Path(path)
@@ -135,17 +162,22 @@ def read_predictions(path: str | Path, dataset: str) -> dict[str, Prediction]:
     out: dict[str, Prediction] = {}
     labels = frozenset(spec.labels)
     last = 0
-    for number, raw in text_lines(path):
+    numbered = list(text_lines(path))
+    at_once = _decoded_at_once([raw for _, raw in numbered])
+    for k, (number, raw) in enumerate(numbered):
         last = number
         line = raw.strip()
-        if not line:
+        if at_once is not None:
+            obj = at_once[k]
+        elif not line:
             raise InputFormatError(path, number, 'a JSON object {"id": ..., "prediction": ...}, not a blank '
                                    "line (blank lines may only end the file)", "")
-        try:
-            obj = strict_json(line)
-        except json.JSONDecodeError as exc:
-            raise InputFormatError(path, number, 'a JSON object {"id": ..., "prediction": ...}',
-                                   f"invalid JSON ({exc.msg}): {line}") from None
+        else:
+            try:
+                obj = strict_json(line)
+            except json.JSONDecodeError as exc:
+                raise InputFormatError(path, number, 'a JSON object {"id": ..., "prediction": ...}',
+                                       f"invalid JSON ({exc.msg}): {line}") from None
         if not isinstance(obj, dict) or "id" not in obj or "prediction" not in obj:
             raise InputFormatError(path, number, 'a JSON object with keys "id" and "prediction"', line)
         sid = obj["id"]
