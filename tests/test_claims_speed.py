@@ -263,3 +263,19 @@ def test_a_bad_file_among_those_scored_side_by_side_is_named_as_always(hand_runs
     with pytest.raises(InputFormatError, match=f"{bad.name}:2: expected a JSON object with keys"):
         S.prediction_stats(bad, "BioASQ", hand_runs.data)
     S._SCORED.clear()
+
+
+def test_files_handed_over_without_waiting_are_collected_when_read(hand_runs, monkeypatch) -> None:
+    paths = [hand_runs.write("base", seed, wrong={seed}).predictions_file(hand_runs.results) for seed in (1, 2)]
+    S._SCORED.clear()
+    alone = [S.prediction_stats(path, "BioASQ", hand_runs.data) for path in paths]
+    S._SCORED.clear()
+    monkeypatch.setattr(S, "usable_cores", lambda: 2)
+    S.score_side_by_side(((path, "BioASQ") for path in paths), hand_runs.data, wait=False)
+    assert set(S._PENDING) == {S._file_key(path, "BioASQ", hand_runs.data) for path in paths} and not S._SCORED
+    monkeypatch.setattr(S, "_file_stats", lambda *args: pytest.fail("scored again in this process"))
+    for path, (stats, ids) in zip(paths, alone, strict=True):
+        got, got_ids = S.prediction_stats(path, "BioASQ", hand_runs.data)
+        assert got_ids == ids and np.array_equal(got.counts, stats.counts)
+    assert not S._PENDING
+    S._SCORED.clear()

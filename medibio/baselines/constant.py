@@ -16,6 +16,7 @@ from typing import Any
 
 from medibio.tasks import metrics, registry
 from medibio.tasks.loaders import available_splits, load_blurb
+from medibio.tasks.predictions import load_gold
 from medibio.tasks.spec import Problem
 
 
@@ -26,7 +27,7 @@ def constant_answer(dataset: str, data_root: str | Path | None = None) -> Any:
     if problem is Problem.TOKEN:
         return "O" if "O" in spec.labels else spec.negative_label
     source = "train" if "train" in available_splits(spec.name, data_root) else "dev"
-    labels = load_blurb(spec.name, data_root, splits=source)[source]["label"]
+    labels = load_gold(spec.name, source, data_root).references  # the label column, without a datasets table
     if problem is Problem.REGRESSION:
         return sum(float(v) for v in labels) / len(labels)
     if problem is Problem.MULTILABEL:

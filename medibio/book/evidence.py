@@ -10,10 +10,11 @@ whose interval and p-value are read from the same draws; a bootstrap over papers
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from medibio.book.claims import (
 )
 from medibio.book.rules import WELCH_RUNS, paper_verdict, welch_sd
 from medibio.core import precision, profiles
-from medibio.core.errors import DataMissingError
+from medibio.core.errors import DataMissingError, MedibioError
 from medibio.core.settings import Settings
 from medibio.experiments import table5
 from medibio.fields.bootstrap import field_margin
@@ -430,15 +431,41 @@ def _table5_places(claim: Claim, settings: Settings, profile: str, recorded: Pat
     return table5.places(claim.test.a, claim.test.b, profile, roots)
 
 
+def _table5_sides(claim: Claim, settings: Settings, profile: str,
+                  recorded: Path | None) -> Iterator[tuple[table5.Place, list[list[RunRecord]]]]:
+    """Each place a Table 5 claim's runs may be (:func:`_table5_places`) with the newest records of its two
+    configurations there."""
+    for place in _table5_places(claim, settings, profile, recorded):
+        yield place, [newest_configurations(load_records(place.root, profile=place.profile, variant=v))[0]
+                      for v in (place.a, place.b)]
+
+
+def _scored(sides: list[list[RunRecord]], root: Path) -> list[tuple[Path, str]]:
+    return [(r.predictions_file(root), r.dataset) for side in sides for r in side if r.ok and r.predictions]
+
+
+def start_scoring(claims: Sequence[Claim], settings: Settings, profile: str, recorded: Path | None) -> None:
+    """Hand the prediction files the Table 5 claims read (most of what the claims read) to worker processes
+    and return at once, so that they are scored while this process does other work (the paper's audit, the
+    first claims). Where a file or record cannot be read, nothing is started: the claim that reads it says so."""
+    if not settings.data_root.is_dir():
+        return
+    for claim in claims:
+        if claim.test.kind != "table5":
+            continue
+        for place, sides in _table5_sides(claim, settings, profile, recorded):
+            if all(any(r.ok and r.predictions for r in side) for side in sides):
+                with contextlib.suppress(MedibioError):
+                    score_side_by_side(_scored(sides, place.root), settings.data_root, wait=False)
+                break
+
+
 def _table5_evidence(claim: Claim, settings: Settings, profile: str, resamples: int,
                      recorded: Path | None) -> Evidence:
     """Configurations ``a`` vs ``b`` on the first place that has runs of both (:func:`_table5_places`):
     pretraining seeds, fine-tuning seeds and test units all resampled (a run's pretraining is its model)."""
-    for place in _table5_places(claim, settings, profile, recorded):
-        sides = [newest_configurations(load_records(place.root, profile=place.profile, variant=v))[0]
-                 for v in (place.a, place.b)]
-        score_side_by_side(((r.predictions_file(place.root), r.dataset) for side in sides for r in side
-                            if r.ok and r.predictions), settings.data_root)  # every set's files at once
+    for place, sides in _table5_sides(claim, settings, profile, recorded):
+        score_side_by_side(_scored(sides, place.root), settings.data_root)  # every set's files at once
         pairs = []
         for dataset in registry.names():
             ra, rb = (runs_of(recs, place.root, v, dataset, settings.data_root,

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from medibio.book.claims import CLAIMS, Claim, claim_tasks
-from medibio.book.evidence import Evidence, PaperEvidence, our_evidence, paper_evidence
+from medibio.book.evidence import Evidence, PaperEvidence, our_evidence, paper_evidence, start_scoring
 from medibio.book.rules import (
     DESIGNS,
     PAPER_VERDICTS,
@@ -158,12 +158,13 @@ def rows(settings: Settings, profile: str, claims: Sequence[Claim] = CLAIMS,
     """Every claim judged on the runs of ``model`` (None: the profile's) on ``profile`` under
     ``settings.results_root`` (see :func:`our_evidence` for ``recorded``); claims whose paper prints means
     without spread get the seed spreads of our systems on their tasks, from both roots."""
-    checks = audit.run_audit().set_index("id")
-    rechecked = sources.recheck_claims().set_index("id")
     roots = [settings.results_root, *([recorded] if recorded not in (None, settings.results_root) else [])]
     out: list[Row] = []
     newest: list[list[RunRecord]] = []  # each root's records, read once when a claim first needs them
     with evidence_cache.stored_in(settings.cache_root):  # unit scores and draws computed once per input
+        start_scoring(claims, settings, profile, recorded)  # scored by worker processes during the audit
+        checks = audit.run_audit().set_index("id")
+        rechecked = sources.recheck_claims().set_index("id")
         for claim in claims:
             paper = paper_evidence(claim, checks, rechecked)
             tasks = claim_tasks(claim) if paper.welch_sd is not None else ()

@@ -42,7 +42,7 @@ import itertools
 import math
 import multiprocessing
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -208,6 +208,8 @@ def prediction_stats(path: str | Path, dataset: str,
     boundary named a cache folder (:mod:`medibio.results.evidence_cache`).
     """
     key = _file_key(path, dataset, data_root)
+    if key in _PENDING:
+        _collect(key)
     if key not in _SCORED:
         _keep(key, _file_stats(*key))
     return _SCORED[key]
@@ -234,32 +236,64 @@ def _workers() -> ProcessPoolExecutor:
                                initializer=_one_blas_thread)
 
 
-def _side_by_side(work: Callable[..., Any], calls: Sequence[tuple[Any, ...]], sizes: Sequence[float]) -> list[Any]:
-    """``[work(*args) for args in calls]``, a worker process per usable core where there are several (the
-    largest first, by ``sizes``, so that no core waits on one late call). Results come back in the order of
-    ``calls`` and are the same as one after another: no call shares state with another."""
-    if min(len(calls), usable_cores()) < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return [work(*args) for args in calls]
+def _apart(count: int) -> bool:
+    """Whether ``count`` calls go to worker processes: several cores, and processes forked (Linux)."""
+    return min(count, usable_cores()) > 1 and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _submitted(work: Callable[..., Any], calls: Sequence[tuple[Any, ...]], sizes: Sequence[float]) -> list[Future]:
+    """``work(*args)`` for each of ``calls`` handed to the workers, the largest first (by ``sizes``) so that no
+    core waits on one late call; the futures in the order of ``calls``."""
     pool = _workers()
     futures = {k: pool.submit(work, *calls[k]) for k in sorted(range(len(calls)), key=lambda k: -sizes[k])}
-    return [futures[k].result() for k in range(len(calls))]
+    return [futures[k] for k in range(len(calls))]
 
 
-def score_side_by_side(files: Iterable[tuple[str | Path, str]], data_root: str | Path | None = None) -> None:
-    """Score the (prediction file, dataset) pairs not scored yet in this process, a worker process per usable
-    core, so that :func:`prediction_stats` finds them: reading and scoring a file is pure Python, one core's
-    work, and a claim reads hundreds of them. A file a worker refuses is left to :func:`prediction_stats`,
-    which raises the error as it always does (naming the file and line)."""
-    todo = list(dict.fromkeys(k for k in (_file_key(f, d, data_root) for f, d in files) if k not in _SCORED))
+def _side_by_side(work: Callable[..., Any], calls: Sequence[tuple[Any, ...]], sizes: Sequence[float]) -> list[Any]:
+    """``[work(*args) for args in calls]``, a worker process per usable core where there are several. The
+    results are the ones computed one after another: no call shares state with another."""
+    if not _apart(len(calls)):
+        return [work(*args) for args in calls]
+    return [future.result() for future in _submitted(work, calls, sizes)]
+
+
+# Prediction files handed to the workers and not collected yet (see score_side_by_side's ``wait``)
+_PENDING: dict[FileKey, Future] = {}
+
+
+def _collect(key: FileKey) -> None:
+    """A handed-over file's scores kept (a file the worker refused, or a dead worker, leaves it unscored)."""
     try:
-        found = _side_by_side(_scored_apart, [(key, evidence_cache.folder()) for key in todo],
-                              [key[2] for key in todo])
-    except BrokenProcessPool:  # a worker died (out of memory, killed): this process scores them one by one
+        scored = _PENDING.pop(key).result()
+    except BrokenProcessPool:  # a worker died (out of memory, killed): a new pool next time
         _workers.cache_clear()
         return
-    for key, scored in zip(todo, found, strict=True):
-        if scored is not None:
-            _keep(key, scored)
+    if scored is not None:
+        _keep(key, scored)
+
+
+def score_side_by_side(files: Iterable[tuple[str | Path, str]], data_root: str | Path | None = None,
+                       wait: bool = True) -> None:
+    """Score the (prediction file, dataset) pairs not scored yet in this process, a worker process per usable
+    core, so that :func:`prediction_stats` finds them: reading and scoring a file is pure Python, one core's
+    work, and a claim reads hundreds of them. ``wait=False`` returns at once: the files are scored while the
+    caller does other work, and collected when :func:`prediction_stats` asks for them. A file a worker
+    refuses is left to :func:`prediction_stats`, which raises the error as it always does (naming the file and
+    line)."""
+    todo = [k for k in dict.fromkeys(_file_key(f, d, data_root) for f, d in files) if k not in _SCORED]
+    fresh = [k for k in todo if k not in _PENDING]
+    if fresh and _apart(len(fresh) if wait else usable_cores()):
+        try:
+            handed = _submitted(_scored_apart, [(key, evidence_cache.folder()) for key in fresh],
+                                [key[2] for key in fresh])
+        except BrokenProcessPool:  # a worker died: a new pool next time, these are scored here
+            _workers.cache_clear()
+        else:
+            _PENDING.update(zip(fresh, handed, strict=True))
+    if wait:
+        for key in todo:
+            if key in _PENDING:
+                _collect(key)
 
 
 def _describe_ids(ids: frozenset[str], other: frozenset[str]) -> str:
