@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from medibio.core import workers
 from medibio.core.errors import InputFormatError
 from medibio.results import evidence_cache
 from medibio.results import significance as S
@@ -230,9 +231,9 @@ def test_the_datasets_resampled_side_by_side_give_the_same_draws(monkeypatch) ->
     pairs = [(_runs("a", "BIOSSES", [0.0, 0.3, 0.1]), _runs("b", "BIOSSES", [0.2, 0.0])),
              (_runs("a", "BIOSSES-2", [0.1, 0.2]), _runs("b", "BIOSSES-2", [0.0, 0.4, 0.3]))]
     statistics = {"mean": ["BIOSSES", "BIOSSES-2"]}
-    monkeypatch.setattr(S, "usable_cores", lambda: 1)
+    monkeypatch.setattr(workers, "usable_cores", lambda: 1)
     alone = S._multi_bootstrap(pairs, statistics, 199, 5, 0.95)["mean"]
-    monkeypatch.setattr(S, "usable_cores", lambda: 2)
+    monkeypatch.setattr(workers, "usable_cores", lambda: 2)
     apart = S._multi_bootstrap(pairs, statistics, 199, 5, 0.95)["mean"]
     assert apart == alone and np.array_equal(apart.draws, alone.draws)
 
@@ -243,7 +244,7 @@ def test_files_scored_side_by_side_are_the_files_scored_one_by_one(hand_runs, mo
     S._SCORED.clear()
     alone = [S.prediction_stats(path, "BioASQ", hand_runs.data) for path in paths]
     S._SCORED.clear()
-    monkeypatch.setattr(S, "usable_cores", lambda: 2)
+    monkeypatch.setattr(workers, "usable_cores", lambda: 2)
     S.score_side_by_side(((path, "BioASQ") for path in paths), hand_runs.data)
     monkeypatch.setattr(S, "_file_stats", lambda *args: pytest.fail("scored again in this process"))
     for path, (stats, ids) in zip(paths, alone, strict=True):
@@ -257,7 +258,7 @@ def test_a_bad_file_among_those_scored_side_by_side_is_named_as_always(hand_runs
     lines = bad.read_text().splitlines()
     bad.write_text("\n".join([lines[0], lines[1].replace('"prediction"', '"guess"'), *lines[2:]]) + "\n")
     S._SCORED.clear()
-    monkeypatch.setattr(S, "usable_cores", lambda: 2)
+    monkeypatch.setattr(workers, "usable_cores", lambda: 2)
     S.score_side_by_side([(good, "BioASQ"), (bad, "BioASQ")], hand_runs.data)
     assert list(S._SCORED) == [S._file_key(good, "BioASQ", hand_runs.data)]  # the good one scored apart
     with pytest.raises(InputFormatError, match=f"{bad.name}:2: expected a JSON object with keys"):
@@ -270,7 +271,7 @@ def test_files_handed_over_without_waiting_are_collected_when_read(hand_runs, mo
     S._SCORED.clear()
     alone = [S.prediction_stats(path, "BioASQ", hand_runs.data) for path in paths]
     S._SCORED.clear()
-    monkeypatch.setattr(S, "usable_cores", lambda: 2)
+    monkeypatch.setattr(workers, "usable_cores", lambda: 2)
     S.score_side_by_side(((path, "BioASQ") for path in paths), hand_runs.data, wait=False)
     assert set(S._PENDING) == {S._file_key(path, "BioASQ", hand_runs.data) for path in paths} and not S._SCORED
     monkeypatch.setattr(S, "_file_stats", lambda *args: pytest.fail("scored again in this process"))

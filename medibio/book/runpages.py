@@ -38,7 +38,7 @@ import pandas as pd
 from medibio.baselines import constant
 from medibio.book import spans
 from medibio.book.notebook import label_text
-from medibio.core import profiles
+from medibio.core import profiles, workers
 from medibio.core.atomic import atomic_open, write_text
 from medibio.core.errors import MedibioError
 from medibio.core.hashing import file_sha256
@@ -292,6 +292,16 @@ def examples_of(config: Configuration, results_root: str | Path, data_root: str 
 
 class PageDataError(MedibioError):
     """The gold or the predictions of a run page could not be read (the page says so)."""
+
+
+def _page_parts(config: Configuration, results_root: Path,
+                data_root: str | Path | None) -> tuple[Examples | None, str, str]:
+    """A run page's examples (or why they could not be read) and its dev curve."""
+    try:
+        found, problem = examples_of(config, results_root, data_root), ""
+    except PageDataError as exc:
+        found, problem = None, str(exc)
+    return found, problem, dev_curve_svg(config.records)
 
 
 def error_counts(examples: Examples) -> pd.DataFrame | None:
@@ -584,13 +594,12 @@ def write_run_pages(results_root: str | Path, profile: str, html_dir: str | Path
     for c in configs:
         by_key.setdefault((c.first.kind, c.first.profile, c.first.model_tag, c.first.dataset), []).append(c)
     pairs = ift_pairs(configs)
-    examples: dict[int, Examples | None] = {}
-    problems: dict[int, str] = {}
-    for config in configs:
-        try:
-            examples[id(config)] = examples_of(config, results_root, data_root)
-        except PageDataError as exc:
-            examples[id(config)], problems[id(config)] = None, str(exc)
+    # each page's examples and curve, the pages' bulk, computed a configuration a call on every core
+    parts = workers.side_by_side(_page_parts, [(config, results_root, data_root) for config in configs],
+                                 [len(config.records) for config in configs])
+    examples = {id(config): found for config, (found, _, _) in zip(configs, parts, strict=True)}
+    problems = {id(config): problem for config, (_, problem, _) in zip(configs, parts, strict=True) if problem}
+    curves = {id(config): curve for config, (_, _, curve) in zip(configs, parts, strict=True)}
     # a paired view needs both lists of examples; a run page links to one only where it is written
     pairs = [(a, b) for a, b in pairs if examples[id(a)] is not None and examples[id(b)] is not None]
     paired_of = {id(a): b for a, b in pairs}
@@ -608,7 +617,7 @@ def write_run_pages(results_root: str | Path, profile: str, html_dir: str | Path
             config=config, record=config.first, root=_relative("", config.url),
             seeds=_seed_rows(config.records, _downloads(config, results_root, folder)),
             hyperparameters=sorted(config.first.hyperparameters.items()),
-            curve=dev_curve_svg(config.records), baselines=_baselines(config, by_key, data_root),
+            curve=curves[id(config)], baselines=_baselines(config, by_key, data_root),
             counts=_frame_html(error_counts(found) if found else None),
             examples=payload, examples_file=examples_file, problem=problem, paper=paper_numbers(config.first),
             paired=_relative(paired_page_url(config.first, other.first), config.url) if other else "",

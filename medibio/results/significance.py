@@ -40,19 +40,16 @@ import dataclasses
 import functools
 import itertools
 import math
-import multiprocessing
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import threadpoolctl
 
-from medibio.core.capacity import usable_cores
+from medibio.core import workers
 from medibio.core.errors import DataMissingError, InputFormatError, MedibioError
 from medibio.core.hashing import file_sha256
 from medibio.core.paths import data_root as resolve_data_root
@@ -217,7 +214,7 @@ def prediction_stats(path: str | Path, dataset: str,
 
 def _scored_apart(key: FileKey, cache: Path | None) -> tuple[UnitStats, frozenset[str]] | None:
     """:func:`_file_stats` in a worker process, under the caller's evidence cache; None for a file it refuses
-    (the caller scores it again and raises the error in full: an error's own fields do not cross processes)."""
+    (the caller scores it again and raises the error in full, naming the file and line)."""
     with evidence_cache.stored_in(None if cache is None else cache.parent):
         try:
             return _file_stats(*key)
@@ -225,71 +222,31 @@ def _scored_apart(key: FileKey, cache: Path | None) -> tuple[UnitStats, frozense
             return None
 
 
-def _one_blas_thread() -> None:
-    threadpoolctl.threadpool_limits(1)  # a worker per core: BLAS threads of its own would only contend
-
-
-@functools.cache
-def _workers() -> ProcessPoolExecutor:
-    # forked: a worker starts with this process's modules and gold already loaded
-    return ProcessPoolExecutor(usable_cores(), mp_context=multiprocessing.get_context("fork"),
-                               initializer=_one_blas_thread)
-
-
-def _apart(count: int) -> bool:
-    """Whether ``count`` calls go to worker processes: several cores, and processes forked (Linux)."""
-    return min(count, usable_cores()) > 1 and "fork" in multiprocessing.get_all_start_methods()
-
-
-def _submitted(work: Callable[..., Any], calls: Sequence[tuple[Any, ...]], sizes: Sequence[float]) -> list[Future]:
-    """``work(*args)`` for each of ``calls`` handed to the workers, the largest first (by ``sizes``) so that no
-    core waits on one late call; the futures in the order of ``calls``."""
-    pool = _workers()
-    futures = {k: pool.submit(work, *calls[k]) for k in sorted(range(len(calls)), key=lambda k: -sizes[k])}
-    return [futures[k] for k in range(len(calls))]
-
-
-def _side_by_side(work: Callable[..., Any], calls: Sequence[tuple[Any, ...]], sizes: Sequence[float]) -> list[Any]:
-    """``[work(*args) for args in calls]``, a worker process per usable core where there are several. The
-    results are the ones computed one after another: no call shares state with another."""
-    if not _apart(len(calls)):
-        return [work(*args) for args in calls]
-    return [future.result() for future in _submitted(work, calls, sizes)]
-
-
 # Prediction files handed to the workers and not collected yet (see score_side_by_side's ``wait``)
-_PENDING: dict[FileKey, Future] = {}
+_PENDING: dict[FileKey, tuple[Future, Path | None]] = {}
 
 
 def _collect(key: FileKey) -> None:
-    """A handed-over file's scores kept (a file the worker refused, or a dead worker, leaves it unscored)."""
-    try:
-        scored = _PENDING.pop(key).result()
-    except BrokenProcessPool:  # a worker died (out of memory, killed): a new pool next time
-        _workers.cache_clear()
-        return
+    future, cache = _PENDING.pop(key)
+    scored = workers.result(future, _scored_apart, (key, cache))
     if scored is not None:
         _keep(key, scored)
 
 
 def score_side_by_side(files: Iterable[tuple[str | Path, str]], data_root: str | Path | None = None,
                        wait: bool = True) -> None:
-    """Score the (prediction file, dataset) pairs not scored yet in this process, a worker process per usable
-    core, so that :func:`prediction_stats` finds them: reading and scoring a file is pure Python, one core's
-    work, and a claim reads hundreds of them. ``wait=False`` returns at once: the files are scored while the
-    caller does other work, and collected when :func:`prediction_stats` asks for them. A file a worker
-    refuses is left to :func:`prediction_stats`, which raises the error as it always does (naming the file and
-    line)."""
+    """Score the (prediction file, dataset) pairs not scored yet in this process in worker processes
+    (:mod:`medibio.core.workers`), so that :func:`prediction_stats` finds them: reading and scoring a file is
+    pure Python, one core's work, and a claim reads hundreds of them. ``wait=False`` returns at once: the files
+    are scored while the caller does other work, and collected when :func:`prediction_stats` asks for them. A
+    file a worker refuses is left to :func:`prediction_stats`, which raises the error as it always does."""
     todo = [k for k in dict.fromkeys(_file_key(f, d, data_root) for f, d in files) if k not in _SCORED]
     fresh = [k for k in todo if k not in _PENDING]
-    if fresh and _apart(len(fresh) if wait else usable_cores()):
-        try:
-            handed = _submitted(_scored_apart, [(key, evidence_cache.folder()) for key in fresh],
-                                [key[2] for key in fresh])
-        except BrokenProcessPool:  # a worker died: a new pool next time, these are scored here
-            _workers.cache_clear()
-        else:
-            _PENDING.update(zip(fresh, handed, strict=True))
+    cache = evidence_cache.folder()
+    handed = (workers.submit(_scored_apart, [(key, cache) for key in fresh], [key[2] for key in fresh])
+              if fresh and workers.apart(len(fresh), waited=wait) else None)
+    if handed is not None:
+        _PENDING.update((key, (future, cache)) for key, future in zip(fresh, handed, strict=True))
     if wait:
         for key in todo:
             if key in _PENDING:
@@ -684,9 +641,9 @@ def _multi_bootstrap(pairs: Sequence[tuple[Runs, Runs]], statistics: Mapping[str
                         (Path(rb.files[0] if rb.files else rb.system), rb.ids),
                         f"{rb.system} vs {ra.system} on {ra.dataset}")
     # each dataset's units are drawn by a generator of its own: drawn side by side, they are the same draws
-    unit_draws = _side_by_side(bootstrap_distribution, [([*ra.stats, *rb.stats], resamples, seed * 1000 + k)
-                                                        for k, (ra, rb) in enumerate(pairs)],
-                               [ra.stats[0].n_units * (len(ra.stats) + len(rb.stats)) for ra, rb in pairs])
+    unit_draws = workers.side_by_side(bootstrap_distribution,
+                                      [([*ra.stats, *rb.stats], resamples, seed * 1000 + k) for k, (ra, rb) in enumerate(pairs)],
+                                      [ra.stats[0].n_units * (len(ra.stats) + len(rb.stats)) for ra, rb in pairs])
     for k, ((ra, rb), scores) in enumerate(zip(pairs, unit_draws, strict=True)):
         rng = np.random.default_rng([seed, k, 1])
         m, out = len(ra.stats), []
