@@ -294,14 +294,32 @@ class PageDataError(MedibioError):
     """The gold or the predictions of a run page could not be read (the page says so)."""
 
 
-def _page_parts(config: Configuration, results_root: Path,
-                data_root: str | Path | None) -> tuple[Examples | None, str, str]:
-    """A run page's examples (or why they could not be read) and its dev curve."""
+@dataclass(frozen=True)
+class _PageParts:
+    """What one run page needs of its runs' predictions, made where they are read (a worker process): the
+    examples list, hundreds of MB for the whole book, is written there and never sent back."""
+
+    problem: str  # why the page lists no examples (the gold or the predictions could not be read)
+    curve: str  # the dev curve, an SVG
+    counts: str  # the error kinds per seed, an HTML table
+    examples: str  # the examples' JSON, inline in the page, or "" where they lie in ``examples_file``
+    examples_file: str
+    paired: Examples | None  # the examples themselves, for a configuration with a paired view
+
+
+def _page_parts(config: Configuration, results_root: Path, data_root: str | Path | None, folder: Path,
+                paired: bool) -> _PageParts:
     try:
         found, problem = examples_of(config, results_root, data_root), ""
     except PageDataError as exc:
         found, problem = None, str(exc)
-    return found, problem, dev_curve_svg(config.records)
+    payload = _json_script(found.payload()) if found else ""
+    examples_file = ""
+    if len(payload) > INLINE_EXAMPLES:
+        examples_file = write_text(folder / "examples.js", f"window.medibioExamples = {payload};\n").name
+        payload = ""
+    return _PageParts(problem, dev_curve_svg(config.records), _frame_html(error_counts(found) if found else None),
+                      payload, examples_file, found if paired else None)
 
 
 def error_counts(examples: Examples) -> pd.DataFrame | None:
@@ -594,38 +612,31 @@ def write_run_pages(results_root: str | Path, profile: str, html_dir: str | Path
     for c in configs:
         by_key.setdefault((c.first.kind, c.first.profile, c.first.model_tag, c.first.dataset), []).append(c)
     pairs = ift_pairs(configs)
-    # each page's examples and curve, the pages' bulk, computed a configuration a call on every core
-    parts = workers.side_by_side(_page_parts, [(config, results_root, data_root) for config in configs],
-                                 [len(config.records) for config in configs])
-    examples = {id(config): found for config, (found, _, _) in zip(configs, parts, strict=True)}
-    problems = {id(config): problem for config, (_, problem, _) in zip(configs, parts, strict=True) if problem}
-    curves = {id(config): curve for config, (_, _, curve) in zip(configs, parts, strict=True)}
+    in_pairs = {id(c) for pair in pairs for c in pair}
+    # each page's examples, counts and curve, the pages' bulk: a configuration a call, on every core
+    parts = dict(zip(map(id, configs), workers.side_by_side(
+        _page_parts, [(c, results_root, data_root, (html_dir / c.url).parent, id(c) in in_pairs) for c in configs],
+        [(c.first.eval_examples or 0) * len(c.records) for c in configs]), strict=True))
     # a paired view needs both lists of examples; a run page links to one only where it is written
-    pairs = [(a, b) for a, b in pairs if examples[id(a)] is not None and examples[id(b)] is not None]
+    pairs = [(a, b) for a, b in pairs if parts[id(a)].paired is not None and parts[id(b)].paired is not None]
     paired_of = {id(a): b for a, b in pairs}
     written = []
     for config in configs:
         folder = (html_dir / config.url).parent
-        found, problem = examples[id(config)], problems.get(id(config), "")
-        other = paired_of.get(id(config))
-        payload = _json_script(found.payload()) if found else ""
-        examples_file = ""
-        if len(payload) > INLINE_EXAMPLES:
-            examples_file = write_text(folder / "examples.js", f"window.medibioExamples = {payload};\n").name
-            payload = ""
+        part, other = parts[id(config)], paired_of.get(id(config))
         html = env.get_template("run.html").render(
             config=config, record=config.first, root=_relative("", config.url),
             seeds=_seed_rows(config.records, _downloads(config, results_root, folder)),
             hyperparameters=sorted(config.first.hyperparameters.items()),
-            curve=curves[id(config)], baselines=_baselines(config, by_key, data_root),
-            counts=_frame_html(error_counts(found) if found else None),
-            examples=payload, examples_file=examples_file, problem=problem, paper=paper_numbers(config.first),
+            curve=part.curve, baselines=_baselines(config, by_key, data_root), counts=part.counts,
+            examples=part.examples, examples_file=part.examples_file, problem=part.problem,
+            paper=paper_numbers(config.first),
             paired=_relative(paired_page_url(config.first, other.first), config.url) if other else "",
             json=lambda value: json.dumps(value, indent=1, ensure_ascii=False, default=str))
         written.append(write_text(folder / "index.html", html))
     paired_pages = []
     for a, b in pairs:
-        ea, eb = examples[id(a)], examples[id(b)]
+        ea, eb = parts[id(a)].paired, parts[id(b)].paired
         url = paired_page_url(a.first, b.first)
         table, differ = paired_rows(ea, eb)
         test = compare_records(a.records, b.records, results_root, a.first.dataset, label_a=a.first.variant,
