@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from medibio.tasks import metrics, registry
-from medibio.tasks.loaders import available_splits, load_blurb
+from medibio.tasks.loaders import available_splits
 from medibio.tasks.predictions import load_gold
 from medibio.tasks.spec import Problem
 
@@ -27,7 +27,7 @@ def constant_answer(dataset: str, data_root: str | Path | None = None) -> Any:
     if problem is Problem.TOKEN:
         return "O" if "O" in spec.labels else spec.negative_label
     source = "train" if "train" in available_splits(spec.name, data_root) else "dev"
-    labels = load_gold(spec.name, source, data_root).references  # the label column, without a datasets table
+    labels = load_gold(spec.name, source, data_root).references
     if problem is Problem.REGRESSION:
         return sum(float(v) for v in labels) / len(labels)
     if problem is Problem.MULTILABEL:
@@ -38,15 +38,14 @@ def constant_answer(dataset: str, data_root: str | Path | None = None) -> Any:
 @lru_cache(maxsize=64)
 def _majority_score(dataset: str, data_root: str | None) -> float:
     spec = registry.get(dataset, "blurb")
-    test = load_blurb(spec.name, data_root, splits="test")["test"]
+    test = load_gold(spec.name, "test", data_root)
     answer = constant_answer(spec.name, data_root)
+    gold = test.references
     if Problem(spec.problem) is Problem.TOKEN:
-        gold = [list(t) for t in test["tags"]]
         predictions: list[Any] = [[answer] * len(t) for t in gold]
     else:
-        gold = [list(v) if isinstance(v, list) else v for v in test["label"]]
         predictions = [answer] * len(gold)
-    return float(metrics.evaluate(spec.name, gold, predictions, ids=test["id"])["score"])
+    return float(metrics.evaluate(spec.name, gold, predictions, ids=test.ids)["score"])
 
 
 def majority_score(dataset: str, data_root: str | Path | None = None) -> float:

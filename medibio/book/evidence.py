@@ -465,7 +465,6 @@ def _table5_evidence(claim: Claim, settings: Settings, profile: str, resamples: 
     """Configurations ``a`` vs ``b`` on the first place that has runs of both (:func:`_table5_places`):
     pretraining seeds, fine-tuning seeds and test units all resampled (a run's pretraining is its model)."""
     for place, sides in _table5_sides(claim, settings, profile, recorded):
-        score_side_by_side(_scored(sides, place.root), settings.data_root)  # every set's files at once
         pairs = []
         for dataset in registry.names():
             ra, rb = (runs_of(recs, place.root, v, dataset, settings.data_root,

@@ -149,6 +149,8 @@ FileKey = tuple[str, int, int, str, str]  # (resolved path, mtime_ns, size, data
 # variants. The oldest entry goes first beyond this many (an entry holds a test set's ids and unit counts).
 _SCORED: dict[FileKey, tuple[UnitStats, frozenset[str]]] = {}
 _SCORED_MAX = 512
+# Prediction files handed to the workers and not collected yet (see score_side_by_side's ``wait``)
+_PENDING: dict[FileKey, tuple[Future, Path | None]] = {}
 
 
 def _file_stats(path: str, mtime_ns: int, size: int, dataset: str,
@@ -220,10 +222,6 @@ def _scored_apart(key: FileKey, cache: Path | None) -> tuple[UnitStats, frozense
             return _file_stats(*key)
         except MedibioError:
             return None
-
-
-# Prediction files handed to the workers and not collected yet (see score_side_by_side's ``wait``)
-_PENDING: dict[FileKey, tuple[Future, Path | None]] = {}
 
 
 def _collect(key: FileKey) -> None:
