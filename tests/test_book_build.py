@@ -208,6 +208,38 @@ def test_a_failing_notebook_is_reported_with_its_cell_and_the_others_still_run(t
     assert printed.strip() == "smoke"
 
 
+def test_a_build_from_recorded_results_executes_chapters_side_by_side_the_readers_after(tmp_path, monkeypatch) -> None:
+    """Where two chapters may execute at once (a build from recorded results), they do, the longest expected
+    first; a failure stays the failing chapter's; the pages that read the others start after all of them; and
+    the results come in execution order."""
+    src = tmp_path / "src"
+    src.mkdir()
+    stamp = ("import json, pathlib, time\nstart = time.time()\ntime.sleep({s})\n"
+             "pathlib.Path('{slug}.times').write_text(json.dumps([start, time.time()]))")
+    for slug, seconds in (("short", 0.5), ("long", 2.5), ("reader", 0.1)):
+        nbformat.write(_nb([stamp.format(s=seconds, slug=slug)]), str(src / f"{slug}.ipynb"))
+    nbformat.write(_nb(["raise ValueError('broken on purpose')"]), str(src / "bad.ipynb"))
+    fake = (chapters.TocEntry("reader", "Reader", str(src / "reader.ipynb"), execute_last=True),
+            chapters.TocEntry("short", "Short", str(src / "short.ipynb")),
+            chapters.TocEntry("bad", "Bad", str(src / "bad.ipynb")),
+            chapters.TocEntry("long", "Long", str(src / "long.ipynb")))
+    monkeypatch.setattr(build, "CHAPTERS", fake)
+    settings = Settings(results_root=tmp_path / "results", recorded=tmp_path / "recorded")
+    assert chapters.at_once(settings, cores=2) == 2
+    assert chapters.at_once(Settings(results_root=tmp_path / "results"), cores=2) == 1  # a build that trains
+    monkeypatch.setattr(build, "at_once", lambda s: chapters.at_once(s, cores=2))
+    started: list[str] = []
+    results = build.execute_all("smoke", settings, book_dir=tmp_path / "book", on_start=lambda c: started.append(c.slug),
+                                expected={"long": 30.0, "short": 5.0, "bad": 1.0, "reader": 1.0})
+    assert [r.slug for r in results] == ["short", "bad", "long", "reader"]
+    assert [r.status for r in results] == ["executed", "failed", "executed", "executed"]
+    assert results[1].error == "ValueError: broken on purpose"
+    assert started[:2] == ["long", "short"] and started[-1] == "reader"
+    times = {slug: json.loads((tmp_path / "book" / f"{slug}.times").read_text()) for slug in ("short", "long", "reader")}
+    assert times["short"][0] < times["long"][1] and times["long"][0] < times["short"][1]  # side by side
+    assert times["reader"][0] >= max(times["short"][1], times["long"][1])
+
+
 def test_a_page_that_cannot_be_prepared_is_a_failed_chapter_not_a_crash(tmp_path, monkeypatch) -> None:
     src = tmp_path / "one.ipynb"
     nbformat.write(_nb(["1 + 1"]), str(src))

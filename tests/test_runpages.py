@@ -8,6 +8,7 @@ paired view, the index and the links a table gets.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import random
@@ -204,6 +205,30 @@ def test_without_gold_the_page_says_why_and_keeps_the_rest(hand_runs, tmp_path) 
     text = (html / runpages.run_page_url(record)).read_text(encoding="utf-8")
     assert "The predictions cannot be listed here" in text
     assert file_sha256(record.predictions_file(hand_runs.results)) in text
+
+
+def test_a_cross_validated_run_lists_its_fold_from_the_pooled_splits(hand_runs, tmp_path) -> None:
+    """A fold's test examples come from the train, dev and test splits pooled (as the claims score them), so
+    its page lists them with their gold; a page that cannot list them names no folder of the build machine."""
+    folder = hand_runs.data / "blurb" / "BioASQ"
+    folder.joinpath("train.tsv").write_text("t0\tIs it?\tSome context.\tyes\nt1\tIs it?\tSome context.\tno\n")
+    folder.joinpath("dev.tsv").write_text("d0\tIs it?\tSome context.\tno\n")
+    made = hand_runs.write("cv1", 1, answers=["yes", "yes", "no", "no"], ids=["t0", "t1", "d0", "q3"])
+    record = dataclasses.replace(made, details={"cv_fold": 1, "cv_folds": 5})
+    records.write_record(record, hand_runs.results)
+    html = tmp_path / "html"
+    runpages.write_run_pages(hand_runs.results, "cpu", html, data_root=hand_runs.data)
+    page = html / runpages.run_page_url(record)
+    listed = {row["id"]: (row["g"], row["ok"]["1"]) for row in _examples(page)["rows"]}
+    assert listed == {"t0": ("yes", True), "t1": ("no", False), "d0": ("no", True), "q3": ("no", True)}
+    assert "cannot be listed" not in page.read_text(encoding="utf-8")
+    other = tmp_path / "other-data" / "blurb" / "BioASQ"  # a data root without the dev split: said, relative
+    other.mkdir(parents=True)
+    for split in ("train", "test"):
+        other.joinpath(f"{split}.tsv").write_bytes(folder.joinpath(f"{split}.tsv").read_bytes())
+    runpages.write_run_pages(hand_runs.results, "cpu", html, data_root=tmp_path / "other-data")
+    problem = re.search(r'<p class="problem">(.*?)</p>', page.read_text(encoding="utf-8"), re.S)
+    assert problem and "cv1" in problem.group(1) and str(tmp_path) not in problem.group(1)
 
 
 def _ner_run(tmp_path: Path) -> tuple[Path, Path, records.RunRecord]:

@@ -131,9 +131,9 @@ def test_heads_compute_in_fp32_under_bf16_autocast() -> None:
     model.ner.register_forward_hook(lambda m, i, o: seen.update(ner=o.dtype))
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = model(batch)
-        assert torch.is_autocast_cpu_enabled()  # the heads' context restored the caller's autocast
+        assert torch.is_autocast_enabled("cpu")  # the heads' context restored the caller's autocast
     assert seen == {"encoder": torch.bfloat16, "ner": torch.float32}
-    assert out["loss"].dtype == torch.float32 and not torch.is_autocast_cpu_enabled()
+    assert out["loss"].dtype == torch.float32 and not torch.is_autocast_enabled("cpu")
 
 
 def test_pad_to_multiple_of_must_be_positive() -> None:

@@ -30,15 +30,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from medibio.book import assets, background, pages, runpages
-from medibio.book.chapters import BOOK_DIR, CHAPTERS, TocEntry, execution_order
+from medibio.book.chapters import BOOK_DIR, CHAPTERS, TocEntry, at_once, execution_order
 from medibio.book.chapters import get as chapter_named
 from medibio.book.notebook import QUIET_ENV
 from medibio.core import launch, progress
@@ -312,14 +313,19 @@ def _refuse_mixing(book_dir: Path, params: dict[str, Any], kept: Sequence[TocEnt
 def execute_all(profile: str, settings: Settings, *, book_dir: Path = BOOK_DIR, only: Sequence[str] | None = None,
                 execute: bool = True, extra: dict[str, Any] | None = None,
                 on_result: Callable[[ChapterResult], None] | None = None,
-                on_start: Callable[[TocEntry], None] | None = None, keep_failed: bool = True) -> list[ChapterResult]:
+                on_start: Callable[[TocEntry], None] | None = None, keep_failed: bool = True,
+                expected: Mapping[str, float] | None = None) -> list[ChapterResult]:
     """Execute the selected chapters into ``book_dir``; the others are kept or copied unexecuted.
 
     Only the profile (and ``extra``) is injected as a parameter (a chapter derives everything else from it);
     the settings reach the kernels as their environment (:func:`medibio.core.launch.kernel_environment`), so
     the rendered parameters cell shows no path of the build machine. ``on_start``/``on_result`` are called
     around each executed chapter (the CLI prints them; the work inside a chapter reports its own progress
-    to the same terminal, see :mod:`medibio.core.progress`)."""
+    to the same terminal, see :mod:`medibio.core.progress`). The results come in execution order.
+
+    Where :func:`medibio.book.chapters.at_once` allows more than one, the chapters of each wave execute side by
+    side (a kernel each), the longest first by ``expected`` (seconds per slug; default: the estimate's
+    proportions, :func:`longest_first`) so that no long chapter is left to run alone at the end."""
     book_dir = Path(book_dir)
     book_dir.mkdir(parents=True, exist_ok=True)
     settings = settings.replace(results_root=settings.results_root.resolve())
@@ -328,20 +334,71 @@ def execute_all(profile: str, settings: Settings, *, book_dir: Path = BOOK_DIR, 
         assets.install_kernel()
     chosen = {c.slug for c in select(only)}
     _refuse_mixing(book_dir, params, [c for c in CHAPTERS if c.is_notebook and not (execute and c.slug in chosen)])
-    out: list[ChapterResult] = []
-    with launch.kernel_environment(settings, QUIET_ENV):
-        for chapter in execution_order(CHAPTERS):
-            if not chapter.is_notebook or (execute and chapter.slug in chosen):
-                if on_start is not None and chapter.is_notebook:
-                    on_start(chapter)
-                # markdown pages are always refreshed
-                result = execute_chapter(chapter, book_dir, params, keep_failed=keep_failed)
-            else:
-                result = _copy_unexecuted(chapter, book_dir)
-            out.append(result)
+    order = execution_order(CHAPTERS)
+    out: dict[str, ChapterResult] = {}
+    said = threading.Lock()  # the callbacks, one at a time, each chapter's end said before another starts
+
+    def done(result: ChapterResult) -> None:
+        with said:
+            out[result.slug] = result
             if on_result is not None:
                 on_result(result)
-    return out
+
+    def run(chapter: TocEntry) -> None:
+        if on_start is not None:
+            with said:
+                on_start(chapter)
+        done(execute_chapter(chapter, book_dir, params, keep_failed=keep_failed))
+
+    side = at_once(settings)
+    with launch.kernel_environment(settings, QUIET_ENV):
+        for wave in (False, True):  # the chapters, then the pages that read them
+            executed = []
+            for chapter in (c for c in order if c.execute_last == wave):
+                if not chapter.is_notebook:
+                    done(execute_chapter(chapter, book_dir, params))  # markdown pages are always refreshed
+                elif execute and chapter.slug in chosen:
+                    executed.append(chapter)
+                else:
+                    done(_copy_unexecuted(chapter, book_dir))
+            if side > 1 and len(executed) > 1:
+                executed = longest_first(executed, profile, settings, expected)
+            _side_by_side(executed, run, side)
+    return [out[c.slug] for c in order if c.slug in out]
+
+
+def _side_by_side(entries: Sequence[TocEntry], run: Callable[[TocEntry], None], side: int) -> None:
+    """``run`` on every chapter, ``side`` at a time (threads, each waiting on its kernel), started in the given
+    order. One at a time runs in this thread, as a build always did: Ctrl-C stops the chapter running. Side by
+    side, Ctrl-C starts no other chapter and the running ones end first (each then holds a whole page or its
+    previous one)."""
+    if side <= 1 or len(entries) <= 1:
+        for entry in entries:
+            run(entry)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=side, thread_name_prefix="chapter")
+    try:
+        for future in [pool.submit(run, c) for c in entries]:
+            future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def longest_first(executed: Sequence[TocEntry], profile: str, settings: Settings,
+                  expected: Mapping[str, float] | None = None) -> list[TocEntry]:
+    """The chapters by expected time, longest first (ties in execution order): ``expected`` seconds per slug,
+    or the estimate's proportions for a build from recorded results (:mod:`medibio.book.estimate`, without
+    measuring this CPU: only the order matters)."""
+    if expected is None:
+        from medibio.book.estimate import estimate
+
+        found = estimate(profile, settings, executed, step=lambda precision: 1.0,
+                         precision_here=lambda requested: "no")
+        expected = found.chapters if not isinstance(found, str) else {}
+    rank = {c.slug: i for i, c in enumerate(executed)}
+    return sorted(executed, key=lambda c: (-expected.get(c.slug, 0.0), rank[c.slug]))
 
 
 def book_root(dest: Path, source_root: Path = REPO_ROOT) -> Path:
@@ -434,12 +491,14 @@ def build_book(profile: str, settings: Settings, *, root: Path = REPO_ROOT, only
                execute: bool = True, keep_going: bool = False, html: bool = True,
                extra: dict[str, Any] | None = None,
                on_result: Callable[[ChapterResult], None] | None = None,
-               on_start: Callable[[TocEntry], None] | None = None) -> BuildReport:
+               on_start: Callable[[TocEntry], None] | None = None,
+               expected: Mapping[str, float] | None = None) -> BuildReport:
     """Execute the chapters into ``root/book`` and render ``root/_build/html``; save a JSON report.
 
     The report goes to ``<results_root>/book/<profile>/build.json`` (the appendix shows the last one)
     unless nothing was executed. With ``settings.recorded`` the results root is first seeded from the recorded
-    results and nothing trains.
+    results and nothing trains. ``expected``: the estimate's seconds per chapter, which orders the chapters
+    that execute side by side (:func:`execute_all`).
     """
     report = BuildReport(profile=profile)
     start = time.perf_counter()
@@ -463,7 +522,8 @@ def build_book(profile: str, settings: Settings, *, root: Path = REPO_ROOT, only
                 profile, settings, report_path.with_name("frozen-background.log"), say=progress.say,
                 chapters=background.trains_ahead(profile, select(only)), model=(extra or {}).get("model")))
         report.chapters = execute_all(profile, settings, book_dir=root / "book", only=only, execute=execute,
-                                      extra=extra, on_result=on_result, on_start=on_start, keep_failed=keep_going)
+                                      extra=extra, on_result=on_result, on_start=on_start, keep_failed=keep_going,
+                                      expected=expected)
     report.execute_seconds = time.perf_counter() - start
     if html and (keep_going or not report.failures):
         start = time.perf_counter()

@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from medibio.core import capacity
 from medibio.core.errors import UnknownNameError
 from medibio.core.paths import REPO_ROOT
+from medibio.core.settings import Settings
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 BOOK_DIR = REPO_ROOT / "book"
@@ -102,6 +104,17 @@ def execution_order(entries: tuple[TocEntry, ...] = CHAPTERS) -> list[TocEntry]:
     """Chapters in the order they are executed: table-of-contents order, the pages that read the others'
     records and summaries (the index page, the claims) last."""
     return [c for c in entries if not c.execute_last] + [c for c in entries if c.execute_last]
+
+
+def at_once(settings: Settings, cores: int | None = None) -> int:
+    """How many chapters execute side by side (each wave of :func:`execution_order`: the chapters, then those
+    that read them). A build from recorded results trains nothing and a chapter's kernel works mostly on one
+    core, so one chapter per usable core (``cores``, default :func:`medibio.core.capacity.usable_cores`); a build
+    that trains executes one at a time: a chapter's training takes the cores (and the background process the
+    second, :mod:`medibio.book.background`)."""
+    if settings.recorded is None:
+        return 1
+    return max(1, cores if cores is not None else capacity.usable_cores())
 
 
 def toc_yaml() -> str:

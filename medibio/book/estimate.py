@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medibio.book import background
-from medibio.book.chapters import TocEntry, execution_order
+from medibio.book.chapters import TocEntry, at_once, execution_order
 from medibio.core import capacity, profiles
 from medibio.core.settings import Settings
 from medibio.experiments.ift import RECORDED
@@ -157,6 +157,7 @@ class Estimate:
     reads: dict[str, int] = field(default_factory=dict)  # a build from recorded runs: slug -> runs it reads
     rendered: int = 0  # a build from recorded runs: the runs recorded there, of every kind and profile
     pages: float = 0.0  # a build from recorded runs: the run pages after the chapters, expected seconds
+    at_once: int = 1  # chapters executed side by side (medibio.book.chapters.at_once)
 
     def describe(self) -> str:
         minutes = self.seconds / 60
@@ -173,11 +174,15 @@ class Estimate:
         return (f"estimate: this build {trains}; a training step takes {steps} on this CPU now, {there} where "
                 f"they were recorded (x{self.scale:.2f} overall), {self.processes} "
                 f"training process{'es' if self.processes > 1 else ''}: about {minutes:.0f} min\n  by chapter: "
-                + ", ".join(f"{slug} {seconds / 60:.1f}" for slug, seconds in self.stages().items()) + " min")
+                + ", ".join(f"{slug} {seconds / 60:.1f}" for slug, seconds in self.chapters.items())
+                + (f", run pages {self.pages / 60:.1f}" if self.pages else "") + " min"
+                + (f"; {self.at_once} chapters at a time" if self.at_once > 1 else ""))
 
     def stages(self) -> dict[str, float]:
-        """Expected seconds of every stage the progress line counts down: the chapters, then the run pages."""
-        return {**self.chapters, **({"run pages": self.pages} if self.pages else {})}
+        """Expected seconds of every stage the progress line counts down: the chapters (each its share of the
+        time when several execute side by side), then the run pages."""
+        return {**{slug: seconds / self.at_once for slug, seconds in self.chapters.items()},
+                **({"run pages": self.pages} if self.pages else {})}
 
 
 def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, execute: bool = True,
@@ -231,8 +236,9 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
         chapters = {slug: other * (RECORDED_CHAPTER_S + READ_S.get(slug, _READ_OTHER_S) * reads[slug])
                     for slug in slugs}
         pages = other * RUN_PAGE_S * len(rendered)
-        return Estimate(sum(chapters.values()) + pages, chapters, 0, here, 0.0, overall, steps, processes, reads,
-                        len(rendered), pages)
+        side = at_once(settings, cores)
+        return Estimate(sum(chapters.values()) / side + pages, chapters, 0, here, 0.0, overall, steps, processes,
+                        reads, len(rendered), pages, side)
     chapters = _by_chapter(slugs, [(r, r.wall_time_s * scale(r)) for r in train], other, processes)
     return Estimate(sum(chapters.values()), chapters, len(train), here, sum(r.wall_time_s for r in train), overall,
                     steps, processes)

@@ -28,6 +28,7 @@ import json
 import re
 import shutil
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ from medibio.core import profiles, workers
 from medibio.core.atomic import atomic_open, write_text
 from medibio.core.errors import MedibioError
 from medibio.core.hashing import file_sha256
+from medibio.core.settings import DATA_ENV
 from medibio.core.text import file_bytes
 from medibio.experiments.ift import RECORDED
 from medibio.experiments.table5 import STUDY
@@ -180,16 +182,36 @@ class _TestSet:
     gold_spans: list[list[tuple[int, int, str]]] | None
 
 
+# The splits a run's test predictions cover: the test split, or all three pooled for a cross-validated run (each
+# fold's test examples come from the pooled splits, medibio.training.features.cv_splits)
+TEST_SPLITS = ("test",)
+CV_SPLITS = ("train", "dev", "test")
+
+
 @functools.cache
-def _test_set(dataset: str, data_root: str | None) -> _TestSet:
-    """The test split of ``dataset``, read once for all its pages (a dataset has pages for its fine-tuning,
-    IFT and frozen configurations, and a page writer interleaves datasets)."""
-    columns = loaders.load_split(dataset, "test", data_root).to_dict()  # whole columns: row access is slow
-    gold = blurb_predictions.gold_from_columns(dataset, "test", columns)
+def _test_set(dataset: str, data_root: str | None, splits: tuple[str, ...] = TEST_SPLITS) -> _TestSet:
+    """The gold of ``dataset``'s ``splits``, read once for all its pages (a dataset has pages for its
+    fine-tuning, IFT and frozen configurations)."""
+    columns: dict[str, list[Any]] = {}
+    for split in splits:  # whole columns: row access is slow
+        for name, values in loaders.load_split(dataset, split, data_root).to_dict().items():
+            columns.setdefault(name, []).extend(values)
+    gold = blurb_predictions.gold_from_columns(dataset, "+".join(splits), columns)
     if _mode(dataset) == "ner":
         return _TestSet(gold, columns["tokens"], [spans.bio_spans(ref) for ref in gold.references])
     texts = [[t, p] if p else [t] for t, p in zip(columns["text"], columns["text_pair"], strict=True)]
     return _TestSet(gold, texts, None)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _ner_sentence(dataset: str, data_root: str | None, splits: tuple[str, ...], position: int,
+                  tags: tuple[str, ...]) -> tuple[list[list[Any]], bool, Counter[str]]:
+    """One NER test sentence's predicted tags against its gold spans: the spans with their error kinds (as the
+    page lists them), whether all are right, and the kinds' counts. Worked out once per distinct prediction:
+    a dataset's pages read each sentence for every seed of every configuration, and about four predictions
+    in five recur (half are all ``O``)."""
+    classified = spans.classify(_test_set(dataset, data_root, splits).gold_spans[position], spans.bio_spans(tags))
+    return [s.as_list() for s in classified], all(s.kind == "correct" for s in classified), spans.counts(classified)
 
 
 @functools.lru_cache(maxsize=32)
@@ -211,7 +233,9 @@ def blurb_examples(records: Sequence[RunRecord], results_root: str | Path,
         return None
     dataset = found[0][0].dataset
     mode = _mode(dataset)
-    test_set = _test_set(dataset, None if data_root is None else str(data_root))
+    data_key = None if data_root is None else str(data_root)
+    splits = CV_SPLITS if found[0][0].details.get("cv_fold") else TEST_SPLITS
+    test_set = _test_set(dataset, data_key, splits)
     gold, texts = test_set.gold, test_set.texts
     read = [(record, path, blurb_predictions.read_predictions(path, dataset)) for record, path in found]
     position = {i: k for k, i in enumerate(gold.ids)}
@@ -221,15 +245,15 @@ def blurb_examples(records: Sequence[RunRecord], results_root: str | Path,
     for record, path, preds in read:
         seed = str(record.seed)
         covered = [i for i in gold.ids if i in preds]
-        sub = blurb_predictions.Gold(dataset, "test", covered, [gold.references[position[i]] for i in covered])
+        sub = blurb_predictions.Gold(dataset, gold.split, covered, [gold.references[position[i]] for i in covered])
         total = spans.counts([])
         for sid, ref, pred in zip(covered, sub.references, blurb_predictions.align(path, preds, sub), strict=True):
             row = rows[sid]
             if mode == "ner":
-                classified = spans.classify(test_set.gold_spans[position[sid]], spans.bio_spans(pred))
-                row.setdefault("s", {})[seed] = [s.as_list() for s in classified]
-                row["ok"][seed] = all(s.kind == "correct" for s in classified)
-                total.update(spans.counts(classified))
+                marked, row["ok"][seed], tally = _ner_sentence(dataset, data_key, splits, position[sid],
+                                                                      tuple(pred))
+                row.setdefault("s", {})[seed] = marked
+                total.update(tally)
             else:
                 row["g"] = ref
                 row.setdefault("p", {})[seed] = pred
@@ -312,7 +336,7 @@ def _page_parts(config: Configuration, results_root: Path, data_root: str | Path
     try:
         found, problem = examples_of(config, results_root, data_root), ""
     except PageDataError as exc:
-        found, problem = None, str(exc)
+        found, problem = None, _unrooted(str(exc), results_root, data_root)
     payload = _json_script(found.payload()) if found else ""
     examples_file = ""
     if len(payload) > INLINE_EXAMPLES:
@@ -320,6 +344,20 @@ def _page_parts(config: Configuration, results_root: Path, data_root: str | Path
         payload = ""
     return _PageParts(problem, dev_curve_svg(config.records), _frame_html(error_counts(found) if found else None),
                       payload, examples_file, found if paired else None)
+
+
+def _unrooted(text: str, results_root: Path, data_root: str | Path | None) -> str:
+    """``text`` without the build machine's folders: a file of the results root named relative to it, one of the
+    data root after ``$MEDIBIO_DATA``."""
+    text = text.replace(f"{Path(results_root).resolve()}/", "")
+    return text if data_root is None else text.replace(f"{Path(data_root).resolve()}/", f"${DATA_ENV}/")
+
+
+def _dataset_parts(configs: Sequence[tuple[Configuration, bool]], results_root: Path, data_root: str | Path | None,
+                   html_dir: Path) -> list[_PageParts]:
+    """:func:`_page_parts` of one dataset's configurations (each with whether it has a paired view), in one
+    process: the dataset's test set is read and its sentences' predicted spans are worked out there once."""
+    return [_page_parts(c, results_root, data_root, (html_dir / c.url).parent, paired) for c, paired in configs]
 
 
 def error_counts(examples: Examples) -> pd.DataFrame | None:
@@ -613,10 +651,17 @@ def write_run_pages(results_root: str | Path, profile: str, html_dir: str | Path
         by_key.setdefault((c.first.kind, c.first.profile, c.first.model_tag, c.first.dataset), []).append(c)
     pairs = ift_pairs(configs)
     in_pairs = {id(c) for pair in pairs for c in pair}
-    # each page's examples, counts and curve, the pages' bulk: a configuration a call, on every core
-    parts = dict(zip(map(id, configs), workers.side_by_side(
-        _page_parts, [(c, results_root, data_root, (html_dir / c.url).parent, id(c) in in_pairs) for c in configs],
-        [(c.first.eval_examples or 0) * len(c.records) for c in configs]), strict=True))
+    # each page's examples, counts and curve, the pages' bulk: a dataset a call, on every core
+    by_dataset: dict[str, list[Configuration]] = {}
+    for c in configs:
+        by_dataset.setdefault(c.first.dataset, []).append(c)
+    groups = list(by_dataset.values())
+    made = workers.side_by_side(
+        _dataset_parts, [([(c, id(c) in in_pairs) for c in group], results_root, data_root, html_dir)
+                         for group in groups],
+        [sum((c.first.eval_examples or 0) * len(c.records) for c in group) for group in groups])
+    parts = {id(c): part for group, found in zip(groups, made, strict=True)
+             for c, part in zip(group, found, strict=True)}
     # a paired view needs both lists of examples; a run page links to one only where it is written
     pairs = [(a, b) for a, b in pairs if parts[id(a)].paired is not None and parts[id(b)].paired is not None]
     paired_of = {id(a): b for a, b in pairs}

@@ -122,7 +122,8 @@ def register(app: typer.Typer) -> None:
         try:
             report = build_book(profile, settings, only=only or None, execute=not no_execute,
                                 keep_going=keep_going, html=not no_html, on_result=show, on_start=start,
-                                extra={"model": model} if model else None)
+                                extra={"model": model} if model else None,
+                                expected=countdown.estimates if countdown is not None else None)
         except BookBuildError as exc:  # the chapters ran: their times and failures are still worth printing
             if exc.report is None:
                 raise
