@@ -213,15 +213,24 @@ def test_a_cross_validated_run_lists_its_fold_from_the_pooled_splits(hand_runs, 
     folder = hand_runs.data / "blurb" / "BioASQ"
     folder.joinpath("train.tsv").write_text("t0\tIs it?\tSome context.\tyes\nt1\tIs it?\tSome context.\tno\n")
     folder.joinpath("dev.tsv").write_text("d0\tIs it?\tSome context.\tno\n")
-    made = hand_runs.write("cv1", 1, answers=["yes", "yes", "no", "no"], ids=["t0", "t1", "d0", "q3"])
-    record = dataclasses.replace(made, details={"cv_fold": 1, "cv_folds": 5})
-    records.write_record(record, hand_runs.results)
+    fold = {"cv_fold": 1, "cv_folds": 5}
+    record, ift = (dataclasses.replace(hand_runs.write(variant, 1, answers=answers, ids=["t0", "t1", "d0", "q3"],
+                                                       digest=digest), details=fold)
+                   for variant, answers, digest in (("cv1", ["yes", "yes", "no", "no"], "1c1c1c1c1c1c"),
+                                                    ("ift-STS-B+cv1", ["yes", "no", "no", "no"], "2d2d2d2d2d2d")))
+    for made in (record, ift):
+        records.write_record(made, hand_runs.results)
     html = tmp_path / "html"
     runpages.write_run_pages(hand_runs.results, "cpu", html, data_root=hand_runs.data)
     page = html / runpages.run_page_url(record)
     listed = {row["id"]: (row["g"], row["ok"]["1"]) for row in _examples(page)["rows"]}
     assert listed == {"t0": ("yes", True), "t1": ("no", False), "d0": ("no", True), "q3": ("no", True)}
     assert "cannot be listed" not in page.read_text(encoding="utf-8")
+    # the paired view of the fold with intermediate fine-tuning: the one example they differ on, and no test on
+    # one fold's examples (the claims pool the folds)
+    paired = (html / runpages.paired_page_url(ift, record)).read_text(encoding="utf-8")
+    assert "Where one is right and the other wrong (1)" in paired and "<code>t1</code>" in paired
+    assert "One fold of a cross-validation" in paired and "Paired bootstrap" not in paired
     other = tmp_path / "other-data" / "blurb" / "BioASQ"  # a data root without the dev split: said, relative
     other.mkdir(parents=True)
     for split in ("train", "test"):

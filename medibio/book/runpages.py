@@ -684,10 +684,12 @@ def write_run_pages(results_root: str | Path, profile: str, html_dir: str | Path
         ea, eb = parts[id(a)].paired, parts[id(b)].paired
         url = paired_page_url(a.first, b.first)
         table, differ = paired_rows(ea, eb)
-        test = compare_records(a.records, b.records, results_root, a.first.dataset, label_a=a.first.variant,
-                               label_b=b.first.variant, data_root=data_root)
+        fold = bool(a.first.details.get("cv_fold"))  # its examples are not the test split's
+        test = None if fold else compare_records(a.records, b.records, results_root, a.first.dataset,
+                                                 label_a=a.first.variant, label_b=b.first.variant,
+                                                 data_root=data_root)
         html = env.get_template("paired.html").render(
-            a=a, b=b, root=_relative("", url), mode=ea.mode, table=table, differ=differ, test=test,
+            a=a, b=b, root=_relative("", url), mode=ea.mode, table=table, differ=differ, test=test, fold=fold,
             a_url=_relative(a.url, url), b_url=_relative(b.url, url), number=_number,
             tolerance=SCORE_TOLERANCE)
         written.append(write_text(html_dir / url, html))
