@@ -329,6 +329,8 @@ class _PageParts:
     examples: str  # the examples' JSON, inline in the page, or "" where they lie in ``examples_file``
     examples_file: str
     paired: Examples | None  # the examples themselves, for a configuration with a paired view
+    downloads: dict[int, list[dict[str, str]]]  # seed -> its record and predictions, copied beside the page
+    constant: tuple[Any, float] | None  # the dataset's constant answer and its test score (BLURB pages)
 
 
 def _page_parts(config: Configuration, results_root: Path, data_root: str | Path | None, folder: Path,
@@ -342,8 +344,12 @@ def _page_parts(config: Configuration, results_root: Path, data_root: str | Path
     if len(payload) > INLINE_EXAMPLES:
         examples_file = write_text(folder / "examples.js", f"window.medibioExamples = {payload};\n").name
         payload = ""
+    dataset = config.first.dataset
+    constant_answer = _constant(dataset, None if data_root is None else str(data_root)) \
+        if registry.is_blurb(dataset) else None
     return _PageParts(problem, dev_curve_svg(config.records), _frame_html(error_counts(found) if found else None),
-                      payload, examples_file, found if paired else None)
+                      payload, examples_file, found if paired else None, _downloads(config, results_root, folder),
+                      constant_answer)
 
 
 def _unrooted(text: str, results_root: Path, data_root: str | Path | None) -> str:
@@ -607,7 +613,7 @@ def _relative(url: str, page: str) -> str:
 
 
 def _baselines(config: Configuration, by_key: Mapping[tuple, list[Configuration]],
-               data_root: str | Path | None) -> list[dict[str, str]]:
+               constant_answer: tuple[Any, float] | None) -> list[dict[str, str]]:
     r = config.first
     if config.first.kind == "frozen" or not registry.is_blurb(r.dataset):
         return []
@@ -616,9 +622,8 @@ def _baselines(config: Configuration, by_key: Mapping[tuple, list[Configuration]
                          if "ci95_low" in c.first.test else ""),
             "url": _relative(c.url, config.url)}
            for c in by_key.get(("frozen", r.profile, r.model_tag, r.dataset), [])]
-    found = _constant(r.dataset, None if data_root is None else str(data_root))
-    if found is not None:
-        answer, score = found
+    if constant_answer is not None:
+        answer, score = constant_answer
         out.append({"what": f"constant answer ({json.dumps(answer)[:40]}, from the training split)",
                     "score": _number(score), "interval": "", "url": ""})
     return out
@@ -671,9 +676,9 @@ def write_run_pages(results_root: str | Path, profile: str, html_dir: str | Path
         part, other = parts[id(config)], paired_of.get(id(config))
         html = env.get_template("run.html").render(
             config=config, record=config.first, root=_relative("", config.url),
-            seeds=_seed_rows(config.records, _downloads(config, results_root, folder)),
+            seeds=_seed_rows(config.records, part.downloads),
             hyperparameters=sorted(config.first.hyperparameters.items()),
-            curve=part.curve, baselines=_baselines(config, by_key, data_root), counts=part.counts,
+            curve=part.curve, baselines=_baselines(config, by_key, part.constant), counts=part.counts,
             examples=part.examples, examples_file=part.examples_file, problem=part.problem,
             paper=paper_numbers(config.first),
             paired=_relative(paired_page_url(config.first, other.first), config.url) if other else "",
