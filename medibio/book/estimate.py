@@ -24,7 +24,7 @@ from pathlib import Path
 
 from medibio.book import background
 from medibio.book.chapters import TocEntry, at_once, execution_order
-from medibio.core import capacity, profiles
+from medibio.core import capacity, profiles, progress
 from medibio.core.settings import Settings
 from medibio.experiments.ift import RECORDED
 from medibio.experiments.table5 import STUDY
@@ -65,9 +65,9 @@ _SCIERC = "table_4_scierc"
 READ_S = {_TABLES_5_6: 0.053, _TABLES_1_2: 0.026, _TABLE_7: 0.16, _APPENDIX_B: 0.064, _CLAIMS: 0.012, _SCIERC: 2.1}
 _READ_OTHER_S = 0.05  # a chapter not measured (Table 3's pretraining run)
 # The run pages after the chapters: per recorded run, at the recording machine's speed, with a worker process on
-# each of two cores (medibio.core.workers): a build whose fp32 step was 0.427 of the recording machine's wrote 278
-# run pages in 41 s (41 / 0.427 / 648). A machine with more cores writes them faster than estimated.
-RUN_PAGE_S = 0.148
+# each of two cores (medibio.core.workers, a dataset's pages in one): a build whose fp32 step was 0.463 of the
+# recording machine's wrote 293 run pages in 33 s (33 / 0.463 / 648). More cores write them faster than estimated.
+RUN_PAGE_S = 0.110
 # The profiles a claim is declared on (their runs are recorded, read by the claims and shown by one chapter)
 _SHOWN_BY = {RECORDED.profile: _TABLES_1_2, STUDY.profile: _TABLES_5_6}
 
@@ -174,8 +174,8 @@ class Estimate:
         return (f"estimate: this build {trains}; a training step takes {steps} on this CPU now, {there} where "
                 f"they were recorded (x{self.scale:.2f} overall), {self.processes} "
                 f"training process{'es' if self.processes > 1 else ''}: about {minutes:.0f} min\n  by chapter: "
-                + ", ".join(f"{slug} {seconds / 60:.1f}" for slug, seconds in self.chapters.items())
-                + (f", run pages {self.pages / 60:.1f}" if self.pages else "") + " min"
+                + ", ".join(f"{slug} {progress.clock(seconds)}" for slug, seconds in self.chapters.items())
+                + (f", run pages {progress.clock(self.pages)}" if self.pages else "")
                 + (f"; {self.at_once} chapters at a time" if self.at_once > 1 else ""))
 
     def stages(self) -> dict[str, float]:

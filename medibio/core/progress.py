@@ -150,7 +150,8 @@ def sink(fn: Sink) -> Iterator[None]:
         _SINKS.remove(fn)
 
 
-def _clock(seconds: float | None) -> str:
+def clock(seconds: float | None) -> str:
+    """``m:ss``, or ``h:mm:ss`` from an hour on (``?`` for no time)."""
     if seconds is None:
         return "?"
     seconds = int(seconds)
@@ -176,7 +177,7 @@ class CellStatus:
         if kind == "bar":
             postfix = f" ({info['postfix']})" if info.get("postfix") else ""
             self.current = (f"{info['desc']}{postfix}: {int(info['n'])}/{info['total']}, "
-                            f"{_clock(info.get('left_s'))} left")
+                            f"{clock(info.get('left_s'))} left")
         elif kind == "run":
             self.lines.append(info["text"])
             if info.get("reused"):
@@ -202,9 +203,9 @@ class CellStatus:
     def summary(self) -> str:
         runs = self.trained + self.reused
         if not runs:
-            return f"{self.title}: done in {_clock(time.monotonic() - self.started)}"
+            return f"{self.title}: done in {clock(time.monotonic() - self.started)}"
         return (f"{self.title}: {runs} run{'s' if runs != 1 else ''} — {self.trained} trained now "
-                f"({_clock(self.train_seconds)}), {self.reused} reused from their records")
+                f"({clock(self.train_seconds)}), {self.reused} reused from their records")
 
     def finish(self) -> None:
         if self.handle is not None or self.trained or self.reused:
@@ -242,4 +243,4 @@ class Countdown:
         """``about 23:10 left (done at 09:41 UTC)``: what the progress line shows."""
         left = self.left()
         done = time.gmtime(time.time() + left)
-        return f"about {_clock(left)} left (done at {done.tm_hour:02d}:{done.tm_min:02d} UTC)"
+        return f"about {clock(left)} left (done at {done.tm_hour:02d}:{done.tm_min:02d} UTC)"
