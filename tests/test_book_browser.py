@@ -282,3 +282,24 @@ def test_the_runs_behind_every_tested_verdict_have_pages(cpu_book) -> None:
     runs = cpu_book / "runs"
     for profile in ("cpu", "cpu-ift", "cpu-study"):
         assert list((runs / "finetune" / profile).rglob("index.html")), profile
+
+
+MACHINE_PATH = re.compile(r"/tmp/|/home/|/root/|/work/")
+
+
+def test_every_run_page_lists_its_predictions_and_names_no_folder_of_the_build(cpu_book) -> None:
+    """Every recorded run's page lists its test predictions (a cross-validation fold's come from the pooled
+    splits), and no page's text names a folder of the machine that built it."""
+    from bs4 import BeautifulSoup
+
+    unlisted, machine = [], []
+    for page in (cpu_book / "runs").rglob("*.html"):
+        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        name = str(page.relative_to(cpu_book))
+        if soup.find(class_="problem"):
+            unlisted.append(name)
+        for script in soup.find_all(["script", "style"]):
+            script.decompose()
+        machine += [(name, hit) for hit in MACHINE_PATH.findall(soup.get_text())]
+    assert not unlisted, unlisted[:10]
+    assert not machine, machine[:10]

@@ -240,6 +240,18 @@ def test_a_cross_validated_run_lists_its_fold_from_the_pooled_splits(hand_runs, 
     assert problem and "cv1" in problem.group(1) and str(tmp_path) not in problem.group(1)
 
 
+def test_a_records_machine_folders_are_shortened_on_its_page() -> None:
+    """The folders of the machine that made a record (its notes, its configuration) read from the run's kind on,
+    or by their last two parts; other slashes are left alone."""
+    assert runpages.shown_paths("encoder from intermediate fine-tuning: /work/study-root/results/ift-stage/cpu-ift/"
+                                "minilm/STS-B/STS-B/0a1b/seed1") == \
+        "encoder from intermediate fine-tuning: ift-stage/cpu-ift/minilm/STS-B/STS-B/0a1b/seed1"
+    assert runpages.shown_paths('"tokenizer_dir": "/root/.cache/study/tokenizer-study",') == \
+        '"tokenizer_dir": "…/study/tokenizer-study",'
+    kept = "lr 2e-5/3 on 1/2 of the data (https://example.org/a/b, ./notes/x.md, /tmp)"
+    assert runpages.shown_paths(kept) == kept
+
+
 def _ner_run(tmp_path: Path) -> tuple[Path, Path, records.RunRecord]:
     data = tmp_path / "data"
     folder = data / "blurb" / "BC5CDR-chem"

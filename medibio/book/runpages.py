@@ -540,8 +540,26 @@ def paper_numbers(record: RunRecord) -> list[dict[str, str]]:
 def _environment() -> Any:
     import jinja2
 
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["paths"] = shown_paths
+    return env
+
+
+_ABSOLUTE = re.compile(r"(?<![\w.~:/-])(?:/[\w.+@-]+){2,}/?")
+
+
+def shown_paths(text: str) -> str:
+    """A record's text (its notes, its configuration) with the folders of the machine that made it shortened to
+    what a reader can place: a run's folder from its kind on (``ift-stage/cpu-ift/minilm/STS-B/…``, as under
+    any results root), any other path by its last two parts (``…/study/tokenizer-study``). The downloads keep
+    the record as it was written."""
+    def shorter(found: re.Match[str]) -> str:
+        parts = found.group(0).strip("/").split("/")
+        kind = next((i for i, part in enumerate(parts) if part in KINDS), None)
+        return "/".join(parts[kind:]) if kind is not None else "…/" + "/".join(parts[-2:])
+
+    return _ABSOLUTE.sub(shorter, text)
 
 
 def dev_curve_svg(records: Sequence[RunRecord]) -> str:
