@@ -184,3 +184,25 @@ def test_a_terminal_without_a_size_still_gets_the_bar() -> None:
     seen = os.read(main, 65536).decode("utf-8", errors="replace")
     os.close(main)
     assert re.search(r"sizeless:\s+\d+%\|.*\| [1-3]/4 \[00:0\d<00:0\d", seen), repr(seen)
+
+
+def test_a_chapter_quiets_transformers_and_datasets_without_importing_them() -> None:
+    """A chapter opened in JupyterLab (no book environment) gets transformers and datasets without progress bars
+    and advisories whether or not it imports them, and one that never does pays for neither import; this
+    library's own bars stay on (TQDM_DISABLE is left alone)."""
+    code = """
+import os, sys
+for name in ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY",
+             "DATASETS_VERBOSITY", "TRANSFORMERS_NO_ADVISORY_WARNINGS", "TQDM_DISABLE"):
+    os.environ.pop(name, None)
+from medibio.book import notebook
+notebook.quiet_libraries()
+print("datasets" in sys.modules, "transformers" in sys.modules)
+from datasets.utils import are_progress_bars_disabled, logging as datasets_logging
+from transformers.utils import logging as hf_logging
+print(hf_logging.get_verbosity() == hf_logging.ERROR, hf_logging.is_progress_bar_enabled(),
+      datasets_logging.get_verbosity() == datasets_logging.ERROR, are_progress_bars_disabled(),
+      "TQDM_DISABLE" in os.environ)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[:2] == ["False False", "True False True True False"]

@@ -19,6 +19,7 @@ import io
 import json
 import os
 import re
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -151,19 +152,26 @@ class ChapterContext:
         The text is glued rather than the number so that a value this build does not have (``None``, NaN)
         reads :data:`NOT_AVAILABLE` instead of leaving the key undefined: a key that a markdown cell names
         and no cell glued fails the book build (myst-nb's warning, with Sphinx's ``-W``)."""
+        text = self._glued(key, value, fmt)
+        self.save()
+        return text
+
+    def glue_all(self, numbers: Mapping[str, tuple[Any, str | Callable[[Any], str]]]) -> dict[str, str]:
+        """:meth:`glue` each ``key: (value, format)`` (what :mod:`medibio.book.numbers` computes); the summary
+        is written once, after the last."""
+        texts = {key: self._glued(key, value, fmt) for key, (value, fmt) in numbers.items()}
+        self.save()
+        return texts
+
+    def _glued(self, key: str, value: Any, fmt: str | Callable[[Any], str]) -> str:
         text = glue_text(value, fmt)
         self.values[key] = None if _missing(value) else value
         self.glued[key] = text
-        self.save()
         if _in_kernel():
             from myst_nb import glue
 
             glue(key, text, display=False)
         return text
-
-    def glue_all(self, numbers: Mapping[str, tuple[Any, str | Callable[[Any], str]]]) -> dict[str, str]:
-        """:meth:`glue` each ``key: (value, format)`` (what :mod:`medibio.book.numbers` computes)."""
-        return {key: self.glue(key, value, fmt) for key, (value, fmt) in numbers.items()}
 
     def figure(self, key: str, fig: Any, notes: bool = True, narrow: Any = None, printed: bool = False) -> Any:
         """Save ``fig`` as PNG under the chapter's output folder, record it, and display it in a notebook
@@ -344,17 +352,30 @@ def downloads(files: Mapping[str, Path], page_dir: Path) -> str:
 
 def quiet_libraries() -> None:
     """transformers and datasets without progress bars and advisory warnings in the cells (what
-    :data:`QUIET_ENV` does for the book's kernels, through the libraries' own switches)."""
+    :data:`QUIET_ENV` does for the book's kernels). A library not imported yet reads its switches from the
+    environment when it is, so it is not imported here (a chapter that never uses it saves a second); one
+    already imported is quieted through its logging API."""
     # tqdm.auto (imported by the hub client) warns once per kernel that ipywidgets is absent; the book's bars go
     # to the launcher's terminal, never to widgets, so the warning would only clutter the first cell of a page.
     warnings.filterwarnings("ignore", message="IProgress not found")
-    import datasets
-    from transformers.utils import logging as hf_logging
+    for name in _LIBRARY_SWITCHES:
+        os.environ.setdefault(name, QUIET_ENV[name])
+    if "datasets" in sys.modules:
+        import datasets
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    datasets.disable_progress_bars()
-    datasets.utils.logging.set_verbosity_error()
+        datasets.disable_progress_bars()
+        datasets.utils.logging.set_verbosity_error()
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+
+
+# the switches of QUIET_ENV that only transformers, datasets and the hub client read (TQDM_DISABLE would also
+# silence this library's own bars in a cell)
+_LIBRARY_SWITCHES = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY",
+                     "DATASETS_VERBOSITY", "TRANSFORMERS_NO_ADVISORY_WARNINGS")
 
 
 def setup(name: str, profile: str, data_root_param: str | Path | None = "",

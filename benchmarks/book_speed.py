@@ -1,0 +1,118 @@
+"""Time of ``make book FROM=reference`` on a fresh clone, part by part beside the estimate it printed.
+
+Clones this repository's HEAD (committed work only) into a folder beside it, so that the clone finds the data
+root where the checkout does (``../shared/data``), installs it (``make install``) and renders the ``cpu`` book
+from the recorded runs of ``reference/`` into an empty results root and evidence cache. Prints the CPU (``lscpu``
+model name and the instruction sets that decide precision and speed), the cores, the load average before and
+after, then each part of the build (every chapter, the HTML, the run pages) with the estimate's time for it,
+the time it took and their ratio, and the totals. Compare figures only back to back on one machine; the README
+lists the CPU types the target holds for, and docs/benchmarks.md keeps what was measured where.
+
+    python -m benchmarks.book_speed              # about 3 minutes on 2 cores
+    python -m benchmarks.book_speed --keep       # keep the clone (its book is in _build/html)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# the CPU flags that decide how fast and in which precision this project computes
+_FLAGS = (("amx_bf16", "AMX"), ("avx512_bf16", "AVX-512 bf16"), ("avx512f", "AVX-512"), ("avx2", "AVX2"))
+_CLOCK = r"(\d+(?::\d\d){1,2})"
+
+
+def seconds(clock: str) -> float:
+    """``m:ss`` or ``h:mm:ss`` in seconds."""
+    total = 0
+    for part in clock.split(":"):
+        total = 60 * total + int(part)
+    return float(total)
+
+
+def cpu() -> str:
+    """``lscpu``'s model name, the flags of :data:`_FLAGS` it has, and the usable cores."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+    except OSError:
+        return f"unknown (no lscpu), {os.cpu_count()} cores"
+    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    flags = set(fields.get("Flags", "").split())
+    has = [name for flag, name in _FLAGS if flag in flags]
+    return f"{fields.get('Model name', '?').strip()} ({', '.join(has) or 'none of AVX2/AVX-512/AMX'}), " \
+           f"{len(os.sched_getaffinity(0))} cores"
+
+
+def parts(log: str) -> list[tuple[str, float | None, float]]:
+    """(part, estimated seconds or None, seconds taken) of every part in a ``medibio book`` log: the chapters of
+    the timing table and the run pages against the estimate's ``by chapter`` line, then the notebooks and the
+    HTML (which the estimate does not split out)."""
+    found = re.search(r"by chapter: (.*)", log)
+    estimated = {name: seconds(clock) for name, clock in re.findall(rf"([\w ]+?) {_CLOCK}(?:,|;|$)",
+                                                                     found.group(1) if found else "")}
+    estimated = {name.strip(): value for name, value in estimated.items()}
+    out = []
+    for name, clock in re.findall(rf"^(\w+)\s+executed\s+{_CLOCK}\s*$", log, re.M):
+        out.append((name, estimated.get(name), seconds(clock)))
+    for name in ("notebooks", "html"):
+        taken = re.search(rf"^{name}\s+{_CLOCK}\s*$", log, re.M)
+        if taken:
+            out.append((name, None, seconds(taken.group(1))))
+    pages = re.search(rf"^run pages\s+(\d+)\s+{_CLOCK}\s*$", log, re.M)
+    if pages:
+        out.append((f"run pages ({pages.group(1)})", estimated.get("run pages"), seconds(pages.group(2))))
+    return out
+
+
+def run(command: list[str], cwd: Path, log: Path) -> float:
+    """``command`` in ``cwd``, its output into ``log``; its wall seconds (exit on failure, naming the log)."""
+    start = time.perf_counter()
+    with log.open("w", encoding="utf-8") as out:
+        done = subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, check=False,
+                              env={k: v for k, v in os.environ.items() if k not in ("MEDIBIO_RESULTS", "MEDIBIO_CACHE")})
+    if done.returncode != 0:
+        sys.exit(f"book_speed: `{' '.join(command)}` failed ({done.returncode}); its output: {log}")
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--into", type=Path, default=None,
+                        help="the clone's folder (default: book-speed-<commit> beside this checkout; must not exist)")
+    parser.add_argument("--keep", action="store_true", help="keep the clone afterwards")
+    args = parser.parse_args()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    clone = (args.into or REPO.parent / f"book-speed-{commit}").resolve()
+    if clone.exists():
+        sys.exit(f"book_speed: {clone} exists; remove it or pass --into another folder")
+    print(f"CPU: {cpu()}; load average {os.getloadavg()[0]:.1f} at the start; commit {commit}")
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
+    try:
+        install = run(["make", "install"], clone, clone.parent / f"{clone.name}-install.log")
+        book_log = clone.parent / f"{clone.name}-book.log"
+        book = run(["make", "book", "FROM=reference"], clone, book_log)
+        log = book_log.read_text(encoding="utf-8")
+        print(f"make install {install:.0f} s; make book FROM=reference {book // 60:.0f} min {book % 60:.0f} s; "
+              f"load average {os.getloadavg()[0]:.1f} at the end")
+        print(f"{'part':<40} {'estimated':>9} {'took':>6} {'ratio':>6}")
+        for name, expected, taken in parts(log):
+            shown = f"{expected:>8.0f}s" if expected is not None else f"{'':>9}"
+            ratio = f"{taken / expected:>6.2f}" if expected else ""
+            print(f"{name:<40} {shown} {taken:>5.0f}s {ratio}")
+        total = re.search(r"this build took .*", log)
+        print(total.group(0) if total else "no total in the log")
+    finally:
+        if not args.keep:
+            shutil.rmtree(clone, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
