@@ -1,6 +1,6 @@
 """Time of ``make book FROM=reference`` on a fresh clone, part by part beside the estimate it printed.
 
-Clones this repository's HEAD (committed work only) into a folder beside it, so that the clone finds the data
+Clones this repository at a commit (HEAD: committed work only) into a folder beside it, so that the clone finds the data
 root where the checkout does (``../shared/data``), installs it (``make install``) and renders the ``cpu`` book
 from the recorded runs of ``reference/`` into an empty results root and evidence cache. Prints the CPU (``lscpu``
 model name and the instruction sets that decide precision and speed), the cores, the load average before and
@@ -8,8 +8,9 @@ after, then each part of the build (every chapter, the HTML, the run pages) with
 the time it took and their ratio, and the totals. Compare figures only back to back on one machine; the README
 lists the CPU types the target holds for, and docs/benchmarks.md keeps what was measured where.
 
-    python -m benchmarks.book_speed              # about 3 minutes on 2 cores
-    python -m benchmarks.book_speed --keep       # keep the clone (its book is in _build/html)
+    python -m benchmarks.book_speed                  # about 3 minutes on 2 cores
+    python -m benchmarks.book_speed --commit c9040a8 # another commit, e.g. back to back with HEAD
+    python -m benchmarks.book_speed --keep           # keep the clone (its book is in _build/html)
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def parts(log: str) -> list[tuple[str, float | None, float]]:
     """(part, estimated seconds or None, seconds taken) of every part in a ``medibio book`` log: the chapters of
     the timing table and the run pages against the estimate's ``by chapter`` line, then the notebooks and the
     HTML (which the estimate does not split out)."""
-    found = re.search(r"by chapter: (.*)", log)
+    found = re.search(r"^\s+by chapter: (.*)$", log, re.M)
     estimated = {name: seconds(clock) for name, clock in re.findall(rf"([\w ]+?) {_CLOCK}(?:,|;|$)",
                                                                      found.group(1) if found else "")}
     estimated = {name.strip(): value for name, value in estimated.items()}
@@ -87,14 +88,16 @@ def main() -> None:
     parser.add_argument("--into", type=Path, default=None,
                         help="the clone's folder (default: book-speed-<commit> beside this checkout; must not exist)")
     parser.add_argument("--keep", action="store_true", help="keep the clone afterwards")
+    parser.add_argument("--commit", default="HEAD", help="the commit to build (default: HEAD)")
     args = parser.parse_args()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+    commit = subprocess.run(["git", "rev-parse", "--short", args.commit], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
     clone = (args.into or REPO.parent / f"book-speed-{commit}").resolve()
     if clone.exists():
         sys.exit(f"book_speed: {clone} exists; remove it or pass --into another folder")
     print(f"CPU: {cpu()}; load average {os.getloadavg()[0]:.1f} at the start; commit {commit}")
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
+    subprocess.run(["git", "checkout", "--quiet", commit], cwd=clone, check=True)
     try:
         install = run(["make", "install"], clone, clone.parent / f"{clone.name}-install.log")
         book_log = clone.parent / f"{clone.name}-book.log"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from benchmarks import book_speed
 
 LOG = """\
-estimate: this build renders 648 recorded runs, training nothing (...): about 2 min
+estimate: this build renders 648 recorded runs, training nothing (runs read by chapter: appendix_b_reproducibility 648, what_holds_up 484); ...: about 2 min
   by chapter: figures_2_4_field_correlation 0:05, appendix_b_reproducibility 0:25, what_holds_up 0:08, run pages 0:33; 2 chapters at a time
 ▶ [1/3] Appendix B: reproducibility  (appendix_b_reproducibility; about 1:30 left (done at 14:15 UTC))
 
