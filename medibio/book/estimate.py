@@ -158,6 +158,8 @@ class Estimate:
     rendered: int = 0  # a build from recorded runs: the runs recorded there, of every kind and profile
     pages: float = 0.0  # a build from recorded runs: the run pages after the chapters, expected seconds
     at_once: int = 1  # chapters executed side by side (medibio.book.chapters.at_once)
+    # slug -> the part of its time a chapter executed side by side adds to the build's (1: one at a time)
+    share: dict[str, float] = field(default_factory=dict)
 
     def describe(self) -> str:
         minutes = self.seconds / 60
@@ -181,7 +183,7 @@ class Estimate:
     def stages(self) -> dict[str, float]:
         """Expected seconds of every stage the progress line counts down: the chapters (each its share of the
         time when several execute side by side), then the run pages."""
-        return {**{slug: seconds / self.at_once for slug, seconds in self.chapters.items()},
+        return {**{slug: seconds * self.share.get(slug, 1.0) for slug, seconds in self.chapters.items()},
                 **({"run pages": self.pages} if self.pages else {})}
 
 
@@ -237,11 +239,25 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
                     for slug in slugs}
         pages = other * RUN_PAGE_S * len(rendered)
         side = at_once(settings, cores)
-        return Estimate(sum(chapters.values()) / side + pages, chapters, 0, here, 0.0, overall, steps, processes,
-                        reads, len(rendered), pages, side)
+        share = _shares(chosen, chapters, side)
+        return Estimate(sum(chapters[slug] * share[slug] for slug in chapters) + pages, chapters, 0, here, 0.0,
+                        overall, steps, processes, reads, len(rendered), pages, side, share)
     chapters = _by_chapter(slugs, [(r, r.wall_time_s * scale(r)) for r in train], other, processes)
     return Estimate(sum(chapters.values()), chapters, len(train), here, sum(r.wall_time_s for r in train), overall,
                     steps, processes)
+
+
+def _shares(chosen: Sequence[TocEntry], chapters: dict[str, float], side: int) -> dict[str, float]:
+    """Each chapter's part of its time in the build's, ``side`` chapters at a time: a wave of chapters (those that
+    read the others come after them, :func:`medibio.book.chapters.execution_order`) takes its longest chapter's
+    time or its sum over the cores, whichever is longer, shared in proportion to each chapter's time."""
+    share = {}
+    for last in (False, True):
+        wave = [c.slug for c in chosen if c.slug in chapters and c.execute_last == last]
+        total = sum(chapters[slug] for slug in wave)
+        span = max([total / side, *(chapters[slug] for slug in wave)])
+        share.update({slug: span / total if total else 1.0 for slug in wave})
+    return share
 
 
 def _by_chapter(slugs: list[str], train: list[tuple[RunRecord, float]], other_scale: float,
