@@ -405,8 +405,9 @@ def setup(name: str, profile: str, data_root_param: str | Path | None = "",
     model = getattr(resolved, "model", None)
     chapter = ChapterContext(name=name, profile=resolved.profile, settings=settings, params=resolved, model=model)
     log_warnings(chapter.out_dir / "warnings.log")
-    chapter.values["built"] = built_by(settings, resolved.profile, model)
-    chapter.notes.append(provenance_line(settings, resolved.profile, model))
+    made = recorded.origin(settings.recorded) if settings.recorded is not None else None  # read once: 648 records
+    chapter.values["built"] = built_by(settings, resolved.profile, model, made)
+    chapter.notes.append(provenance_line(settings, resolved.profile, model, made))
     if model is not None:
         chapter.values["model"] = zoo.display_name(model)
         note = presets_note(resolved.profile, model)
@@ -437,14 +438,16 @@ def log_warnings(path: Path) -> None:
 APPENDIX_B = "appendix_b_reproducibility.html"  # a chapter page's link to the appendix that lists every run
 
 
-def provenance_line(settings: Settings, profile: str, model: str | None = None) -> str:
+def provenance_line(settings: Settings, profile: str, model: str | None = None,
+                    made: dict[str, Any] | None = None) -> str:
     """The short line under a page's first result: how this build got its numbers and the commit that built
-    it; the runs' own commits, machines and lock files are one link away (Appendix B), not on every page."""
+    it; the runs' own commits, machines and lock files are one link away (Appendix B), not on every page.
+    ``made``: :func:`medibio.results.recorded.origin` of the recorded results, where the caller has it."""
     commit = provenance.git_commit()
     by = f"commit {commit[:8]}" if commit else "code outside a git checkout"
     appendix = f"every run's commit, machine and lock file: <a href=\"{APPENDIX_B}\">Appendix B</a>"
     if settings.recorded is not None:
-        runs = recorded.origin(settings.recorded)["runs"]
+        runs = (made or recorded.origin(settings.recorded))["runs"]
         return (f"<small>Rendered by {by} from the {runs:,} runs recorded in <code>{settings.recorded.name}/</code> "
                 f"(none trained for this page); {appendix}.</small>")
     built_for = f" for model <code>{html.escape(zoo.display_name(model))}</code>" if model else ""
@@ -464,12 +467,12 @@ def presets_note(profile: str, model: str) -> str:
             "tuned for it.")
 
 
-def built_by(settings: Settings, profile: str, model: str | None = None) -> str:
+def built_by(settings: Settings, profile: str, model: str | None = None, made: dict[str, Any] | None = None) -> str:
     """The line at the top of every page saying how this build got its numbers: re-executed on a profile (for
     ``model``, on the chapters that fine-tune one), or rendered from recorded results (whose commits, devices
-    and lock digests their records name)."""
+    and lock digests their records name; ``made``: their :func:`medibio.results.recorded.origin`, if read)."""
     if settings.recorded is not None:
-        made = recorded.origin(settings.recorded)
+        made = made or recorded.origin(settings.recorded)
         return (f"**Rendered from recorded results** of commit {', '.join(made['commits']) or '?'} "
                 f"({made['runs']} runs in `{settings.recorded.name}/`, computed on {'; '.join(made['devices'])}; "
                 f"lock {', '.join(made['locks']) or '?'}): no run was trained for this page.")
