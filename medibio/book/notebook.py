@@ -33,7 +33,7 @@ import pandas as pd
 
 from medibio.book.chapters import ARTEFACTS, chapter_of
 from medibio.book.parameters import resolve
-from medibio.core import paths, profiles, progress, provenance
+from medibio.core import launch, paths, profiles, progress, provenance
 from medibio.core.atomic import write_json, write_text
 from medibio.core.settings import Settings
 from medibio.models import zoo
@@ -359,7 +359,7 @@ def quiet_libraries() -> None:
     # to the launcher's terminal, never to widgets, so the warning would only clutter the first cell of a page.
     warnings.filterwarnings("ignore", message="IProgress not found")
     for name in _LIBRARY_SWITCHES:
-        os.environ.setdefault(name, QUIET_ENV[name])
+        launch.declare_default(name, QUIET_ENV[name])
     if "datasets" in sys.modules:
         import datasets
 

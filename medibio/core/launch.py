@@ -40,7 +40,8 @@ def yield_to_interactive_work(nice: int = 10) -> bool:
 
 def declare_default(name: str, value: str) -> None:
     """Set ``name`` to ``value`` in this process's environment unless it is set already: a command's declared
-    default that the command itself and every process it starts read (the study's precision)."""
+    default that the command itself and every process it starts read (the study's precision, the switches that
+    quiet transformers and datasets when they are imported)."""
     os.environ.setdefault(name, value)
 
 
