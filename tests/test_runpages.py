@@ -231,13 +231,14 @@ def test_a_cross_validated_run_lists_its_fold_from_the_pooled_splits(hand_runs, 
     paired = (html / runpages.paired_page_url(ift, record)).read_text(encoding="utf-8")
     assert "Where one is right and the other wrong (1)" in paired and "<code>t1</code>" in paired
     assert "One fold of a cross-validation" in paired and "Paired bootstrap" not in paired
-    other = tmp_path / "other-data" / "blurb" / "BioASQ"  # a data root without the dev split: said, relative
+    other = tmp_path / "other-data" / "blurb" / "BioASQ"  # a data root without the dev split: said, shortened
     other.mkdir(parents=True)
     for split in ("train", "test"):
         other.joinpath(f"{split}.tsv").write_bytes(folder.joinpath(f"{split}.tsv").read_bytes())
     runpages.write_run_pages(hand_runs.results, "cpu", html, data_root=tmp_path / "other-data")
     problem = re.search(r'<p class="problem">(.*?)</p>', page.read_text(encoding="utf-8"), re.S)
     assert problem and "cv1" in problem.group(1) and str(tmp_path) not in problem.group(1)
+    assert "…/BioASQ/dev.tsv" in problem.group(1)
 
 
 def test_a_records_machine_folders_are_shortened_on_its_page() -> None:

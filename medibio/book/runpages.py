@@ -43,7 +43,6 @@ from medibio.core import profiles, workers
 from medibio.core.atomic import atomic_open, write_text
 from medibio.core.errors import MedibioError
 from medibio.core.hashing import file_sha256
-from medibio.core.settings import DATA_ENV
 from medibio.core.text import file_bytes
 from medibio.experiments.ift import RECORDED
 from medibio.experiments.table5 import STUDY
@@ -338,7 +337,7 @@ def _page_parts(config: Configuration, results_root: Path, data_root: str | Path
     try:
         found, problem = examples_of(config, results_root, data_root), ""
     except PageDataError as exc:
-        found, problem = None, _unrooted(str(exc), results_root, data_root)
+        found, problem = None, str(exc)
     payload = _json_script(found.payload()) if found else ""
     examples_file = ""
     if len(payload) > INLINE_EXAMPLES:
@@ -350,13 +349,6 @@ def _page_parts(config: Configuration, results_root: Path, data_root: str | Path
     return _PageParts(problem, dev_curve_svg(config.records), _frame_html(error_counts(found) if found else None),
                       payload, examples_file, found if paired else None, _downloads(config, results_root, folder),
                       constant_answer)
-
-
-def _unrooted(text: str, results_root: Path, data_root: str | Path | None) -> str:
-    """``text`` without the build machine's folders: a file of the results root named relative to it, one of the
-    data root after ``$MEDIBIO_DATA``."""
-    text = text.replace(f"{Path(results_root).resolve()}/", "")
-    return text if data_root is None else text.replace(f"{Path(data_root).resolve()}/", f"${DATA_ENV}/")
 
 
 def _dataset_parts(configs: Sequence[tuple[Configuration, bool]], results_root: Path, data_root: str | Path | None,
@@ -550,10 +542,10 @@ _ABSOLUTE = re.compile(r"(?<![\w.~:/-])(?:/[\w.+@-]+){2,}/?")
 
 
 def shown_paths(text: str) -> str:
-    """A record's text (its notes, its configuration) with the folders of the machine that made it shortened to
-    what a reader can place: a run's folder from its kind on (``ift-stage/cpu-ift/minilm/STS-B/…``, as under
-    any results root), any other path by its last two parts (``…/study/tokenizer-study``). The downloads keep
-    the record as it was written."""
+    """A record's text (its notes, its configuration) or a page's problem, with the folders of the machine that
+    made it shortened to what a reader can place: a run's folder from its kind on
+    (``ift-stage/cpu-ift/minilm/STS-B/…``, as under any results root), any other path by its last two parts
+    (``…/study/tokenizer-study``). The downloads keep the record as it was written."""
     def shorter(found: re.Match[str]) -> str:
         parts = found.group(0).strip("/").split("/")
         kind = next((i for i, part in enumerate(parts) if part in KINDS), None)
