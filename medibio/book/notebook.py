@@ -283,6 +283,7 @@ PROVENANCE_COLUMNS = frozenset({"digest", "commit", "config_digest", "git_commit
                                 "CPU", "created", "machine"})
 
 
+THEME = Path(__file__).with_name("theme.mplstyle")  # the book's figure style (seaborn's whitegrid, notebook)
 FIGURE_DPI = 110  # resolution of a chapter figure's PNG (the page scales a wide one down to its column)
 NARROW_SCREEN_PX = 700  # up to this screen width a page shows a figure's narrow variant (ChapterContext.figure)
 
@@ -389,7 +390,7 @@ def setup(name: str, profile: str, data_root_param: str | Path | None = "",
     defaults, and papermill can point it elsewhere. ``chapter.settings`` goes to every library call.
     """
     import matplotlib
-    import seaborn as sns
+    import matplotlib.style
 
     resolved = resolve(profile, **params)
     progress.terminal()  # pin the launcher's terminal before any cell redirects stderr
@@ -399,8 +400,8 @@ def setup(name: str, profile: str, data_root_param: str | Path | None = "",
     settings = settings.replace(results_root=settings.results_root.resolve())
     progress.configure(settings.progress)
     quiet_libraries()
+    matplotlib.style.use(THEME)  # seaborn's whitegrid look, without importing seaborn where nothing needs it
     matplotlib.rcParams.update({"figure.dpi": 100, "savefig.dpi": FIGURE_DPI})
-    sns.set_theme(style="whitegrid", context="notebook")
     pd.set_option("display.precision", 2)
     model = getattr(resolved, "model", None)
     chapter = ChapterContext(name=name, profile=resolved.profile, settings=settings, params=resolved, model=model)
