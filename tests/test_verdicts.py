@@ -621,3 +621,28 @@ def test_runs_made_under_a_limit_say_so_where_a_claim_is_judged_on_them() -> Non
                                 request={"limit": 8})
     assert evidence._describe("base", [full]) == "base (1 seed)"
     assert evidence._describe("base", [limited, limited]) == "base (2 seeds, LIMITED to 8 examples per split)"
+
+
+def test_a_claim_is_judged_once_per_input_and_again_when_an_input_changes(build: Build, monkeypatch) -> None:
+    """The chapters that show the same claims on one build (Appendix B, What holds up, Tables 1-2) read each
+    claim's row from the evidence cache; a changed gold file, record or argument is judged anew."""
+    judged = [MINILM_BIOSSES]
+    first = verdicts.rows(build.settings, "cpu", judged, resamples=499, recorded=None)[0]
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("judged again on unchanged inputs")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(verdicts, "our_evidence", not_again)
+        again = verdicts.rows(build.settings, "cpu", judged, resamples=499, recorded=None)[0]
+    assert repr(again) == repr(first)  # NaN fields: equal only as text
+    calls = []
+    original = verdicts.our_evidence
+    monkeypatch.setattr(verdicts, "our_evidence", lambda *a, **k: calls.append(a[0].id) or original(*a, **k))
+    verdicts.rows(build.settings, "cpu", judged, resamples=299, recorded=None)  # another argument
+    gold = build.data / "blurb" / "BIOSSES" / "test.tsv"
+    gold.write_text(gold.read_text().replace("\t0.0\n", "\t0.5\n"))  # another gold set
+    verdicts.rows(build.settings, "cpu", judged, resamples=499, recorded=None)
+    build.write("ift-STS-B", 1, noise=0.05, profile="cpu-ift", sign=-1.0)  # another run record
+    changed = verdicts.rows(build.settings, "cpu", judged, resamples=499, recorded=None)[0]
+    assert calls == ["ift-biosses"] * 3 and changed.ours.diff < first.ours.diff

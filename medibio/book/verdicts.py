@@ -28,13 +28,16 @@ from medibio.book.rules import (
     verdict_text,
     verdict_words,
 )
+from medibio.core.hashing import file_sha256
 from medibio.core.settings import Settings
 from medibio.paper import audit, sources
 from medibio.results import evidence_cache
 from medibio.results.aggregate import newest_configurations
 from medibio.results.recorded import REFERENCE_ROOT
 from medibio.results.significance import VERDICT_RESAMPLES
-from medibio.runs.records import RunRecord, load_records
+from medibio.runs.records import KINDS, RunRecord, load_records
+from medibio.tasks import loaders
+from medibio.tasks import scierc as scierc_data
 from medibio.tasks.bootstrap import CONFIDENCE
 
 
@@ -157,23 +160,57 @@ def rows(settings: Settings, profile: str, claims: Sequence[Claim] = CLAIMS,
          recorded: Path | None = REFERENCE_ROOT) -> list[Row]:
     """Every claim judged on the runs of ``model`` (None: the profile's) on ``profile`` under
     ``settings.results_root`` (see :func:`our_evidence` for ``recorded``); claims whose paper prints means
-    without spread get the seed spreads of our systems on their tasks, from both roots."""
+    without spread get the seed spreads of our systems on their tasks, from both roots.
+
+    A claim's row is kept in the evidence cache under a digest of everything it is computed from (the records
+    and their evidence files under both roots, the gold sets' files, the package's code and data, the
+    arguments), so the chapters that show the same claims on one build judge each once."""
     roots = [settings.results_root, *([recorded] if recorded not in (None, settings.results_root) else [])]
-    out: list[Row] = []
+    out: dict[str, Row] = {}
     newest: list[list[RunRecord]] = []  # each root's records, read once when a claim first needs them
     with evidence_cache.stored_in(settings.cache_root):  # unit scores and draws computed once per input
-        start_scoring(claims, settings, profile, recorded)  # scored by worker processes during the audit
-        checks = audit.run_audit().set_index("id")
-        rechecked = sources.recheck_claims().set_index("id")
-        for claim in claims:
+        names = {}
+        if evidence_cache.folder() is not None:
+            inputs = _inputs_digest(settings, roots, profile, resamples, model)
+            names = {c.id: evidence_cache.key("verdict-row", {"claim": repr(c), "inputs": inputs}) for c in claims}
+            out = {c.id: row for c in claims if (row := evidence_cache.load_object("verdict-row", names[c.id]))
+                   is not None and isinstance(row, Row)}
+        todo = [c for c in claims if c.id not in out]
+        if todo:
+            start_scoring(todo, settings, profile, recorded)  # scored by worker processes during the audit
+            checks = audit.run_audit().set_index("id")
+            rechecked = sources.recheck_claims().set_index("id")
+        for claim in todo:
             paper = paper_evidence(claim, checks, rechecked)
             tasks = claim_tasks(claim) if paper.welch_sd is not None else ()
             if tasks and not newest:
                 newest = [_newest_records(root) for root in roots]
             spreads = seed_spreads(tasks, newest) if tasks else ()
-            out.append(judge(claim, our_evidence(claim, settings, profile, resamples, model, recorded), paper,
-                             spreads))
-    return out
+            out[claim.id] = judge(claim, our_evidence(claim, settings, profile, resamples, model, recorded), paper,
+                                  spreads)
+            if claim.id in names:
+                evidence_cache.save_object("verdict-row", names[claim.id], out[claim.id])
+    return [out[c.id] for c in claims]
+
+
+def _inputs_digest(settings: Settings, roots: Sequence[Path], profile: str, resamples: int,
+                   model: str | None) -> str:
+    """SHA-256 of what a claim's row is computed from: every run record and its evidence files (``seed*``
+    under each kind's folder, by content) of each root in order, the gold sets' files under the data root (path, size, mtime),
+    the package's code and data, and the arguments."""
+    def content(root: Path) -> dict[str, str]:
+        return {str(p.relative_to(root)): file_sha256(p) for kind in KINDS if (root / kind).is_dir()
+                for p in sorted((root / kind).rglob("seed*")) if p.is_file()}
+
+    data = settings.data_root  # the gold sets the claims are scored against: BLURB's and SciERC's folders
+    listing = sorted((str(p.relative_to(data)), st.st_size, st.st_mtime_ns)
+                     for folder in ((loaders.blurb_root(data), scierc_data.split_path("test", data).parent)
+                                    if data.is_dir() else ())
+                     if folder.is_dir() for p in folder.rglob("*") if p.is_file() and (st := p.stat()))
+    return evidence_cache.key("verdict-inputs", {
+        "roots": [[str(Path(root).resolve()), content(Path(root))] for root in roots],
+        "data": [str(data.resolve()), listing], "package": evidence_cache.package_digest(),
+        "profile": profile, "resamples": resamples, "model": model})
 
 
 def _num(x: float | None, fmt: str = "{:+.2f}") -> str:

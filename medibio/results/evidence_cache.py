@@ -19,6 +19,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import pickle
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
@@ -81,9 +82,19 @@ def text_digest(texts: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(texts).encode()).hexdigest()
 
 
-def _path(kind: str, name: str) -> Path | None:
+@functools.cache
+def package_digest() -> str:
+    """SHA-256 over every file of the ``medibio`` package (its code and the paper's data it carries): the key of
+    a value that any of them may decide, such as a claim's verdict."""
+    package = Path(__file__).resolve().parents[1]
+    files = sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return hashlib.sha256(canonical_json({str(p.relative_to(package)): file_sha256(p) for p in files})
+                          .encode()).hexdigest()
+
+
+def _path(kind: str, name: str, suffix: str = ".npz") -> Path | None:
     root = folder()
-    return None if root is None else root / kind / name[:2] / f"{name}.npz"
+    return None if root is None else root / kind / name[:2] / f"{name}{suffix}"
 
 
 def load(kind: str, name: str) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
@@ -108,3 +119,24 @@ def save(kind: str, name: str, meta: Mapping[str, Any], arrays: Mapping[str, np.
         return
     with contextlib.suppress(OSError), atomic_open(path, "wb", encoding=None) as fh:
         np.savez(fh, __meta__=np.array(json.dumps(dict(meta))), **arrays)
+
+
+def load_object(kind: str, name: str) -> Any | None:
+    """A Python object stored by :func:`save_object`, or None (no cache, no entry, or one that cannot be read).
+    Pickled: only for objects this cache's own writer stored (the cache folder is the user's own)."""
+    path = _path(kind, name, ".pickle")
+    if path is None or not path.is_file():
+        return None
+    try:
+        return pickle.loads(path.read_bytes())
+    except Exception:  # noqa: BLE001 - a torn, foreign or outdated entry is computed again and replaced
+        return None
+
+
+def save_object(kind: str, name: str, value: Any) -> None:
+    """Store a picklable object atomically, as :func:`save` stores arrays (a failed write is not an error)."""
+    path = _path(kind, name, ".pickle")
+    if path is None:
+        return
+    with contextlib.suppress(OSError), atomic_open(path, "wb", encoding=None) as fh:
+        pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
