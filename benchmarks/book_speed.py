@@ -11,6 +11,15 @@ lists the CPU types the target holds for, and docs/benchmarks.md keeps what was 
     python -m benchmarks.book_speed                  # about 3 minutes on 2 cores
     python -m benchmarks.book_speed --commit c9040a8 # another commit, e.g. back to back with HEAD
     python -m benchmarks.book_speed --keep           # keep the clone (its book is in _build/html)
+    python -m benchmarks.book_speed --busy 1         # as on a CPU about twice as slow, emulated
+
+``--busy N`` stands in for a CPU type that is not at hand: N busy processes pinned to each core share it with the
+build (the ``make install`` before it runs alone), so each of the build's threads, serial or side by side, gets
+about 1/(N+1) of a core: Python, NumPy and torch alike take about N+1 times as long. (A control group's CPU quota
+would not do: it limits the cores' total, and leaves one thread alone at full speed.) It is an emulation of a
+slower machine, not a measurement on one: name it so beside its figures. The estimate inside the build measures
+its training step beside the busy processes, which tells how slow the emulated machine is by the step that the
+other CPU types have on record.
 """
 
 from __future__ import annotations
@@ -72,6 +81,20 @@ def parts(log: str) -> list[tuple[str, float | None, float]]:
     return out
 
 
+_SPIN = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n"
+
+
+def busy(per_core: int) -> list[subprocess.Popen]:
+    """``per_core`` busy processes pinned to each usable core, each in a session of its own (an autogroup where
+    the kernel groups by session), at the build's priority: every thread of the build then gets
+    ``1 / (per_core + 1)`` of its core, as on a CPU that many times slower, serial work included."""
+    if per_core < 0:
+        raise ValueError(f"--busy {per_core}: a count of at least 0")
+    return [subprocess.Popen([sys.executable, "-c", _SPIN, str(core)], start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for core in sorted(os.sched_getaffinity(0)) for _ in range(per_core)]
+
+
 def run(command: list[str], cwd: Path, log: Path) -> float:
     """``command`` in ``cwd``, its output into ``log``; its wall seconds (exit on failure, naming the log)."""
     start = time.perf_counter()
@@ -89,19 +112,28 @@ def main() -> None:
                         help="the clone's folder (default: book-speed-<commit> beside this checkout; must not exist)")
     parser.add_argument("--keep", action="store_true", help="keep the clone afterwards")
     parser.add_argument("--commit", default="HEAD", help="the commit to build (default: HEAD)")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="N busy processes per core beside the build: a CPU about N+1 times slower, emulated")
     args = parser.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", args.commit], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
     clone = (args.into or REPO.parent / f"book-speed-{commit}").resolve()
     if clone.exists():
         sys.exit(f"book_speed: {clone} exists; remove it or pass --into another folder")
-    print(f"CPU: {cpu()}; load average {os.getloadavg()[0]:.1f} at the start; commit {commit}")
+    shown = f"; {args.busy} busy process(es) per core beside the build (a CPU about {args.busy + 1}x slower, " \
+            "emulated)" if args.busy else ""
+    print(f"CPU: {cpu()}{shown}; load average {os.getloadavg()[0]:.1f} at the start; commit {commit}")
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
     subprocess.run(["git", "checkout", "--quiet", commit], cwd=clone, check=True)
     try:
         install = run(["make", "install"], clone, clone.parent / f"{clone.name}-install.log")
         book_log = clone.parent / f"{clone.name}-book.log"
-        book = run(["make", "book", "FROM=reference"], clone, book_log)
+        spinning = busy(args.busy)
+        try:
+            book = run(["make", "book", "FROM=reference"], clone, book_log)
+        finally:
+            for process in spinning:
+                process.kill()
         log = book_log.read_text(encoding="utf-8")
         print(f"make install {install:.0f} s; make book FROM=reference {book // 60:.0f} min {book % 60:.0f} s; "
               f"load average {os.getloadavg()[0]:.1f} at the end")
@@ -112,6 +144,8 @@ def main() -> None:
             print(f"{name:<40} {shown} {taken:>5.0f}s {ratio}")
         total = re.search(r"this build took .*", log)
         print(total.group(0) if total else "no total in the log")
+        step = re.search(r"a training step takes (.*?) on this CPU now", log)
+        print(f"training step measured by the estimate: {step.group(1)}" if step else "")
     finally:
         if not args.keep:
             shutil.rmtree(clone, ignore_errors=True)
