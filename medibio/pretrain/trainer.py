@@ -23,7 +23,7 @@ import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,9 +33,7 @@ from medibio.core.errors import MedibioError
 from medibio.core.precision import accelerator as make_accelerator
 from medibio.core.settings import Settings
 from medibio.models import weights, zoo
-from medibio.models.dropout import use_cheap_dropout
 from medibio.pretrain import corpus as corpora
-from medibio.pretrain import mlm
 from medibio.pretrain.batching import BatchLayout, plan_batch
 from medibio.pretrain.configs import PretrainConfig
 from medibio.pretrain.plan import KIND, SCRATCH, Job, effective_config, plan_pretraining, rebuild_config
@@ -43,7 +41,9 @@ from medibio.pretrain.vocab import in_sumpubmed_form, is_sumpubmed_form, train_c
 from medibio.runs import protocol
 from medibio.runs import records as rec
 from medibio.runs.protocol import Outcome, Plan, RunContext
-from medibio.training.stability import adamw
+
+if TYPE_CHECKING:
+    from medibio.pretrain import mlm
 
 STATE_FILE = "trainer_state.json"
 
@@ -113,6 +113,8 @@ def _optimizer(model: Any, config: PretrainConfig):
         (no_decay if p.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
     groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
+
+    from medibio.training.stability import adamw  # torch, as below: imported where a model trains
 
     return adamw(groups, lr=config.learning_rate, betas=config.adam_betas, eps=config.adam_eps)
 
@@ -222,6 +224,9 @@ def _masked_lm(config: PretrainConfig, tokenizer: Any, init: str | None, device:
     logits at the masked positions only (the rest would cost memory and time for nothing)."""
     import torch
 
+    from medibio.models.dropout import use_cheap_dropout
+    from medibio.pretrain import mlm
+
     if init is None:
         model = mlm.new_model(config.model, tokenizer, seed=config.seed)
     else:
@@ -260,6 +265,8 @@ class _Steps:
         apart for the head warm-up, which leaves them untouched."""
         from transformers import get_linear_schedule_with_warmup
 
+        from medibio.pretrain import mlm
+
         encoder_parameters = list(model.lm.base_model.parameters())
         optimizer = _optimizer(model, config)
         scheduler = get_linear_schedule_with_warmup(optimizer, config.warmup_steps, config.max_steps)
@@ -293,6 +300,8 @@ class _Steps:
         slot in the effective batch only, so 1 process x 2 accumulation steps and 2 processes x 1 step train
         on the same examples, and a resumed run sees what an uninterrupted one would."""
         import torch
+
+        from medibio.pretrain import mlm
 
         config, layout, accelerator = self.config, self.layout, self.accelerator
         rank = accelerator.process_index

@@ -28,13 +28,10 @@ import torch
 from torch import nn
 
 from medibio.models.split import FrozenBottom
-from medibio.scierc.presets import SciercConfig
+from medibio.scierc.presets import SPAN_MODEL, SciercConfig  # noqa: F401 - SPAN_MODEL versions this module
 from medibio.tasks import scierc
 
 NULL = 0
-# Part of a SciERC run's identity (medibio.scierc.runner): bump it when a change here alters what the span model
-# computes for a given configuration, even by rounding, so that records of the old code are not taken for the new.
-SPAN_MODEL = 2
 
 
 def _ffn(d_in: int, hidden: int, d_out: int, dropout: float) -> nn.Sequential:

@@ -38,6 +38,11 @@ from medibio.core.errors import InputFormatError, MedibioError
 from medibio.core.text import yaml_mapping
 from medibio.training.config import FinetuneConfig
 
+# Part of a SciERC run's identity (medibio.scierc.runner): bump it when a change to medibio.scierc.model alters
+# what the span model computes for a given configuration, even by rounding, so that records of the old code are
+# not taken for the new. Kept here, with the configuration, so that planning runs does not import torch.
+SPAN_MODEL = 2
+
 MODES = ("joint", "pipeline")
 
 

@@ -14,7 +14,7 @@ import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medibio.core import profiles
 from medibio.core.hashing import files_fingerprint
@@ -27,13 +27,14 @@ from medibio.runs import records as rec
 from medibio.runs.launch import launch_request, request_args
 from medibio.runs.protocol import SUBSET_SEED, Outcome, Plan, RunContext
 from medibio.scierc import presets
-from medibio.scierc.model import SPAN_MODEL, SpanModel
-from medibio.scierc.task import SciercTask
+from medibio.scierc.presets import SPAN_MODEL
 from medibio.tasks import scierc, scierc_metrics
 from medibio.tasks.spec import Problem
 from medibio.training import features
 from medibio.training.loop import fit
-from medibio.training.stability import freeze_all_but_top
+
+if TYPE_CHECKING:
+    from medibio.scierc.model import SpanModel
 
 KIND = "scierc"
 DATASET = scierc.SPEC.name
@@ -114,6 +115,9 @@ def _build(job: Job, source: str, head_names: Sequence[str], typed: bool) -> Spa
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
 
+    from medibio.scierc.model import SpanModel  # torch, as the task: imported where a model trains
+    from medibio.training.stability import freeze_all_but_top
+
     set_seed(job.seed)
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
@@ -161,6 +165,8 @@ class SciercKind:
 
         The record's ``wall_time_s`` is this whole method: reading and featurising the data, loading the
         encoder(s), training with the dev evaluation of every epoch, predicting and scoring test."""
+        from medibio.scierc.task import SciercTask
+
         job: Job = plan.job
         accelerator, callbacks = ctx.accelerator, self.callbacks
         started = time.perf_counter()

@@ -22,10 +22,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from medibio.core import precision, progress
 from medibio.core.errors import MedibioError
-from medibio.models.dropout import use_cheap_dropout
 from medibio.tasks.metrics import score
 from medibio.tasks.spec import Problem, TaskSpec
-from medibio.training import features, stability
+from medibio.training import features
 from medibio.training.config import FinetuneConfig
 from medibio.training.options import StabilityOptions
 
@@ -143,6 +142,8 @@ def build_optimizer(model: Any, cfg: FinetuneConfig) -> tuple[Any, list[str]]:
 
     Returns the optimiser and notes for the record on what was changed.
     """
+    from medibio.training import stability  # torch: imported where a model trains, not where runs are planned
+
     opts = stability_options(cfg)
     done = stability.apply_model_surgery(model, opts)
     groups = stability.param_groups(model, cfg.learning_rate, cfg.weight_decay, opts)
@@ -426,6 +427,9 @@ def fit(model: Any, task: TrainingTask, cfg: FinetuneConfig, accelerator: Any, s
     that learn faster than the encoder)."""
     import torch
     from accelerate.utils import set_seed
+
+    from medibio.models.dropout import use_cheap_dropout
+    from medibio.training import stability
 
     started = time.perf_counter()
     if accelerator.device.type == "cuda":
