@@ -16,7 +16,9 @@ lists the CPU types the target holds for, and docs/benchmarks.md keeps what was 
 ``--busy N`` stands in for a CPU type that is not at hand: N busy processes pinned to each core share it with the
 build (the ``make install`` before it runs alone), so each of the build's threads, serial or side by side, gets
 about 1/(N+1) of a core: Python, NumPy and torch alike take about N+1 times as long. (A control group's CPU quota
-would not do: it limits the cores' total, and leaves one thread alone at full speed.) It is an emulation of a
+would not do: it limits the cores' total, and leaves one thread alone at full speed. The kernel's autogroups
+are turned off meanwhile where root may, so that a process of the build gets the same share whichever
+session it runs in.) It is an emulation of a
 slower machine, not a measurement on one: name it so beside its figures. The estimate inside the build measures
 its training step beside the busy processes, which tells how slow the emulated machine is by the step that the
 other CPU types have on record.
@@ -25,12 +27,14 @@ other CPU types have on record.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,9 +79,12 @@ def parts(log: str) -> list[tuple[str, float | None, float]]:
         taken = re.search(rf"^{name}\s+{_CLOCK}\s*$", log, re.M)
         if taken:
             out.append((name, None, seconds(taken.group(1))))
-    pages = re.search(rf"^run pages\s+(\d+)\s+{_CLOCK}\s*$", log, re.M)
+    pages = re.search(rf"^run pages\s+(\d+)\s+{_CLOCK}(?:\s+\(written beside the chapters in {_CLOCK}\))?\s*$",
+                      log, re.M)
     if pages:
         out.append((f"run pages ({pages.group(1)})", estimated.get("run pages"), seconds(pages.group(2))))
+        if pages.group(3):
+            out.append(("run pages, beside the chapters", None, seconds(pages.group(3))))
     return out
 
 
@@ -93,6 +100,34 @@ def busy(per_core: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", _SPIN, str(core)], start_new_session=True,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for core in sorted(os.sched_getaffinity(0)) for _ in range(per_core)]
+
+
+_AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
+
+
+@contextlib.contextmanager
+def per_process_fairness() -> Iterator[str]:
+    """Turn the kernel's autogroups off while the block runs (root), and say what was done. With them on, the
+    scheduler shares a core between sessions before processes, so the build's worker processes (one session)
+    would get a smaller share beside the busy processes than its chapters' kernels (a session each): the
+    emulation would slow some parts more than others."""
+    try:
+        before = _AUTOGROUP.read_text().strip()
+    except OSError:
+        yield "no autogroups here"
+        return
+    if before == "0":
+        yield "autogroups off"
+        return
+    try:
+        _AUTOGROUP.write_text("0\n")
+    except OSError:
+        yield "autogroups on (not root): the worker processes get a smaller share than the chapters"
+        return
+    try:
+        yield "autogroups turned off for the build"
+    finally:
+        _AUTOGROUP.write_text(f"{before}\n")
 
 
 def run(command: list[str], cwd: Path, log: Path) -> float:
@@ -128,12 +163,15 @@ def main() -> None:
     try:
         install = run(["make", "install"], clone, clone.parent / f"{clone.name}-install.log")
         book_log = clone.parent / f"{clone.name}-book.log"
-        spinning = busy(args.busy)
-        try:
-            book = run(["make", "book", "FROM=reference"], clone, book_log)
-        finally:
-            for process in spinning:
-                process.kill()
+        with per_process_fairness() if args.busy else contextlib.nullcontext("") as fairness:
+            spinning = busy(args.busy)
+            try:
+                book = run(["make", "book", "FROM=reference"], clone, book_log)
+            finally:
+                for process in spinning:
+                    process.kill()
+        if fairness:
+            print(f"scheduler: {fairness}")
         log = book_log.read_text(encoding="utf-8")
         print(f"make install {install:.0f} s; make book FROM=reference {book // 60:.0f} min {book % 60:.0f} s; "
               f"load average {os.getloadavg()[0]:.1f} at the end")

@@ -1,6 +1,12 @@
-"""The book-speed benchmark reads a `medibio book` log: each part's estimate beside the time it took."""
+"""The book-speed benchmark reads a `medibio book` log (each part's estimate beside the time it took) and emulates
+a slower CPU with busy processes pinned to each core."""
 
 from __future__ import annotations
+
+import os
+import time
+
+import pytest
 
 from benchmarks import book_speed
 
@@ -16,7 +22,7 @@ glossary                               copied     0:00:00
 what_holds_up                          executed   0:00:09
 notebooks                                         0:00:57
 html                                              0:00:04
-run pages                              293        0:00:33
+run pages                              293        0:00:03  (written beside the chapters in 0:00:41)
 this build took 1.6 min; estimated before it started: 1.5 min
 """
 
@@ -25,5 +31,23 @@ def test_each_part_of_a_build_log_beside_its_estimate() -> None:
     assert book_speed.parts(LOG) == [
         ("figures_2_4_field_correlation", 5.0, 7.0), ("appendix_b_reproducibility", 25.0, 29.0),
         ("what_holds_up", 8.0, 9.0), ("notebooks", None, 57.0), ("html", None, 4.0),
-        ("run pages (293)", 33.0, 33.0)]
+        ("run pages (293)", 33.0, 3.0), ("run pages, beside the chapters", None, 41.0)]
     assert book_speed.seconds("1:02:03") == 3723.0
+
+
+def test_busy_processes_are_pinned_one_set_per_core_and_none_asked_none_started() -> None:
+    assert book_speed.busy(0) == []
+    with pytest.raises(ValueError, match="at least 0"):
+        book_speed.busy(-1)
+    spinning = book_speed.busy(1)
+    try:
+        cores = sorted(os.sched_getaffinity(0))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(len(os.sched_getaffinity(p.pid)) > 1 for p in spinning):
+            time.sleep(0.05)  # each pins itself first thing
+        assert len(spinning) == len(cores) and all(p.poll() is None for p in spinning)
+        assert sorted(core for p in spinning for core in os.sched_getaffinity(p.pid)) == cores
+    finally:
+        for process in spinning:
+            process.kill()
+            process.wait()

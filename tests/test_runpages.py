@@ -413,3 +413,43 @@ def test_no_run_page_links_to_a_paired_view_that_could_not_be_written(hand_runs,
     runpages.write_run_pages(hand_runs.results, "cpu", html, data_root=hand_runs.data)
     assert 'id="paired-link"' not in (html / runpages.run_page_url(ift)).read_text(encoding="utf-8")
     assert not (html / "runs" / "paired").exists()
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_pages_written_beside_the_chapters_are_the_pages_written_after_them(hand_runs, tmp_path) -> None:
+    """A build that trains nothing writes its run pages in a process of its own while the chapters execute,
+    then moves them into the site: the same files as writing them there afterwards."""
+    hand_runs.write("base", 1, wrong=range(0, 10))
+    hand_runs.write("ift-STS-B", 1, wrong=range(5, 8), digest="1f11f11f11f1")
+    after = tmp_path / "after"
+    runpages.write_run_pages(hand_runs.results, "cpu", after, data_root=hand_runs.data)
+    ahead = runpages.PagesAhead(hand_runs.results, "cpu", tmp_path / "_build", hand_runs.data)
+    site = tmp_path / "site"
+    (site / "runs").mkdir(parents=True)
+    (site / "runs" / "stale.html").write_text("old")
+    count = ahead.collect(site)
+    ahead.stop()
+    assert ahead.problem == "" and count == len(list((site / "runs").rglob("index.html")))
+    assert _tree(site) == _tree(after) and ahead.seconds > 0
+    assert list((tmp_path / "_build").iterdir()) == []  # nothing left beside the site
+
+
+def test_pages_written_beside_are_not_used_when_the_records_changed_meanwhile(hand_runs, tmp_path) -> None:
+    hand_runs.write("base", 1, wrong=range(0, 10))
+    ahead = runpages.PagesAhead(hand_runs.results, "cpu", tmp_path / "_build", hand_runs.data)
+    hand_runs.write("base", 2, wrong=range(0, 3))  # a chapter wrote a record while the pages were written
+    site = tmp_path / "site"
+    site.mkdir()
+    assert ahead.collect(site) is None and ahead.problem == "the records changed while they were written"
+    ahead.stop()
+    assert not (site / "runs").exists() and list((tmp_path / "_build").iterdir()) == []
+
+
+def test_a_build_stopped_early_ends_the_pages_process_and_removes_its_folder(hand_runs, tmp_path) -> None:
+    hand_runs.write("base", 1, wrong=range(0, 10))
+    ahead = runpages.PagesAhead(hand_runs.results, "cpu", tmp_path / "_build", hand_runs.data)
+    ahead.stop()
+    assert not ahead._process.is_alive() and list((tmp_path / "_build").iterdir()) == []

@@ -28,14 +28,13 @@ from medibio.book.rules import (
     verdict_text,
     verdict_words,
 )
-from medibio.core.hashing import file_sha256
 from medibio.core.settings import Settings
 from medibio.paper import audit, sources
 from medibio.results import evidence_cache
 from medibio.results.aggregate import newest_configurations
 from medibio.results.recorded import REFERENCE_ROOT
 from medibio.results.significance import VERDICT_RESAMPLES
-from medibio.runs.records import KINDS, RunRecord, load_records
+from medibio.runs.records import RunRecord, contents, load_records
 from medibio.tasks import loaders
 from medibio.tasks import scierc as scierc_data
 from medibio.tasks.bootstrap import CONFIDENCE
@@ -198,17 +197,13 @@ def _inputs_digest(settings: Settings, roots: Sequence[Path], profile: str, resa
     """SHA-256 of what a claim's row is computed from: every run record and its evidence files (``seed*``
     under each kind's folder, by content) of each root in order, the gold sets' files under the data root (path, size, mtime),
     the package's code and data, and the arguments."""
-    def content(root: Path) -> dict[str, str]:
-        return {str(p.relative_to(root)): file_sha256(p) for kind in KINDS if (root / kind).is_dir()
-                for p in sorted((root / kind).rglob("seed*")) if p.is_file()}
-
     data = settings.data_root  # the gold sets the claims are scored against: BLURB's and SciERC's folders
     listing = sorted((str(p.relative_to(data)), st.st_size, st.st_mtime_ns)
                      for folder in ((loaders.blurb_root(data), scierc_data.split_path("test", data).parent)
                                     if data.is_dir() else ())
                      if folder.is_dir() for p in folder.rglob("*") if p.is_file() and (st := p.stat()))
     return evidence_cache.key("verdict-inputs", {
-        "roots": [[str(Path(root).resolve()), content(Path(root))] for root in roots],
+        "roots": [[str(Path(root).resolve()), contents(root)] for root in roots],
         "data": [str(data.resolve()), listing], "package": evidence_cache.package_digest(),
         "profile": profile, "resamples": resamples, "model": model})
 

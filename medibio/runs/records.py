@@ -452,6 +452,15 @@ def record_files(results_root: str | Path, kind: str) -> Iterator[Path]:
             yield path
 
 
+def contents(results_root: str | Path) -> dict[str, str]:
+    """Every run record and evidence file of a results root (``seed*`` under each kind's folder) by its path
+    there and the SHA-256 of its bytes: what everything computed from the records depends on, told apart from
+    the other files a build writes beside them."""
+    root = Path(results_root)
+    return {str(p.relative_to(root)): file_sha256(p) for kind in KINDS if (root / kind).is_dir()
+            for p in sorted((root / kind).rglob("seed*")) if p.is_file()}
+
+
 def require_root(results_root: str | Path, what: str = "results root") -> Path:
     """``results_root`` if it is a results root, else a :class:`MedibioError` saying what it is instead:
     nothing there is not an empty answer. A results root is known by its run records (a ``seed<N>.json``
