@@ -15,13 +15,12 @@ lists the CPU types the target holds for, and docs/benchmarks.md keeps what was 
 
 ``--busy N`` stands in for a CPU type that is not at hand: N busy processes pinned to each core share it with the
 build (the ``make install`` before it runs alone), so each of the build's threads, serial or side by side, gets
-about 1/(N+1) of a core: Python, NumPy and torch alike take about N+1 times as long. (A control group's CPU quota
-would not do: it limits the cores' total, and leaves one thread alone at full speed. The kernel's autogroups
-are turned off meanwhile where root may, so that a process of the build gets the same share whichever
-session it runs in.) It is an emulation of a
-slower machine, not a measurement on one: name it so beside its figures. The estimate inside the build measures
-its training step beside the busy processes, which tells how slow the emulated machine is by the step that the
-other CPU types have on record.
+about 1/(N+1) of a core: Python, NumPy and torch alike take about N+1 times as long. The kernel's autogroups are
+turned off meanwhile where root may, so that a process of the build gets that share whichever session it runs in.
+(A control group's CPU quota would not do: it limits the cores' total, and leaves one thread alone at full speed.)
+It is an emulation of a slower machine, not a measurement on one: name it so beside its figures. The estimate
+inside the build measures its training step beside the busy processes, which tells how slow the emulated machine
+is by the step that the other CPU types have on record.
 """
 
 from __future__ import annotations

@@ -424,6 +424,7 @@ def test_pages_written_beside_the_chapters_are_the_pages_written_after_them(hand
     then moves them into the site: the same files as writing them there afterwards."""
     hand_runs.write("base", 1, wrong=range(0, 10))
     hand_runs.write("ift-STS-B", 1, wrong=range(5, 8), digest="1f11f11f11f1")
+    _ner_run(tmp_path)  # a second dataset: its pages go to a worker process of the pages' own process
     after = tmp_path / "after"
     runpages.write_run_pages(hand_runs.results, "cpu", after, data_root=hand_runs.data)
     ahead = runpages.PagesAhead(hand_runs.results, "cpu", tmp_path / "_build", hand_runs.data)
@@ -433,6 +434,7 @@ def test_pages_written_beside_the_chapters_are_the_pages_written_after_them(hand
     count = ahead.collect(site)
     ahead.stop()
     assert ahead.problem == "" and count == len(list((site / "runs").rglob("index.html")))
+    assert ahead._process.exitcode == 0  # it ended on its own, its workers with it
     assert _tree(site) == _tree(after) and ahead.seconds > 0
     assert list((tmp_path / "_build").iterdir()) == []  # nothing left beside the site
 

@@ -746,6 +746,7 @@ def _write_ahead(send: Any, results_root: Path, profile: str, html_dir: Path, da
         send.send(f"{type(exc).__name__}: {exc}")
     finally:
         send.close()
+        workers.close()  # else this process would wait at exit for the workers it forked
 
 
 class PagesAhead:
@@ -776,7 +777,8 @@ class PagesAhead:
             got = self._receive.recv()
         except EOFError:
             got = "the process writing them ended without a word"
-        self._process.join()
+        self._process.join(timeout=60)
+        self._end()  # its answer came: what is left is its exit, which should not hold the build up
         try:
             if isinstance(got, str):
                 self.problem = got
@@ -793,10 +795,13 @@ class PagesAhead:
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
 
-    def stop(self) -> None:
-        """End the process if it still runs (a failed or interrupted build) and remove what it wrote."""
+    def _end(self) -> None:
         if self._process.is_alive():  # its session: the process and the workers it forked
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._process.pid, signal.SIGTERM)
         self._process.join()
+
+    def stop(self) -> None:
+        """End the process if it still runs (a failed or interrupted build) and remove what it wrote."""
+        self._end()
         shutil.rmtree(self.folder, ignore_errors=True)
