@@ -78,12 +78,9 @@ def parts(log: str) -> list[tuple[str, float | None, float]]:
         taken = re.search(rf"^{name}\s+{_CLOCK}\s*$", log, re.M)
         if taken:
             out.append((name, None, seconds(taken.group(1))))
-    pages = re.search(rf"^run pages\s+(\d+)\s+{_CLOCK}(?:\s+\(written beside the chapters in {_CLOCK}\))?\s*$",
-                      log, re.M)
+    pages = re.search(rf"^run pages\s+(\d+)\s+{_CLOCK}\s*$", log, re.M)
     if pages:
         out.append((f"run pages ({pages.group(1)})", estimated.get("run pages"), seconds(pages.group(2))))
-        if pages.group(3):
-            out.append(("run pages, beside the chapters", None, seconds(pages.group(3))))
     return out
 
 

@@ -95,8 +95,7 @@ class BuildReport:
     html_seconds: float = 0.0
     html_error: str | None = None
     run_pages: int = 0
-    run_pages_seconds: float = 0.0  # from the end of the HTML to the pages in the site (waited for, or written)
-    run_pages_beside: float = 0.0  # a build that trains nothing: the pages' own time, beside the chapters
+    run_pages_seconds: float = 0.0
     started: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
     @property
@@ -124,8 +123,7 @@ class BuildReport:
         lines.append(f"{'notebooks':<{width}}  {'':<9} {clock(self.execute_seconds):>8}")
         html = "failed" if self.html_error else ""
         lines.append(f"{'html':<{width}}  {html:<9} {clock(self.html_seconds):>8}")
-        beside = f"  (written beside the chapters in {clock(self.run_pages_beside)})" if self.run_pages_beside else ""
-        lines.append(f"{'run pages':<{width}}  {self.run_pages:<9} {clock(self.run_pages_seconds):>8}{beside}")
+        lines.append(f"{'run pages':<{width}}  {self.run_pages:<9} {clock(self.run_pages_seconds):>8}")
         return "\n".join(lines)
 
 
@@ -518,27 +516,6 @@ def build_book(profile: str, settings: Settings, *, root: Path = REPO_ROOT, only
         copied = recorded.seed_results_root(settings.recorded, settings.results_root)
         progress.say(f"… rendering from the recorded results in {settings.recorded} ({copied} files copied to "
                      f"{settings.results_root}); no run trains")
-    data_root = settings.data_root if settings.data_root.is_dir() else None
-    ahead = None
-    if settings.recorded is not None and execute and html:  # nothing trains: the pages' inputs are all here
-        ahead = runpages.PagesAhead(settings.results_root, profile, root / "_build", data_root)
-    try:
-        _execute_and_render(report, profile, settings, root, only, execute, html, keep_going, extra, on_result,
-                            on_start, expected, ahead, data_root, report_path, start)
-    finally:
-        if ahead is not None:
-            ahead.stop()
-    if execute:
-        write_json(report_path, report.to_dict())
-    return report
-
-
-def _execute_and_render(report: BuildReport, profile: str, settings: Settings, root: Path,
-                        only: Sequence[str] | None, execute: bool, html: bool, keep_going: bool,
-                        extra: dict[str, Any] | None, on_result: Callable[[ChapterResult], None] | None,
-                        on_start: Callable[[TocEntry], None] | None, expected: Mapping[str, float] | None,
-                        ahead: runpages.PagesAhead | None, data_root: Path | None, report_path: Path,
-                        start: float) -> None:
     with contextlib.ExitStack() as stack:
         if settings.recorded is None and background.wanted(profile, select(only), execute):
             settings = stack.enter_context(background.beside_chapters(
@@ -549,35 +526,24 @@ def _execute_and_render(report: BuildReport, profile: str, settings: Settings, r
                                       expected=expected)
     report.execute_seconds = time.perf_counter() - start
     if html and (keep_going or not report.failures):
-        _html_and_run_pages(report, profile, settings, root, keep_going, ahead, data_root,
-                            report_path if execute else None)
+        start = time.perf_counter()
+        def run_pages(html_dir: Path) -> None:  # written into the new site before it replaces the old one
+            pages_start = time.perf_counter()
+            data_root = settings.data_root if settings.data_root.is_dir() else None
+            report.run_pages = len(runpages.write_run_pages(settings.results_root, profile, html_dir,
+                                                            data_root=data_root))
+            report.run_pages_seconds = time.perf_counter() - pages_start
 
-
-def _html_and_run_pages(report: BuildReport, profile: str, settings: Settings, root: Path, keep_going: bool,
-                        ahead: runpages.PagesAhead | None, data_root: Path | None, report_path: Path | None) -> None:
-    """The HTML, then the run pages written into it before it replaces the old site: those written beside the
-    chapters (``ahead``) where they could be, else written now; ``report_path`` keeps a failed build's report."""
-    start = time.perf_counter()
-
-    def run_pages(html_dir: Path) -> None:
-        pages_start = time.perf_counter()
-        count = ahead.collect(html_dir) if ahead is not None else None
-        if count is None:
-            if ahead is not None:
-                progress.say(f"… the run pages written beside the chapters are not used ({ahead.problem}): "
-                             "writing them now")
-            count = len(runpages.write_run_pages(settings.results_root, profile, html_dir, data_root=data_root))
-        report.run_pages, report.run_pages_seconds = count, time.perf_counter() - pages_start
-        if ahead is not None and not ahead.problem:
-            report.run_pages_beside = ahead.seconds
-
-    try:
-        report.html_dir = str(build_html(root, keep_going=keep_going, finish=run_pages))
-    except BookBuildError as exc:
-        report.html_seconds = time.perf_counter() - start
-        report.html_error = str(exc)
-        exc.report = report
-        if report_path is not None:
-            write_json(report_path, report.to_dict())
-        raise
-    report.html_seconds = time.perf_counter() - start - report.run_pages_seconds
+        try:
+            report.html_dir = str(build_html(root, keep_going=keep_going, finish=run_pages))
+        except BookBuildError as exc:
+            report.html_seconds = time.perf_counter() - start
+            report.html_error = str(exc)
+            exc.report = report
+            if execute:
+                write_json(report_path, report.to_dict())
+            raise
+        report.html_seconds = time.perf_counter() - start - report.run_pages_seconds
+    if execute:
+        write_json(report_path, report.to_dict())
+    return report

@@ -64,9 +64,9 @@ _TABLE_7 = "table_7_blurb_comparison"
 _SCIERC = "table_4_scierc"
 READ_S = {_TABLES_5_6: 0.053, _TABLES_1_2: 0.026, _TABLE_7: 0.16, _APPENDIX_B: 0.064, _CLAIMS: 0.012, _SCIERC: 2.1}
 _READ_OTHER_S = 0.05  # a chapter not measured (Table 3's pretraining run)
-# The run pages: per recorded run, at the recording machine's speed, with a worker process on each of two cores
-# (medibio.core.workers, a dataset's pages in one): a build whose fp32 step was 0.463 of the recording machine's
-# wrote 293 run pages in 33 s (33 / 0.463 / 648), alone. More cores write them faster than estimated.
+# The run pages after the chapters: per recorded run, at the recording machine's speed, with a worker process on
+# each of two cores (medibio.core.workers, a dataset's pages in one): a build whose fp32 step was 0.463 of the
+# recording machine's wrote 293 run pages in 33 s (33 / 0.463 / 648). More cores write them faster than estimated.
 RUN_PAGE_S = 0.110
 # The profiles a claim is declared on (their runs are recorded, read by the claims and shown by one chapter)
 _SHOWN_BY = {RECORDED.profile: _TABLES_1_2, STUDY.profile: _TABLES_5_6}
@@ -156,7 +156,7 @@ class Estimate:
     processes: int
     reads: dict[str, int] = field(default_factory=dict)  # a build from recorded runs: slug -> runs it reads
     rendered: int = 0  # a build from recorded runs: the runs recorded there, of every kind and profile
-    pages: float = 0.0  # a build from recorded runs: the run pages still to write when the chapters end, seconds
+    pages: float = 0.0  # a build from recorded runs: the run pages after the chapters, expected seconds
     at_once: int = 1  # chapters executed side by side (medibio.book.chapters.at_once)
     # slug -> the part of its time a chapter executed side by side adds to the build's (1: one at a time)
     share: dict[str, float] = field(default_factory=dict)
@@ -237,13 +237,9 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
         reads = {slug: sum(slug in chapters_reading(r, profile) for r in rendered) for slug in slugs}
         chapters = {slug: other * (RECORDED_CHAPTER_S + READ_S.get(slug, _READ_OTHER_S) * reads[slug])
                     for slug in slugs}
+        pages = other * RUN_PAGE_S * len(rendered)
         side = at_once(settings, cores)
         share = _shares(chosen, chapters, side)
-        # the pages are written beside the chapters (medibio.book.runpages.PagesAhead), in the cores they leave
-        # idle: what is left of them when the last chapter ends is what the build waits for
-        pages_cpu = other * RUN_PAGE_S * len(rendered) * side
-        idle = sum(chapters[slug] * share[slug] for slug in chapters) * side - sum(chapters.values())
-        pages = max(pages_cpu - idle, 0.0) / side
         return Estimate(sum(chapters[slug] * share[slug] for slug in chapters) + pages, chapters, 0, here, 0.0,
                         overall, steps, processes, reads, len(rendered), pages, side, share)
     chapters = _by_chapter(slugs, [(r, r.wall_time_s * scale(r)) for r in train], other, processes)

@@ -22,18 +22,12 @@ relative to the HTML root.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import io
 import json
-import multiprocessing
-import os
 import re
 import shutil
-import signal
 import statistics
-import tempfile
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +39,7 @@ import pandas as pd
 from medibio.baselines import constant
 from medibio.book import spans
 from medibio.book.notebook import label_text
-from medibio.core import launch, profiles, workers
+from medibio.core import profiles, workers
 from medibio.core.atomic import atomic_open, write_text
 from medibio.core.errors import MedibioError
 from medibio.core.hashing import file_sha256
@@ -56,7 +50,7 @@ from medibio.ift import variants
 from medibio.paper import tables as paper_tables
 from medibio.results.aggregate import newest_configurations
 from medibio.results.significance import compare_records
-from medibio.runs.records import BASE_VARIANT, KINDS, RunRecord, contents, load_records
+from medibio.runs.records import BASE_VARIANT, KINDS, RunRecord, load_records
 from medibio.tasks import loaders, registry, scierc_predictions
 from medibio.tasks import predictions as blurb_predictions
 from medibio.tasks import scierc as scierc_data
@@ -727,81 +721,3 @@ def write_run_pages(results_root: str | Path, profile: str, html_dir: str | Path
                                                   local=lambda url: url.removeprefix(RUNS_DIR + "/"))
     written.append(write_text(out_root / "index.html", index))
     return written
-
-
-AHEAD_NICE = 10  # the run pages written beside the chapters give way to them (a tenth of a contended core)
-
-
-def _write_ahead(send: Any, results_root: Path, profile: str, html_dir: Path, data_root: Path | None) -> None:
-    """:func:`write_run_pages` in a session of its own that gives way to the chapters' kernels (each a session
-    of its own too), sending back how many pages it wrote and in how many seconds, or why it could not."""
-    os.setsid()
-    launch.yield_to_interactive_work(AHEAD_NICE)  # the session's priority, where the kernel groups by session
-    os.nice(AHEAD_NICE)  # the process's, where it does not
-    try:
-        start = time.perf_counter()
-        written = write_run_pages(results_root, profile, html_dir, data_root=data_root)
-        send.send((len(written), time.perf_counter() - start))
-    except BaseException as exc:  # noqa: BLE001 - the build writes the pages itself afterwards and says why
-        send.send(f"{type(exc).__name__}: {exc}")
-    finally:
-        send.close()
-        workers.close()  # else this process would wait at exit for the workers it forked
-
-
-class PagesAhead:
-    """The run pages of a build that trains nothing, written while its chapters execute: their inputs (the
-    records the build was seeded with, the data root) are all there before the first chapter starts, and they
-    take the cores the chapters leave idle (the last chapters, the HTML) instead of coming after everything.
-
-    A process of its own (spawned: the build's threads are not forked) writes them into a folder of ``build_dir``
-    at a lower priority than the chapters; :meth:`collect` waits for it and moves them into the site, unless the
-    records changed meanwhile (then the caller writes them again) or it failed."""
-
-    def __init__(self, results_root: Path, profile: str, build_dir: Path, data_root: Path | None) -> None:
-        build_dir.mkdir(parents=True, exist_ok=True)
-        self.folder = Path(tempfile.mkdtemp(prefix=".runs-", dir=build_dir))
-        self.results_root, self.records = results_root, contents(results_root)
-        context = multiprocessing.get_context("spawn")
-        self._receive, send = context.Pipe(duplex=False)
-        self._process = context.Process(target=_write_ahead, name="medibio run pages",
-                                        args=(send, results_root, profile, self.folder, data_root))
-        self._process.start()
-        send.close()
-        self.seconds = 0.0  # how long the pages took in their own process
-        self.problem = ""  # why they were not used, if they were not
-
-    def collect(self, html_dir: Path) -> int | None:
-        """Wait for the pages and move them into ``html_dir``; their number, or None (see :attr:`problem`)."""
-        try:
-            got = self._receive.recv()
-        except EOFError:
-            got = "the process writing them ended without a word"
-        self._process.join(timeout=60)
-        self._end()  # its answer came: what is left is its exit, which should not hold the build up
-        try:
-            if isinstance(got, str):
-                self.problem = got
-                return None
-            if contents(self.results_root) != self.records:
-                self.problem = "the records changed while they were written"
-                return None
-            count, self.seconds = got
-            target = html_dir / RUNS_DIR
-            if target.exists():
-                shutil.rmtree(target)
-            (self.folder / RUNS_DIR).rename(target)
-            return count
-        finally:
-            shutil.rmtree(self.folder, ignore_errors=True)
-
-    def _end(self) -> None:
-        if self._process.is_alive():  # its session: the process and the workers it forked
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._process.pid, signal.SIGTERM)
-        self._process.join()
-
-    def stop(self) -> None:
-        """End the process if it still runs (a failed or interrupted build) and remove what it wrote."""
-        self._end()
-        shutil.rmtree(self.folder, ignore_errors=True)

@@ -72,11 +72,3 @@ def side_by_side(work: Callable[..., Any], calls: Sequence[tuple[Any, ...]],
     if futures is None:
         return [work(*args) for args in calls]
     return [result(future, work, args) for future, args in zip(futures, calls, strict=True)]
-
-
-def close() -> None:
-    """Shut the workers down, if any were started. A process that ends with its workers still waiting for work
-    waits for them at exit (they are its children): one that hands work to them and then ends calls this."""
-    if _pool.cache_info().currsize:
-        _pool().shutdown(wait=True)
-        _pool.cache_clear()
