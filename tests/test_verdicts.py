@@ -636,6 +636,10 @@ def test_a_claim_is_judged_once_per_input_and_again_when_an_input_changes(build:
         patched.setattr(verdicts, "our_evidence", not_again)
         again = verdicts.rows(build.settings, "cpu", judged, resamples=499, recorded=None)[0]
     assert repr(again) == repr(first)  # NaN fields: equal only as text
+    with monkeypatch.context() as patched:  # the profile's model named, as a chapter names it: the same claim
+        patched.setattr(verdicts, "our_evidence", not_again)
+        named = verdicts.rows(build.settings, "cpu", judged, resamples=499, recorded=None, model="minilm")[0]
+    assert repr(named) == repr(first)
     calls = []
     original = verdicts.our_evidence
     monkeypatch.setattr(verdicts, "our_evidence", lambda *a, **k: calls.append(a[0].id) or original(*a, **k))

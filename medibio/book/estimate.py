@@ -46,15 +46,14 @@ OTHER_WORK_S = RECORDING_BUILD_S - RECORDED_RUNS_S / 2
 RECORDING_STEP_S = {"bf16": round(0.2395 * 64.59 / 244.4, 4), "no": round(0.2395 * 47.76 / 58.8, 4)}
 
 # A build from recorded runs trains nothing: a chapter takes RECORDED_CHAPTER_S (kernel, imports, its own
-# computations) and, for every recorded run it reads, READ_S of its chapter (records, test predictions scored unit
-# by unit, tables; the claims' multi-bootstraps are computed once per build, medibio.results.evidence_cache),
-# at the recording machine's speed, scaled as fp32 work. Calibrated on a fresh clone's quiet
-# `make book FROM=reference` of 648 runs on an Intel Xeon with AMX whose fp32 step was 0.473 of the recording
-# machine's (docs/benchmarks.md): the chapters that read no run took 5.8 s each, 12 s at the recording speed; each
-# chapter's time beyond them, divided by 0.473 and by the runs it read, is its READ_S. Appendix B's includes the
-# claims' first scoring (an empty cache) and its run index replanning every record; it and SciERC's (whose three
-# runs bring their data and span tables) were measured again on a later build of the same kind, whose fp32 step
-# was 0.38 of the recording machine's, after the claims' scoring moved to one worker process per core.
+# computations; FIXED_S for the chapters that read no run) and, for every recorded run it reads, READ_S of its
+# chapter (records, test predictions scored unit by unit, tables; the claims' multi-bootstraps and verdicts are
+# computed once per build, medibio.results.evidence_cache), at the recording machine's speed, scaled as fp32
+# work. Calibrated on two fresh clones' quiet `make book FROM=reference` of 648 runs, two chapters at a time, on
+# an Intel Xeon with AMX whose fp32 step was 0.63 and 0.71 of the recording machine's (docs/benchmarks.md, 2026-12-02
+# 20:25 and 20:56 UTC): each chapter that reads no run took its FIXED_S at the recording speed (their mean);
+# each other chapter's time beyond RECORDED_CHAPTER_S, at the recording speed and divided by the runs it read,
+# is its READ_S (Appendix B's includes the claims' first scoring, an empty cache, and its run index).
 RECORDED_CHAPTER_S = 12.0
 _APPENDIX_B = "appendix_b_reproducibility"
 _CLAIMS = "what_holds_up"
@@ -62,7 +61,9 @@ _TABLES_5_6 = "tables_5_6_pretraining_configurations"
 _TABLES_1_2 = "tables_1_2_intermediate_finetuning"
 _TABLE_7 = "table_7_blurb_comparison"
 _SCIERC = "table_4_scierc"
-READ_S = {_TABLES_5_6: 0.053, _TABLES_1_2: 0.026, _TABLE_7: 0.16, _APPENDIX_B: 0.064, _CLAIMS: 0.012, _SCIERC: 2.1}
+READ_S = {_TABLES_5_6: 0.050, _TABLES_1_2: 0.038, _TABLE_7: 0.30, _APPENDIX_B: 0.090, _CLAIMS: 0.020, _SCIERC: 4.5}
+FIXED_S = {"intro": 7.5, "appendix_a_paper_audit": 11.0, "figures_2_4_field_correlation": 15.0,
+           "table_3_pretraining": 16.5}
 _READ_OTHER_S = 0.05  # a chapter not measured (Table 3's pretraining run)
 # The run pages after the chapters: per recorded run, at the recording machine's speed, with a worker process on
 # each of two cores (medibio.core.workers, a dataset's pages in one): a build whose fp32 step was 0.463 of the
@@ -235,7 +236,7 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
     if settings.recorded is not None:
         rendered = recorded_runs(settings.recorded)
         reads = {slug: sum(slug in chapters_reading(r, profile) for r in rendered) for slug in slugs}
-        chapters = {slug: other * (RECORDED_CHAPTER_S + READ_S.get(slug, _READ_OTHER_S) * reads[slug])
+        chapters = {slug: other * (FIXED_S.get(slug, RECORDED_CHAPTER_S) + READ_S.get(slug, _READ_OTHER_S) * reads[slug])
                     for slug in slugs}
         pages = other * RUN_PAGE_S * len(rendered)
         side = at_once(settings, cores)

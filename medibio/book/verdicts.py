@@ -28,7 +28,9 @@ from medibio.book.rules import (
     verdict_text,
     verdict_words,
 )
+from medibio.core import profiles
 from medibio.core.settings import Settings
+from medibio.models.zoo import model_tag
 from medibio.paper import audit, sources
 from medibio.results import evidence_cache
 from medibio.results.aggregate import newest_configurations
@@ -195,8 +197,9 @@ def rows(settings: Settings, profile: str, claims: Sequence[Claim] = CLAIMS,
 def _inputs_digest(settings: Settings, roots: Sequence[Path], profile: str, resamples: int,
                    model: str | None) -> str:
     """SHA-256 of what a claim's row is computed from: every run record and its evidence files (``seed*``
-    under each kind's folder, by content) of each root in order, the gold sets' files under the data root (path, size, mtime),
-    the package's code and data, and the arguments."""
+    under each kind's folder, by content) of each root in order, the gold sets' files under the data root
+    (path, size, mtime), the package's code and data, and the arguments (the model by its tag: None judges the
+    profile's)."""
     data = settings.data_root  # the gold sets the claims are scored against: BLURB's and SciERC's folders
     listing = sorted((str(p.relative_to(data)), st.st_size, st.st_mtime_ns)
                      for folder in ((loaders.blurb_root(data), scierc_data.split_path("test", data).parent)
@@ -205,7 +208,7 @@ def _inputs_digest(settings: Settings, roots: Sequence[Path], profile: str, resa
     return evidence_cache.key("verdict-inputs", {
         "roots": [[str(Path(root).resolve()), contents(root)] for root in roots],
         "data": [str(data.resolve()), listing], "package": evidence_cache.package_digest(),
-        "profile": profile, "resamples": resamples, "model": model})
+        "profile": profile, "resamples": resamples, "model": model_tag(model or profiles.get(profile).model)})
 
 
 def _num(x: float | None, fmt: str = "{:+.2f}") -> str:
