@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -214,8 +215,8 @@ def test_a_build_from_recorded_results_executes_chapters_side_by_side_the_reader
     the results come in execution order."""
     src = tmp_path / "src"
     src.mkdir()
-    stamp = ("import json, pathlib, time\nstart = time.time()\ntime.sleep({s})\n"
-             "pathlib.Path('{slug}.times').write_text(json.dumps([start, time.time()]))")
+    stamp = ("import json, os, pathlib, time\nstart = time.time()\ntime.sleep({s})\n"
+             "pathlib.Path('{slug}.times').write_text(json.dumps([start, time.time(), os.getcwd()]))")
     for slug, seconds in (("short", 0.5), ("long", 2.5), ("reader", 0.1)):
         nbformat.write(_nb([stamp.format(s=seconds, slug=slug)]), str(src / f"{slug}.ipynb"))
     nbformat.write(_nb(["raise ValueError('broken on purpose')"]), str(src / "bad.ipynb"))
@@ -229,8 +230,18 @@ def test_a_build_from_recorded_results_executes_chapters_side_by_side_the_reader
     assert chapters.at_once(Settings(results_root=tmp_path / "results"), cores=2) == 1  # a build that trains
     monkeypatch.setattr(build, "at_once", lambda s: chapters.at_once(s, cores=2))
     started: list[str] = []
+
+    here, moved, chdir = os.getcwd(), [], os.chdir
+
+    def recorded_chdir(path: object) -> None:  # the working folder is the process's, shared by its threads
+        moved.append(str(path))
+        chdir(path)
+
+    monkeypatch.setattr(os, "chdir", recorded_chdir)
     results = build.execute_all("smoke", settings, book_dir=tmp_path / "book", on_start=lambda c: started.append(c.slug),
                                 expected={"long": 30.0, "short": 5.0, "bad": 1.0, "reader": 1.0})
+    monkeypatch.undo()
+    assert set(moved) <= {here}  # papermill's file reads "move" to where the process is; nothing moves it elsewhere
     assert [r.slug for r in results] == ["short", "bad", "long", "reader"]
     assert [r.status for r in results] == ["executed", "failed", "executed", "executed"]
     assert results[1].error == "ValueError: broken on purpose"
@@ -238,6 +249,7 @@ def test_a_build_from_recorded_results_executes_chapters_side_by_side_the_reader
     times = {slug: json.loads((tmp_path / "book" / f"{slug}.times").read_text()) for slug in ("short", "long", "reader")}
     assert times["short"][0] < times["long"][1] and times["long"][0] < times["short"][1]  # side by side
     assert times["reader"][0] >= max(times["short"][1], times["long"][1])
+    assert {t[2] for t in times.values()} == {str(tmp_path / "book")}  # each kernel starts in the book's folder
 
 
 def test_a_page_that_cannot_be_prepared_is_a_failed_chapter_not_a_crash(tmp_path, monkeypatch) -> None:

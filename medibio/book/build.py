@@ -199,8 +199,12 @@ def execute_chapter(chapter: TocEntry, book_dir: Path, parameters: dict[str, Any
         return ChapterResult(chapter.slug, "failed", time.perf_counter() - start, str(out), error=str(exc))
     injected = {k: v for k, v in parameters.items() if k in declared}
     try:
+        # the kernel starts in book_dir (nbclient's resources path, its cwd), not papermill's ``cwd``: that one
+        # changes this process's working folder for the whole execution, and two chapters side by side would
+        # restore it under each other (a kernel started in the repository root links its downloads wrongly)
         papermill.execute_notebook(str(chapter.source_path), str(partial), parameters=injected,
-                                   kernel_name=kernel_name, cwd=str(book_dir), progress_bar=False,
+                                   kernel_name=kernel_name, resources={"metadata": {"path": str(book_dir)}},
+                                   progress_bar=False,
                                    log_output=False, report_mode=False, kernel_manager_class=socket_kernels(),
                                    # the kernel's own log (transport notices, shutdown) is not the book's;
                                    # errors in cells still surface as PapermillExecutionError
