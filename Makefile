@@ -42,7 +42,11 @@ install: $(STAMP)
 # to the newest version allowed. torch resolves to the CPU wheel in TORCH_WHEELS (never PyPI's CUDA build).
 LOCK_VENV ?= $(VENV)/lock-tools
 LOCK_UPGRADE ?=
+# rfc3987-syntax (and lark, which only it needs) is left out: jsonschema imports it where installed to check the
+# "iri" format, which nothing here validates, and it builds a grammar at import, 2.4 s in every process that
+# imports jsonschema (each chapter's kernel, through myst-nb's glue and nbformat; papermill; jupyter-book).
 LOCK_CMD = uv pip compile requirements.txt --generate-hashes --no-header --find-links $(TORCH_WHEELS) \
+	--no-emit-package rfc3987-syntax --no-emit-package lark \
 	--python-version 3.11.5 --python-platform x86_64-manylinux_2_28$(if $(LOCK_UPGRADE), --upgrade) -o requirements.lock
 lock:
 	test -x $(LOCK_VENV)/bin/uv || { python3 -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/pip install -q uv==$(UV_VERSION); }

@@ -122,6 +122,15 @@ def test_lock_pins_the_cpu_torch_wheel() -> None:
     assert re.search(r"^torch==2\.13\.0$", REQUIREMENTS.read_text(encoding="utf-8"), re.M)
 
 
+def test_lock_leaves_out_what_only_slows_every_kernel() -> None:
+    """rfc3987-syntax builds a grammar when jsonschema imports it (2.4 s in each chapter's kernel, through
+    nbformat) to check a format nothing here validates: `make lock` leaves it and lark, its only user, out."""
+    _, entries = parse_lock(LOCK.read_text(encoding="utf-8"))
+    names = {canonicalize_name(PIN.match(e).group(1)) for e in entries if PIN.match(e)}
+    assert names and not names & {"rfc3987-syntax", "lark"}
+    assert "--no-emit-package rfc3987-syntax" in (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
+
+
 def _copies(tmp_path: Path) -> tuple[Path, Path]:
     reqs, lock = tmp_path / "requirements.txt", tmp_path / "requirements.lock"
     reqs.write_bytes(REQUIREMENTS.read_bytes())
