@@ -5,6 +5,8 @@ configuration files loaded by accelerate's own loader."""
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,15 @@ def test_current_device_reads_the_hardware(monkeypatch: pytest.MonkeyPatch, cuda
     monkeypatch.setattr(accel, "cpu_has_bf16", lambda: cpu_bf16)
     assert accel.current_device() == Device("cuda" if cuda else "cpu", gpu_bf16 if cuda else cpu_bf16)
     assert precision_for(requested="bf16") == expected
+
+
+def test_without_a_gpu_driver_the_device_is_known_without_torch() -> None:
+    code = ("import sys\nfrom medibio.core import precision\nprecision.GPU_DEVICE_FILES = ()\n"
+            "print(precision.current_device().kind, 'torch' in sys.modules)\n"
+            f"precision.GPU_DEVICE_FILES = ({__file__!r},)  # a driver's file: torch is asked\n"
+            "print(precision.gpu_possible())")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert shown.split() == ["cpu", "False", "True"]
 
 
 def test_cpu_flags(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -44,3 +44,19 @@ def test_one_core_or_one_waited_call_stays_in_this_process(monkeypatch) -> None:
     assert not workers.apart(5) and workers.side_by_side(_power, [(3, 2)]) == [(9, os.getpid())]
     monkeypatch.setattr(workers, "usable_cores", lambda: 2)
     assert workers.apart(2) and not workers.apart(1) and workers.apart(1, waited=False)
+
+
+def _collecting(_: int) -> bool:
+    import gc
+
+    return gc.isenabled()
+
+
+def test_no_collections_inside_and_workers_collect_even_when_forked_there(two_cores) -> None:
+    import gc
+
+    workers._pool.cache_clear()  # a pool forked inside the block below
+    with workers.no_collections():
+        assert not gc.isenabled()
+        assert workers.side_by_side(_collecting, [(k,) for k in range(4)]) == [True] * 4
+    assert gc.isenabled()

@@ -33,7 +33,19 @@ def _examples(html: Path) -> dict:
     text = html.read_text(encoding="utf-8")
     found = re.search(r'<script type="application/json" id="examples">(.*?)</script>', text, re.S)
     assert found, "the page embeds no examples"
-    return json.loads(found.group(1).replace("<\\/", "</"))
+    examples = json.loads(found.group(1).replace("<\\/", "</"))
+    return with_texts(html, text, examples)
+
+
+def with_texts(html: Path, text: str, examples: dict) -> dict:
+    """The examples with each row's text, as the page's script reads them: from the dataset's texts script."""
+    shared = re.search(r'<script src="([^"]*/texts/[^"]+)"></script>', text)
+    if shared:
+        script = (html.parent / shared.group(1)).read_text(encoding="utf-8")
+        texts = json.loads(script.removeprefix("window.medibioTexts = ").rstrip().removesuffix(";"))
+        for row in examples["rows"]:
+            row.setdefault("t", texts[row["i"]])
+    return examples
 
 
 # --------------------------------------------------------------------------- error kinds
@@ -413,3 +425,17 @@ def test_no_run_page_links_to_a_paired_view_that_could_not_be_written(hand_runs,
     runpages.write_run_pages(hand_runs.results, "cpu", html, data_root=hand_runs.data)
     assert 'id="paired-link"' not in (html / runpages.run_page_url(ift)).read_text(encoding="utf-8")
     assert not (html / "runs" / "paired").exists()
+
+
+def test_the_pages_of_a_dataset_read_its_texts_from_one_script(hand_runs, tmp_path) -> None:
+    base = hand_runs.write("base", 1, wrong=range(0, 10))
+    ift = hand_runs.write("ift-BIOSSES", 1, wrong=range(0, 4), intermediate=["BIOSSES"])
+    html = tmp_path / "html"
+    runpages.write_run_pages(hand_runs.results, "cpu", html, data_root=hand_runs.data)
+    pages = [(html / runpages.run_page_url(r)) for r in (base, ift)]
+    scripts = {re.search(r'<script src="([^"]*/texts/[^"]+)"></script>', p.read_text(encoding="utf-8")).group(1)
+               for p in pages}
+    assert {(pages[0].parent / s).resolve() for s in scripts} == {html / "runs" / "texts" / "BioASQ-test.js"}
+    rows = [_examples(p)["rows"] for p in pages]
+    assert [row["t"] for row in rows[0]] == [row["t"] for row in rows[1]] == [["Is it?", "Some context."]] * 40
+    assert "Some context" not in pages[0].read_text(encoding="utf-8")  # the page holds positions, not texts

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from medibio.tasks import metrics, registry
+from medibio.tasks import registry, units
 from medibio.tasks.loaders import available_splits
 from medibio.tasks.predictions import load_gold
 from medibio.tasks.spec import Problem
@@ -45,7 +45,8 @@ def _majority_score(dataset: str, data_root: str | None) -> float:
         predictions: list[Any] = [[answer] * len(t) for t in gold]
     else:
         predictions = [answer] * len(gold)
-    return float(metrics.evaluate(spec.name, gold, predictions, ids=test.ids)["score"])
+    # scored by the unit statistics the claims resample (the metric's score, tested): seqeval took 0.7 s a set
+    return float(units.unit_stats(spec.name, gold, predictions, test.ids).score())
 
 
 def majority_score(dataset: str, data_root: str | Path | None = None) -> float:

@@ -28,12 +28,12 @@ import json
 import re
 import shutil
 import statistics
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pandas as pd
 
 from medibio.baselines import constant
@@ -55,6 +55,7 @@ from medibio.tasks import loaders, registry, scierc_predictions
 from medibio.tasks import predictions as blurb_predictions
 from medibio.tasks import scierc as scierc_data
 from medibio.tasks.spec import Problem
+from medibio.tasks.units import entity_spans
 
 RUNS_DIR = "runs"
 TEMPLATES = Path(__file__).with_name("templates")
@@ -143,6 +144,11 @@ class Examples:
     seeds: list[int]
     rows: list[dict[str, Any]]
     counts: dict[int, dict[str, int]] = field(default_factory=dict)  # seed -> error kind -> count
+    # A BLURB row names its text by its position ``i`` in the test set's ``texts``, which every page of the
+    # dataset reads from one script (``texts_url``, under the HTML root): inline, the texts were most of each
+    # page's JSON, written again for every configuration (647 MB of run pages for the cpu book)
+    texts: Sequence[Any] | None = None
+    texts_url: str = ""
 
     def correct(self, seed: int) -> dict[str, bool]:
         return {row["id"]: bool(row["ok"][str(seed)]) for row in self.rows}
@@ -204,13 +210,15 @@ def _test_set(dataset: str, data_root: str | None, splits: tuple[str, ...] = TES
 
 @functools.lru_cache(maxsize=1 << 16)
 def _ner_sentence(dataset: str, data_root: str | None, splits: tuple[str, ...], position: int,
-                  tags: tuple[str, ...]) -> tuple[list[list[Any]], bool, Counter[str]]:
-    """One NER test sentence's predicted tags against its gold spans: the spans with their error kinds (as the
-    page lists them), whether all are right, and the kinds' counts. Worked out once per distinct prediction:
-    a dataset's pages read each sentence for every seed of every configuration, and about four predictions
-    in five recur (half are all ``O``)."""
-    classified = spans.classify(_test_set(dataset, data_root, splits).gold_spans[position], spans.bio_spans(tags))
-    return [s.as_list() for s in classified], all(s.kind == "correct" for s in classified), spans.counts(classified)
+                  predicted: tuple[tuple[int, int, str], ...]) -> tuple[list[list[Any]], bool, tuple[int, ...]]:
+    """One NER test sentence's predicted spans against its gold spans: the spans with their error kinds (as
+    the page lists them), whether all are right, and the counts of :data:`spans.KINDS`. Worked out once per
+    distinct prediction: a dataset's pages read each sentence for every seed of every configuration, and most
+    predictions recur (half have no entity)."""
+    classified = spans.classify(_test_set(dataset, data_root, splits).gold_spans[position], predicted)
+    tally = spans.counts(classified)
+    return ([s.as_list() for s in classified], all(s.kind == "correct" for s in classified),
+            tuple(tally[k] for k in spans.KINDS))
 
 
 @functools.lru_cache(maxsize=32)
@@ -238,28 +246,33 @@ def blurb_examples(records: Sequence[RunRecord], results_root: str | Path,
     gold, texts = test_set.gold, test_set.texts
     read = [(record, path, blurb_predictions.read_predictions(path, dataset)) for record, path in found]
     position = {i: k for k, i in enumerate(gold.ids)}
-    rows = {i: {"id": i, "t": texts[position[i]], "ok": {}} for i in gold.ids
-            if any(i in preds for _, _, preds in read)}
+    listed = set().union(*(preds.keys() for _, _, preds in read))
+    rows = {i: {"id": i, "i": position[i], "ok": {}} for i in gold.ids if i in listed}
     counts: dict[int, dict[str, int]] = {}
     for record, path, preds in read:
         seed = str(record.seed)
         covered = [i for i in gold.ids if i in preds]
         sub = blurb_predictions.Gold(dataset, gold.split, covered, [gold.references[position[i]] for i in covered])
-        total = spans.counts([])
-        for sid, ref, pred in zip(covered, sub.references, blurb_predictions.align(path, preds, sub), strict=True):
-            row = rows[sid]
-            if mode == "ner":
-                marked, row["ok"][seed], tally = _ner_sentence(dataset, data_key, splits, position[sid],
-                                                                      tuple(pred))
-                row.setdefault("s", {})[seed] = marked
-                total.update(tally)
-            else:
-                row["g"] = ref
-                row.setdefault("p", {})[seed] = pred
-                row["ok"][seed] = _right(mode, ref, pred)
+        aligned = blurb_predictions.align(path, preds, sub)
         if mode == "ner":
-            counts[record.seed] = dict(total)
-    return Examples(mode, [r.seed for r, _ in found], list(rows.values()), counts)
+            found_spans = entity_spans(aligned) or [spans.bio_spans(tags) for tags in aligned]
+            tallies = []
+            for sid, predicted in zip(covered, found_spans, strict=True):
+                row = rows[sid]
+                marked, row["ok"][seed], tally = _ner_sentence(dataset, data_key, splits, position[sid],
+                                                               tuple(predicted))
+                row.setdefault("s", {})[seed] = marked
+                tallies.append(tally)
+            summed = [sum(column) for column in zip(*tallies, strict=True)] or [0] * len(spans.KINDS)
+            counts[record.seed] = dict(zip(spans.KINDS, summed, strict=True))
+            continue
+        for sid, ref, pred in zip(covered, sub.references, aligned, strict=True):
+            row = rows[sid]
+            row["g"] = ref
+            row.setdefault("p", {})[seed] = pred
+            row["ok"][seed] = _right(mode, ref, pred)
+    return Examples(mode, [r.seed for r, _ in found], list(rows.values()), counts, texts,
+                    f"{RUNS_DIR}/texts/{dataset}-{'+'.join(splits)}.js")
 
 
 def scierc_examples(records: Sequence[RunRecord], results_root: str | Path,
@@ -327,17 +340,22 @@ class _PageParts:
     counts: str  # the error kinds per seed, an HTML table
     examples: str  # the examples' JSON, inline in the page, or "" where they lie in ``examples_file``
     examples_file: str
+    texts_file: str  # the script with the texts the examples' rows name by position, under the HTML root
     paired: Examples | None  # the examples themselves, for a configuration with a paired view
     downloads: dict[int, list[dict[str, str]]]  # seed -> its record and predictions, copied beside the page
     constant: tuple[Any, float] | None  # the dataset's constant answer and its test score (BLURB pages)
 
 
-def _page_parts(config: Configuration, results_root: Path, data_root: str | Path | None, folder: Path,
+def _page_parts(config: Configuration, results_root: Path, data_root: str | Path | None, html_dir: Path,
                 paired: bool) -> _PageParts:
+    folder = (html_dir / config.url).parent
     try:
         found, problem = examples_of(config, results_root, data_root), ""
     except PageDataError as exc:
         found, problem = None, str(exc)
+    texts_file = found.texts_url if found else ""
+    if texts_file and not (html_dir / texts_file).is_file():  # the first page of its dataset writes it
+        write_text(html_dir / texts_file, f"window.medibioTexts = {_json_script(found.texts)};\n")
     payload = _json_script(found.payload()) if found else ""
     examples_file = ""
     if len(payload) > INLINE_EXAMPLES:
@@ -347,7 +365,8 @@ def _page_parts(config: Configuration, results_root: Path, data_root: str | Path
     constant_answer = _constant(dataset, None if data_root is None else str(data_root)) \
         if registry.is_blurb(dataset) else None
     return _PageParts(problem, dev_curve_svg(config.records), _frame_html(error_counts(found) if found else None),
-                      payload, examples_file, found if paired else None, _downloads(config, results_root, folder),
+                      payload, examples_file, texts_file, found if paired else None,
+                      _downloads(config, results_root, folder),
                       constant_answer)
 
 
@@ -355,7 +374,8 @@ def _dataset_parts(configs: Sequence[tuple[Configuration, bool]], results_root: 
                    html_dir: Path) -> list[_PageParts]:
     """:func:`_page_parts` of one dataset's configurations (each with whether it has a paired view), in one
     process: the dataset's test set is read and its sentences' predicted spans are worked out there once."""
-    return [_page_parts(c, results_root, data_root, (html_dir / c.url).parent, paired) for c, paired in configs]
+    with workers.no_collections():
+        return [_page_parts(c, results_root, data_root, html_dir, paired) for c, paired in configs]
 
 
 def error_counts(examples: Examples) -> pd.DataFrame | None:
@@ -387,7 +407,8 @@ def paired_rows(a: Examples, b: Examples) -> tuple[dict[str, int], list[dict[str
         which = "both right" if ra and rb else "only A right" if ra else "only B right" if rb else "both wrong"
         table[which] += 1
         if ra != rb:
-            differ.append({"id": row["id"], "which": which, "a": row, "b": rows_b[row["id"]]})
+            text = row["t"] if "t" in row else a.texts[row["i"]]
+            differ.append({"id": row["id"], "which": which, "t": text, "a": row, "b": rows_b[row["id"]]})
     return table, differ
 
 
@@ -650,8 +671,10 @@ def _frame_html(frame: pd.DataFrame | None) -> str:
 
 
 def _json_script(payload: Any) -> str:
-    """JSON safe inside ``<script type="application/json">`` (no ``</`` can close the element)."""
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    """JSON safe inside ``<script type="application/json">`` (no ``</`` can close the element). orjson writes what
+    ``json.dumps(ensure_ascii=False, separators=(",", ":"))`` writes, six times as fast: the examples' JSON,
+    megabytes a page, was a sixth of the run pages' time."""
+    return orjson.dumps(payload).decode().replace("</", "<\\/")
 
 
 def write_run_pages(results_root: str | Path, profile: str, html_dir: str | Path,
@@ -659,7 +682,11 @@ def write_run_pages(results_root: str | Path, profile: str, html_dir: str | Path
     """Write a page per configuration of ``profile`` under ``html_dir/runs/``, the paired IFT views and an
     index; return the pages written. The runs/ folder is rebuilt from scratch (a removed record leaves no
     page behind)."""
-    results_root, html_dir = Path(results_root), Path(html_dir)
+    with workers.no_collections():
+        return _write_run_pages(Path(results_root), profile, Path(html_dir), data_root)
+
+
+def _write_run_pages(results_root: Path, profile: str, html_dir: Path, data_root: str | Path | None) -> list[Path]:
     out_root = html_dir / RUNS_DIR
     if out_root.exists():
         shutil.rmtree(out_root)
@@ -695,7 +722,8 @@ def write_run_pages(results_root: str | Path, profile: str, html_dir: str | Path
             seeds=_seed_rows(config.records, part.downloads),
             hyperparameters=sorted(config.first.hyperparameters.items()),
             curve=part.curve, baselines=_baselines(config, by_key, part.constant), counts=part.counts,
-            examples=part.examples, examples_file=part.examples_file, problem=part.problem,
+            examples=part.examples, examples_file=part.examples_file, texts_file=part.texts_file,
+            problem=part.problem,
             paper=paper_numbers(config.first),
             paired=_relative(paired_page_url(config.first, other.first), config.url) if other else "",
             json=lambda value: json.dumps(value, indent=1, ensure_ascii=False, default=str))

@@ -101,8 +101,21 @@ def allow_native_bf16(allowed: bool) -> None:
     _native_bf16 = allowed
 
 
+# The device files a GPU driver makes (NVIDIA's, ROCm's, WSL's): without any of them torch finds no GPU
+GPU_DEVICE_FILES = ("/dev/nvidiactl", "/proc/driver/nvidia", "/dev/kfd", "/dev/dxg")
+
+
+def gpu_possible() -> bool:
+    """Whether torch could find a GPU here: it is imported already (asking it costs nothing), or a GPU driver's
+    device files exist. Planning a run asks for its precision; on a machine without a driver the answer needs
+    no torch, whose import took 2 s in every chapter's kernel that only plans and reads recorded runs."""
+    return "torch" in sys.modules or any(Path(p).exists() for p in GPU_DEVICE_FILES)
+
+
 def current_device() -> Device:
     """The device this process trains on: the GPU when there is one, else the CPU."""
+    if not gpu_possible():
+        return Device("cpu", cpu_has_bf16())
     import torch
 
     if torch.cuda.is_available():

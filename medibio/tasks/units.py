@@ -184,6 +184,39 @@ def _spans(kind: np.ndarray, type_id: np.ndarray, first: np.ndarray, last: np.nd
     return np.flatnonzero(starts), np.flatnonzero(ends)
 
 
+def _sentences(tag_lists: Sequence[Sequence[Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the concatenated tags of ``tag_lists``: each tag's sentence, and whether it begins or ends one."""
+    lengths = np.fromiter(map(len, tag_lists), dtype=np.int64, count=len(tag_lists))
+    sentence = np.repeat(np.arange(len(tag_lists)), lengths)
+    bounds = np.cumsum(lengths)
+    first, last = np.zeros(len(sentence), bool), np.zeros(len(sentence), bool)
+    first[(bounds - lengths)[lengths > 0]] = True
+    last[bounds[lengths > 0] - 1] = True
+    return sentence, first, last
+
+
+def entity_spans(tag_lists: Sequence[Sequence[Any]]) -> list[list[tuple[int, int, str]]] | None:
+    """(start, end, type) of each sentence's entities (inclusive word offsets within the sentence), all sentences
+    at once by the rules the NER metric's statistics use (:func:`_spans`: seqeval's ``get_entities``, untyped
+    ``B``/``I`` of type ``ENT``); None when a tag is none the metric accepts."""
+    sentence, first, last = _sentences(tag_lists)
+    types: dict[str, int] = {}
+    codes = _tag_codes(list(itertools.chain.from_iterable(tag_lists)), types)
+    if codes is None:
+        return None
+    starts, ends = _spans(*codes, first, last)
+    names = list(types)
+    offset = (np.flatnonzero(first) if len(sentence) else np.zeros(0, np.int64))
+    begin = np.zeros(len(tag_lists), np.int64)
+    begin[np.unique(sentence)] = offset
+    out: list[list[tuple[int, int, str]]] = [[] for _ in tag_lists]
+    at = begin[sentence[starts]]
+    for k, s, e, t in zip(sentence[starts].tolist(), (starts - at).tolist(), (ends - at).tolist(),
+                          codes[1][starts].tolist(), strict=True):
+        out[k].append((s, e, names[t]))
+    return out
+
+
 def _tag_lists(references: Sequence[Any], predictions: Sequence[Any], labels: Sequence[str] | None) -> bool:
     """Whether every example pairs two tag lists of one length whose tags are all in ``labels`` (None: any tag):
     what :func:`medibio.tasks.metrics._check_sequences` checks sentence by sentence, checked on all at once."""
@@ -205,12 +238,7 @@ def _ner_rows(references: Sequence[Any], predictions: Sequence[Any], ids: Sequen
     sentence took most of the claims' cold computation."""
     if not _tag_lists(references, predictions, labels):
         _check_sequences(references, predictions, ids, labels)  # says which example is wrong
-    lengths = np.fromiter(map(len, references), dtype=np.int64, count=len(references))
-    sentence = np.repeat(np.arange(len(references)), lengths)
-    bounds = np.cumsum(lengths)
-    first, last = np.zeros(len(sentence), bool), np.zeros(len(sentence), bool)
-    first[(bounds - lengths)[lengths > 0]] = True
-    last[bounds[lengths > 0] - 1] = True
+    sentence, first, last = _sentences(references)
     types: dict[str, int] = {}
     gold = _tag_codes(list(itertools.chain.from_iterable(references)), types)
     found = _tag_codes(list(itertools.chain.from_iterable(predictions)), types)

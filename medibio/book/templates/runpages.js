@@ -4,6 +4,8 @@
   "use strict";
   // large prediction lists come in a script file beside the page (window.medibioExamples), small ones inline
   const data = window.medibioExamples || JSON.parse(document.getElementById("examples").textContent);
+  // a BLURB row names its text by its position in the test set, whose texts all pages of the dataset share
+  if (window.medibioTexts) for (const row of data.rows) if (row.t === undefined) row.t = window.medibioTexts[row.i];
   const $ = (id) => document.getElementById(id);
   const state = { seed: data.seeds[0], filter: "all", query: "", page: 0 };
   const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
