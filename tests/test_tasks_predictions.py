@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from medibio.cli.main import app, main
 from medibio.core.errors import InputFormatError
-from medibio.tasks import predictions
+from medibio.core.text import text_lines
+from medibio.tasks import predictions, registry
 from medibio.tasks.predictions import read_predictions, score_directory, write_gold
 
 FIXTURE_ROOT = Path(__file__).parent / "fixtures" / "metrics" / "data"
@@ -139,13 +140,55 @@ def test_what_a_line_alone_refuses_the_whole_file_refuses(tmp_path: Path, lines:
         read_predictions(path, "GAD")
 
 
-def test_a_file_decoded_at_once_reads_as_line_by_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = _write(tmp_path / "NCBI-disease.jsonl", [{"id": str(i), "prediction": ["O", "B", "I"][: i + 1]}
-                                                    for i in range(3)] + ['  {"prediction": [], "id": "9"}  '])
-    at_once = read_predictions(path, "NCBI-disease")
-    monkeypatch.setattr(predictions, "_decoded_at_once", lambda lines: None)
-    assert at_once == read_predictions(path, "NCBI-disease")
-    assert [p.line for p in at_once.values()] == [1, 2, 3, 4] and at_once["9"].value == []
+def _either_way(path: Path, dataset: str) -> tuple[object, object]:
+    """What read_predictions and the line-by-line reader alone make of a file: its predictions or its error."""
+    spec = registry.get(dataset)
+    found = []
+    for read in (lambda: read_predictions(path, dataset),
+                 lambda: predictions._read_line_by_line(path, list(text_lines(path)), spec, frozenset(spec.labels))):
+        try:
+            found.append(read())
+        except InputFormatError as exc:
+            found.append(str(exc))
+    return found[0], found[1]
+
+
+_PLAIN = {"NCBI-disease": ['{"id": "a", "prediction": ["O", "B", "I"]}', '{"id": "b", "prediction": []}'],
+          "GAD": ['{"id": "a", "prediction": "1"}', '{"id": "b", "prediction": "0"}'],
+          "HoC": ['{"id": "a", "prediction": ["Cellular energetics"]}', '{"id": "b", "prediction": []}'],
+          "BIOSSES": ['{"id": "a", "prediction": 3.25}', '{"id": "b", "prediction": 0}']}
+# Lines a file read at once must judge as the line-by-line reader does: keys given twice (plainly, escaped,
+# as another object's), numbers no float holds or JSON refuses, values of every wrong type, extra keys, a
+# label spelled with an escape, an id that reads like a key, two objects on a line
+_ODD = ['{"id": "c", "prediction": "1", "id": "d"}', '{"id": "c", "i\\u0064": "d", "prediction": "0"}',
+        '{"id": "c", "prediction": "0", "prediction": "1"}', '{"id": "c", "prediction": 1e999}',
+        '{"id": "c", "prediction": NaN}', '{"id": "c", "prediction": -Infinity}', '{"id": "c", "prediction": ' +
+        "9" * 400 + "}", '{"id": "c", "prediction": ' + "9" * 30 + "}", '{"id": "c", "prediction": true}',
+        '{"id": "c", "prediction": null}', '{"id": "c", "prediction": {"id": "x"}}',
+        '{"id": "c", "prediction": [["O"]]}', '{"id": "c", "prediction": ["O", "O"]}',
+        '{"id": "c", "prediction": ["Cellular energetics", "Cellular energetics"]}',
+        '{"id": "c", "prediction": "\\u0031"}', '{"id": "c", "prediction": ["\\u004f"]}',
+        '{"id": "c", "prediction": "1", "score": 0.5}', '{"id": "id", "prediction": "1"}',
+        '{"id": "prediction", "prediction": []}', '{"id": "", "prediction": "1"}', '{"id": 3, "prediction": "1"}',
+        '{"id": "a", "prediction": "1"}', '{"id": "c", "prediction": "1"}, {"id": "d", "prediction": "0"}',
+        '{"id": "c", "prediction": 2.5}', '{"id": "c", "prediction": []}', '["c", "1"]', '', '   ', '{"id": "c"']
+
+
+@pytest.mark.parametrize("dataset", sorted(_PLAIN))
+def test_a_file_read_at_once_reads_as_line_by_line(tmp_path: Path, dataset: str) -> None:
+    plain = _PLAIN[dataset]
+    path = tmp_path / f"{dataset}.jsonl"
+    path.write_text("\n".join(plain) + "\n")
+    spec = registry.get(dataset)
+    assert predictions._read_at_once(plain, spec.problem, frozenset(spec.labels)) is not None  # the fast way
+    found, line_by_line = _either_way(path, dataset)
+    assert found == line_by_line and [p.line for p in found.values()] == [1, 2]
+    for odd in _ODD:
+        for lines in ([*plain, odd], [odd, *plain], [plain[0], odd, odd.replace('"c"', '"e"')]):
+            path.write_text("\n".join(lines) + "\n")
+            found, line_by_line = _either_way(path, dataset)
+            assert found == line_by_line, (lines, found, line_by_line)
+            assert type(found) is type(line_by_line)
 
 
 @pytest.mark.parametrize(

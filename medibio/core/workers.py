@@ -25,8 +25,10 @@ from medibio.core.capacity import usable_cores
 
 
 def _start_worker() -> None:
-    """One BLAS thread, and garbage collection on (the caller may fork the pool inside :func:`no_collections`)."""
+    """One BLAS thread, and garbage collection on (the caller may fork the pool inside :func:`no_collections`)
+    for the worker's own objects only: what it inherited is frozen, never walked again by a collection."""
     threadpoolctl.threadpool_limits(1)
+    gc.freeze()
     gc.enable()
 
 
