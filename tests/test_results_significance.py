@@ -53,6 +53,25 @@ def test_bootstrap_weights_are_multinomial_counts():
             B.bootstrap_weights(7, 3, np.random.default_rng(1))).all()
 
 
+def _ungrouped(stats: list[UnitStats], resamples: int, seed: int) -> np.ndarray:
+    """bootstrap_distribution as it was: every unit's multiplicities times every unit's counts."""
+    counts = B.stack(stats)
+    flat = counts.reshape(counts.shape[0], -1)
+    rng = np.random.default_rng(seed)
+    sums = np.concatenate([B.bootstrap_weights(len(flat), size, rng) @ flat
+                           for size in B.chunks(resamples, len(flat))])
+    return B.score_from_sums(stats[0].metric, sums.reshape(resamples, len(stats), -1))
+
+
+@pytest.mark.parametrize("units", [7, 300, 4000])
+def test_units_alike_summed_as_one_kind_give_the_same_draws_to_the_last_bit(units: int) -> None:
+    rng = np.random.default_rng(units)
+    runs = [_f1(rng.integers(0, 3, size=(units, 3)) * (rng.random((units, 1)) < 0.3)) for _ in range(4)]
+    assert np.array_equal(B.bootstrap_distribution(runs, 1999, seed=5), _ungrouped(runs, 1999, 5))
+    spread = [_f1(s.counts + 0.5) for s in runs]  # not whole numbers: every unit on its own, as before
+    assert np.array_equal(B.bootstrap_distribution(spread, 999, seed=5), _ungrouped(spread, 999, 5))
+
+
 # --------------------------------------------------------------------------- hand cases
 
 

@@ -47,14 +47,20 @@ def chunks(total: int, per_resample: int) -> Iterable[int]:
         done += step
 
 
-def bootstrap_weights(n_units: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """(resamples, n_units) multiplicities: each row counts how often each unit is drawn in n_units draws."""
+def bootstrap_weights(n_units: int, resamples: int, rng: np.random.Generator,
+                      groups: np.ndarray | None = None) -> np.ndarray:
+    """(resamples, n_units) multiplicities: each row counts how often each unit is drawn in n_units draws.
+    With ``groups`` (each unit's group number, 0 to g - 1), (resamples, g): how often a unit of each group is
+    drawn, from the same draws."""
     # numpy draws integers below 2**32 from 32-bit words whatever the dtype asked, so 32-bit draws are the same
     # stream as 64-bit ones, and numbering every resample's units in place in them is twice as fast
     kind = np.uint32 if resamples * n_units < 2**32 else np.int64
     draws = rng.integers(0, n_units, size=(resamples, n_units), dtype=kind)
-    draws += (n_units * np.arange(resamples, dtype=kind))[:, None]
-    return np.bincount(draws.ravel(), minlength=resamples * n_units).reshape(resamples, n_units)
+    bins = n_units
+    if groups is not None:
+        draws, bins = groups.astype(kind, copy=False)[draws], int(groups.max()) + 1
+    draws += (bins * np.arange(resamples, dtype=kind))[:, None]
+    return np.bincount(draws.ravel(), minlength=resamples * bins).reshape(resamples, bins)
 
 
 def bootstrap_distribution(stats: Sequence[UnitStats], resamples: int = DEFAULT_RESAMPLES,
@@ -62,15 +68,23 @@ def bootstrap_distribution(stats: Sequence[UnitStats], resamples: int = DEFAULT_
     """(resamples, n_runs) scores of each run on the same bootstrap resamples of the units.
 
     Each run's counts are summed over a resample's units once, for every run at a time (one matrix
-    product per chunk of resamples), and the scores computed from those sums."""
+    product per chunk of resamples), and the scores computed from those sums. Where the counts are whole
+    numbers, units with the same counts in every run are summed as one kind of unit (most test units of a
+    classifier are alike: right in every run, or wrong in every run): a resample's sums are then how often it
+    drew each kind times that kind's counts, the same whole numbers from the same draws, in a third of the
+    time on ChemProt."""
     counts = stack(stats)
     n_units, n_runs, k = counts.shape
     flat = counts.reshape(n_units, n_runs * k)
+    groups = None
+    if np.array_equal(flat, np.round(flat)) and n_units * np.abs(flat).max(initial=0) < 2**53:  # sums exact
+        flat, groups = np.unique(flat, axis=0, return_inverse=True)
+        groups = groups.reshape(-1)
     rng = np.random.default_rng(seed)
     sums = np.empty((resamples, n_runs * k))
     done = 0
     for size in chunks(resamples, n_units):
-        np.matmul(bootstrap_weights(n_units, size, rng), flat, out=sums[done:done + size], dtype=float)
+        np.matmul(bootstrap_weights(n_units, size, rng, groups), flat, out=sums[done:done + size], dtype=float)
         done += size
     return score_from_sums(stats[0].metric, sums.reshape(resamples, n_runs, k))
 
