@@ -81,8 +81,8 @@ def test_fine_tuning_asks_precision_for(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(AcceleratorState, "_shared_state", {})  # no accelerator made before this one
     monkeypatch.setattr(accelerate, "Accelerator",
                         lambda cpu, mixed_precision: seen.setdefault("precision", mixed_precision))
-    assert runner.make_accelerator is accel.accelerator
-    assert runner.make_accelerator("bf16") == "fp16"  # a GPU without bf16 falls back to loss-scaled fp16
+    assert runner.AcceleratorWhenTraining is accel.AcceleratorWhenTraining
+    assert runner.AcceleratorWhenTraining("bf16").made == "fp16"  # a GPU without bf16: loss-scaled fp16
 
 
 @pytest.mark.slow
@@ -239,3 +239,23 @@ def test_native_bf16_can_be_switched_off(monkeypatch: pytest.MonkeyPatch, value:
     assert made.native_bf16 is expected and accel.cpu_has_bf16() is expected
     assert precision_for(requested="auto") == ("bf16" if expected else "no")
     assert Settings.from_env(made.to_env()).native_bf16 is expected
+
+
+def test_the_accelerator_of_runs_on_record_is_never_made(monkeypatch: pytest.MonkeyPatch, settings) -> None:
+    """A list of runs gets its accelerator when one trains: a chapter whose runs are all recorded imports no
+    torch for one. Until then a process no launcher started is the only process and the main one."""
+    from medibio.runs import protocol
+    from tests.support.runs import NotingKind
+
+    made: list[str] = []
+    real = accel.accelerator
+    monkeypatch.setattr(accel, "accelerator", lambda requested="no": made.append(requested) or real(requested))
+    plan = protocol.plan("finetune", "cpu", "m", "base", "BIOSSES", 1, {"lazy": 1}, {}, "noting")
+    waiting = accel.AcceleratorWhenTraining("no")
+    assert (waiting.num_processes, waiting.is_main_process) == (1, True) and made == []
+    first, reused = protocol.run(NotingKind(dict), plan, settings, waiting)
+    assert not reused and made == ["no"] and accel.made(waiting) is waiting.made
+    again, reused = protocol.run(NotingKind(dict), plan, settings, accel.AcceleratorWhenTraining("no"))
+    assert reused and again.created == first.created and made == ["no"]
+    monkeypatch.setenv("WORLD_SIZE", "2")  # started by a launcher: asked for its processes, it is made
+    assert accel.AcceleratorWhenTraining("no").is_main_process and made == ["no", "no"]

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from medibio.cli.main import app, main
 from medibio.core.errors import InputFormatError
-from medibio.core.text import text_lines
+from medibio.core.text import line_list
 from medibio.tasks import predictions, registry
 from medibio.tasks.predictions import read_predictions, score_directory, write_gold
 
@@ -145,7 +145,7 @@ def _either_way(path: Path, dataset: str) -> tuple[object, object]:
     spec = registry.get(dataset)
     found = []
     for read in (lambda: read_predictions(path, dataset),
-                 lambda: predictions._read_line_by_line(path, list(text_lines(path)), spec, frozenset(spec.labels))):
+                 lambda: predictions._read_line_by_line(path, line_list(path), spec, frozenset(spec.labels))):
         try:
             found.append(read())
         except InputFormatError as exc:

@@ -29,7 +29,7 @@ from medibio.baselines import frozen
 from medibio.book import parameters
 from medibio.book.chapters import TocEntry
 from medibio.core import launch, profiles, progress
-from medibio.core.precision import accelerator as make_accelerator
+from medibio.core.precision import AcceleratorWhenTraining
 from medibio.core.settings import Settings
 from medibio.experiments import ift_runs
 from medibio.finetune.runner import FinetuneKind, plan_runs
@@ -86,7 +86,7 @@ def chapter_runs(profile: str, chapters: Sequence[str], settings: Settings, mode
 def train_ahead(plans: Sequence[Plan], settings: Settings) -> list[rec.RunRecord]:
     """Train ``plans`` in this order, skipping each run that is recorded or that another process is
     training; returns the records of the runs this process trained."""
-    accelerator = make_accelerator(plans[0].job.config.mixed_precision) if plans else None
+    accelerator = AcceleratorWhenTraining(plans[0].job.config.mixed_precision) if plans else None
     kind = FinetuneKind()
     written = []
     for plan in plans:

@@ -56,6 +56,7 @@ On a GPU, bf16 attention runs without cuDNN's kernels (:func:`attention_kernels`
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -169,6 +170,47 @@ def accelerator(requested: str = "no") -> Any:
             AcceleratorState._reset_state()
             GradientState._reset_state()
     return Accelerator(cpu=cpu, mixed_precision=mixed_precision)
+
+
+# Where launchers (accelerate launch, torchrun, MPI) give each process the number of processes, as accelerate's
+# PartialState reads it
+_WORLD_SIZE = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+
+
+class AcceleratorWhenTraining:
+    """The :func:`accelerator` of a list of runs, made when one of them trains (:attr:`made`): a chapter whose
+    runs are all on record imports no torch and accelerate (2-3 s each). Until then a process that no launcher
+    started is the only process, and the main one."""
+
+    def __init__(self, requested: str = "no") -> None:
+        self.requested = requested
+        self._made: Any = None
+
+    @property
+    def made(self) -> Any:
+        if self._made is None:
+            self._made = accelerator(self.requested)
+        return self._made
+
+    def _needed(self) -> bool:
+        return self._made is not None or any(int(os.environ.get(name) or 1) > 1 for name in _WORLD_SIZE)
+
+    @property
+    def num_processes(self) -> int:
+        return self.made.num_processes if self._needed() else 1
+
+    @property
+    def is_main_process(self) -> bool:
+        return self.made.is_main_process if self._needed() else True
+
+    def wait_for_everyone(self) -> None:
+        if self._needed():
+            self.made.wait_for_everyone()
+
+
+def made(found: Any) -> Any:
+    """The accelerator itself, made now where ``found`` waited for a run to train."""
+    return found.made if isinstance(found, AcceleratorWhenTraining) else found
 
 
 def evaluation_copy(model: Any, device_type: str, mixed_precision: str) -> Any | None:

@@ -123,12 +123,18 @@ def text_lines(path: str | Path, how_to_get: str = "") -> Iterator[tuple[int, st
     UTF-16 files raise :class:`InputFormatError` with the line. A missing file names where to get it; a
     directory or a broken link in its place is said to be one (:func:`require_file`).
     """
+    yield from enumerate(line_list(path, how_to_get), start=1)
+
+
+def line_list(path: str | Path, how_to_get: str = "") -> list[str]:
+    """The lines :func:`text_lines` yields, without their numbers (line ``k`` at index ``k - 1``), in one
+    list: a reader that takes a whole file at once saves a generator step a line."""
     path = require_file(path, how_to_get)
-    lines = _decode(path, file_bytes(path)).split("\n")
+    text = _decode(path, file_bytes(path))
+    lines = text.split("\n")
     while lines and not lines[-1].strip():  # the final newline, and blank lines at the end of the file
         lines.pop()
-    for number, line in enumerate(lines, start=1):
-        yield number, line.removesuffix("\r")
+    return [line.removesuffix("\r") for line in lines] if "\r" in text else lines
 
 
 def data_lines(path: str | Path, what: str, how_to_get: str = "") -> Iterator[tuple[int, str]]:

@@ -22,8 +22,7 @@ from typing import Any
 
 from medibio.core import profiles
 from medibio.core.hashing import files_fingerprint
-from medibio.core.precision import accelerator as make_accelerator
-from medibio.core.precision import precision_for
+from medibio.core.precision import AcceleratorWhenTraining, precision_for
 from medibio.core.profiles import Profile
 from medibio.core.settings import Settings
 from medibio.finetune.variants import variant_name
@@ -242,7 +241,7 @@ def run_plans(plans: Sequence[Plan], settings: Settings, force: bool = False, ca
     launched processes every run is taken in order (the lock is the main process's alone)."""
     if not plans:
         return []
-    accelerator = make_accelerator(plans[0].job.config.mixed_precision)
+    accelerator = AcceleratorWhenTraining(plans[0].job.config.mixed_precision)
     kind = FinetuneKind(callbacks)
     records: dict[int, rec.RunRecord] = {}
     put_off = []

@@ -30,7 +30,7 @@ import numpy as np
 from medibio.core import progress as live
 from medibio.core.atomic import publish_folder, write_json
 from medibio.core.errors import MedibioError
-from medibio.core.precision import accelerator as make_accelerator
+from medibio.core.precision import AcceleratorWhenTraining
 from medibio.core.settings import Settings
 from medibio.models import weights, zoo
 from medibio.pretrain import corpus as corpora
@@ -506,7 +506,7 @@ def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstract
     overrides = {"max_steps": max_steps, "effective_batch": effective_batch, "per_device_batch": per_device_batch}
     cfg = effective_config(config, max_steps, effective_batch, per_device_batch, settings.limit)
     plan = plan_pretraining(cfg, corpus, variant, init, tokenizer_dir, tag, settings, overrides, tuple(notes or ()))
-    accelerator = make_accelerator(cfg.mixed_precision)
+    accelerator = AcceleratorWhenTraining(cfg.mixed_precision)
     return protocol.run(PretrainKind(progress, stop_after), plan, settings, accelerator, force)[0]
 
 

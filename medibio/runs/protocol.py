@@ -293,8 +293,6 @@ def run(kind: Kind, plan_: Plan, settings: Settings, accelerator: Any = None, fo
     (:meth:`medibio.core.settings.Settings.run_threads`). A session rendering from recorded results
     (``settings.recorded``) raises :class:`NotRecordedError` where it would train.
     """
-    import torch
-
     root = settings.results_root
     key = plan_.key
     with contextlib.ExitStack() as stack:
@@ -317,6 +315,9 @@ def run(kind: Kind, plan_: Plan, settings: Settings, accelerator: Any = None, fo
                     "run (`medibio results record`) or build without --from")
             if _main(accelerator):
                 progress.say(f"▶ {plan_.label}: training (config {key.config_digest})")
+            import torch
+
+            accelerator = precision.made(accelerator)
             count = threads or min(torch.get_num_threads(), settings.run_threads() or torch.get_num_threads())
             workdir = key.work_path(root)
             with thread_count(count), precision.attention_kernels():

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from medibio.core import profiles
 from medibio.core.hashing import files_fingerprint
-from medibio.core.precision import accelerator as make_accelerator
+from medibio.core.precision import AcceleratorWhenTraining
 from medibio.core.profiles import Profile
 from medibio.core.settings import Settings
 from medibio.models import heads, zoo
@@ -105,7 +105,7 @@ def run_scierc(model: str | None = None, seeds: int | str | Sequence[int] | None
                  for plan in plan_runs(model, seeds, profile, plain, settings)]
         return [r for r in found if r is not None]
     plans = plan_runs(model, seeds, profile, overrides, settings)
-    accelerator = make_accelerator(plans[0].job.config.mixed_precision if plans else "no")
+    accelerator = AcceleratorWhenTraining(plans[0].job.config.mixed_precision if plans else "no")
     kind = SciercKind(callbacks)
     return [protocol.run(kind, plan, settings, accelerator, force)[0] for plan in plans]
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from typing import Any, NamedTuple
 
 from medibio.core.atomic import write_jsonl
 from medibio.core.errors import DataMissingError, InputFormatError
-from medibio.core.text import require_file, strict_json, text_lines
+from medibio.core.text import line_list, require_file, strict_json
 from medibio.tasks import loaders, metrics, registry, scoring
 from medibio.tasks.spec import Problem, TaskSpec
 
@@ -138,6 +139,7 @@ def _json_kind(value: Any) -> str:
 # A line holding the end of one object and the start of the next: a file with one is read line by line
 _TWO_ON_A_LINE = re.compile(r"\}[ \t\r]*,[ \t\r]*\{")
 _KEYS = ("id", "prediction")
+_ID, _PREDICTION = map(operator.itemgetter, _KEYS)
 
 
 def _all_valid(values: list[Any], problem: Problem, labels: frozenset[str]) -> bool:
@@ -159,29 +161,32 @@ def _read_at_once(lines: list[str], problem: Problem, labels: frozenset[str]) ->
     (five times as fast as judging it line by line); None for any other file, which the line-by-line reader
     then judges and names.
 
-    Plainly valid: one object a line (no blank line, no line that may hold two, as many objects as lines),
-    each with exactly the keys ``id`` and ``prediction``, distinct non-empty string ids, valid predictions.
-    :func:`strict_json`'s refusals hold without its per-object hook: a file with a backslash goes line by line,
-    so every key is spelled as it reads, and as many ``"id"`` and ``"prediction"`` in the text as lines
-    means that no object gives a key twice; a number can only be a prediction, which is checked finite."""
+    Plainly valid: one object a line (a blank line leaves an empty element in the joined text, which does
+    not decode; with no line that may hold two, as many objects as lines are one a line), each with exactly
+    the keys ``id`` and ``prediction``, distinct non-empty string ids, valid predictions. :func:`strict_json`'s
+    refusals hold without its per-object hook: a file with a backslash goes line by line, so every key is
+    spelled as it reads, and as many ``"id"`` and ``"prediction"`` in the text as lines means that no object
+    gives a key twice; a number can only be a prediction, which is checked finite."""
     joined = "\n".join(lines)
-    if (not lines or "\\" in joined or any(not line or line.isspace() for line in lines)
-            or _TWO_ON_A_LINE.search(joined) or any(joined.count(f'"{key}"') != len(lines) for key in _KEYS)):
+    if (not lines or "\\" in joined or _TWO_ON_A_LINE.search(joined)
+            or any(joined.count(f'"{key}"') != len(lines) for key in _KEYS)):
         return None
     try:
         objects = json.loads("[" + ",".join(lines) + "]")
     except json.JSONDecodeError:
         return None
-    if len(objects) != len(lines) or not all(type(o) is dict and len(o) == 2 for o in objects):
+    if len(objects) != len(lines) or set(map(type, objects)) != {dict} or set(map(len, objects)) != {2}:
         return None
     try:
-        ids, values = [o["id"] for o in objects], [o["prediction"] for o in objects]
+        ids, values = list(map(_ID, objects)), list(map(_PREDICTION, objects))
     except KeyError:
         return None
-    if (not all(type(i) is str and i for i in ids) or len(set(ids)) != len(ids)
+    distinct = set(ids)
+    if (set(map(type, ids)) != {str} or "" in distinct or len(distinct) != len(ids)
             or not _all_valid(values, problem, labels)):
         return None
-    return dict(zip(ids, map(Prediction, range(1, len(lines) + 1), values), strict=True))
+    made = map(tuple.__new__, itertools.repeat(Prediction), zip(range(1, len(values) + 1), values, strict=True))
+    return dict(zip(ids, made, strict=True))  # each Prediction made by tuple.__new__ alone: a third of the time
 
 
 def read_predictions(path: str | Path, dataset: str) -> dict[str, Prediction]:
@@ -190,17 +195,16 @@ def read_predictions(path: str | Path, dataset: str) -> dict[str, Prediction]:
     spec = registry.get(dataset, "blurb")
     require_file(path, f"write one JSON line per example: {{\"id\": ..., \"prediction\": ...}} for {spec.name}")
     labels = frozenset(spec.labels)
-    numbered = list(text_lines(path))
-    at_once = _read_at_once([raw for _, raw in numbered], spec.problem, labels)
-    return at_once if at_once is not None else _read_line_by_line(path, numbered, spec, labels)
+    lines = line_list(path)
+    at_once = _read_at_once(lines, spec.problem, labels)
+    return at_once if at_once is not None else _read_line_by_line(path, lines, spec, labels)
 
 
-def _read_line_by_line(path: Path, numbered: list[tuple[int, str]], spec: TaskSpec,
-                       labels: frozenset[str]) -> dict[str, Prediction]:
+def _read_line_by_line(path: Path, lines: list[str], spec: TaskSpec, labels: frozenset[str]) -> dict[str, Prediction]:
     """Judge a prediction file line by line: the first line at fault is named with what it should hold."""
     out: dict[str, Prediction] = {}
     last = 0
-    for number, raw in numbered:
+    for number, raw in enumerate(lines, start=1):
         last = number
         line = raw.strip()
         if not line:
