@@ -49,27 +49,28 @@ RECORDING_STEP_S = {"bf16": round(0.2395 * 64.59 / 244.4, 4), "no": round(0.2395
 # computations; FIXED_S for the chapters that read no run) and, for every recorded run it reads, READ_S of its
 # chapter (records, test predictions scored unit by unit, tables; the claims' multi-bootstraps and verdicts are
 # computed once per build, medibio.results.evidence_cache), at the recording machine's speed, scaled as fp32
-# work. Calibrated on two fresh clones' quiet `make book FROM=reference` of 648 runs, two chapters at a time, on
-# an Intel Xeon with AMX whose fp32 step was 0.63 and 0.71 of the recording machine's (docs/benchmarks.md, 2026-12-02
-# 20:25 and 20:56 UTC): each chapter that reads no run took its FIXED_S at the recording speed (their mean);
-# each other chapter's time beyond RECORDED_CHAPTER_S, at the recording speed and divided by the runs it read,
-# is its READ_S (Appendix B's includes the claims' first scoring, an empty cache, and its run index).
-RECORDED_CHAPTER_S = 12.0
+# work. First calibrated on two quiet fresh clones of 648 runs, two chapters at a time, on an Intel Xeon with
+# AMX (2026-12-02); recalibrated once chapters whose runs are all recorded stopped importing torch and the
+# claims' scoring took less (2026-12-03): each chapter's constants scaled by its mean ratio of time taken to
+# time estimated in a quiet build (fp32 step 145 ms) and one beside a busy process per core (321 ms), both
+# of commit f6f558d; the chapters that read runs then share an 8 s fixed part (docs/benchmarks.md).
+RECORDED_CHAPTER_S = 8.0
 _APPENDIX_B = "appendix_b_reproducibility"
 _CLAIMS = "what_holds_up"
 _TABLES_5_6 = "tables_5_6_pretraining_configurations"
 _TABLES_1_2 = "tables_1_2_intermediate_finetuning"
 _TABLE_7 = "table_7_blurb_comparison"
 _SCIERC = "table_4_scierc"
-READ_S = {_TABLES_5_6: 0.050, _TABLES_1_2: 0.038, _TABLE_7: 0.30, _APPENDIX_B: 0.090, _CLAIMS: 0.001, _SCIERC: 4.5}
+READ_S = {_TABLES_5_6: 0.050, _TABLES_1_2: 0.022, _TABLE_7: 0.135, _APPENDIX_B: 0.091, _CLAIMS: 0.001, _SCIERC: 4.4}
 # What holds up reads the claims Appendix B judged (the evidence cache): about the intro's time, whatever it reads
-FIXED_S = {"intro": 7.5, "appendix_a_paper_audit": 11.0, "figures_2_4_field_correlation": 15.0,
-           "table_3_pretraining": 16.5, _CLAIMS: 7.5}
+FIXED_S = {"intro": 4.1, "appendix_a_paper_audit": 9.5, "figures_2_4_field_correlation": 12.0,
+           "table_3_pretraining": 7.8, _CLAIMS: 7.8}
 _READ_OTHER_S = 0.05  # a chapter not measured (Table 3's pretraining run)
 # The run pages after the chapters: per recorded run, at the recording machine's speed, with a worker process on
-# each of two cores (medibio.core.workers, a dataset's pages in one): a build whose fp32 step was 0.463 of the
-# recording machine's wrote 293 run pages in 33 s (33 / 0.463 / 648). More cores write them faster than estimated.
-RUN_PAGE_S = 0.110
+# each of two cores (medibio.core.workers, a dataset's pages in one): 0.110 s when first calibrated (33 s for
+# 293 pages of 648 runs at 0.463 of the recording machine's step), 0.7 of it once the pages read their
+# predictions in one pass (the two builds above). More cores write them faster than estimated.
+RUN_PAGE_S = 0.077
 # The profiles a claim is declared on (their runs are recorded, read by the claims and shown by one chapter)
 _SHOWN_BY = {RECORDED.profile: _TABLES_1_2, STUDY.profile: _TABLES_5_6}
 
