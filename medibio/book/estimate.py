@@ -51,9 +51,9 @@ RECORDING_STEP_S = {"bf16": round(0.2395 * 64.59 / 244.4, 4), "no": round(0.2395
 # computed once per build, medibio.results.evidence_cache), at the recording machine's speed, scaled as fp32
 # work. First calibrated on two quiet fresh clones of 648 runs, two chapters at a time, on an Intel Xeon with
 # AMX (2026-12-02); recalibrated once chapters whose runs are all recorded stopped importing torch and the
-# claims' scoring took less (2026-12-03): each chapter's constants scaled by its mean ratio of time taken to
-# time estimated in a quiet build (fp32 step 145 ms) and one beside a busy process per core (321 ms), both
-# of commit f6f558d; the chapters that read runs then share an 8 s fixed part (docs/benchmarks.md).
+# claims' scoring took less (2026-12-03): each chapter's time at the recording speed is its mean over two quiet
+# builds (fp32 step 145 and 151 ms) and one beside a busy process per core (321 ms), with an 8 s fixed part
+# for the chapters that read runs (docs/benchmarks.md).
 RECORDED_CHAPTER_S = 8.0
 _APPENDIX_B = "appendix_b_reproducibility"
 _CLAIMS = "what_holds_up"
@@ -61,16 +61,16 @@ _TABLES_5_6 = "tables_5_6_pretraining_configurations"
 _TABLES_1_2 = "tables_1_2_intermediate_finetuning"
 _TABLE_7 = "table_7_blurb_comparison"
 _SCIERC = "table_4_scierc"
-READ_S = {_TABLES_5_6: 0.050, _TABLES_1_2: 0.022, _TABLE_7: 0.135, _APPENDIX_B: 0.091, _CLAIMS: 0.001, _SCIERC: 4.4}
+READ_S = {_TABLES_5_6: 0.051, _TABLES_1_2: 0.030, _TABLE_7: 0.155, _APPENDIX_B: 0.100, _CLAIMS: 0.001, _SCIERC: 4.5}
 # What holds up reads the claims Appendix B judged (the evidence cache): about the intro's time, whatever it reads
-FIXED_S = {"intro": 4.1, "appendix_a_paper_audit": 9.5, "figures_2_4_field_correlation": 12.0,
-           "table_3_pretraining": 7.8, _CLAIMS: 7.8}
+FIXED_S = {"intro": 4.3, "appendix_a_paper_audit": 10.1, "figures_2_4_field_correlation": 13.0,
+           "table_3_pretraining": 8.4, _CLAIMS: 8.2}
 _READ_OTHER_S = 0.05  # a chapter not measured (Table 3's pretraining run)
 # The run pages after the chapters: per recorded run, at the recording machine's speed, with a worker process on
 # each of two cores (medibio.core.workers, a dataset's pages in one): 0.110 s when first calibrated (33 s for
-# 293 pages of 648 runs at 0.463 of the recording machine's step), 0.7 of it once the pages read their
-# predictions in one pass (the two builds above). More cores write them faster than estimated.
-RUN_PAGE_S = 0.077
+# 293 pages of 648 runs at 0.463 of the recording machine's step); 0.078 s once the pages read their
+# predictions in one pass (the three builds above). More cores write them faster than estimated.
+RUN_PAGE_S = 0.078
 # The profiles a claim is declared on (their runs are recorded, read by the claims and shown by one chapter)
 _SHOWN_BY = {RECORDED.profile: _TABLES_1_2, STUDY.profile: _TABLES_5_6}
 
