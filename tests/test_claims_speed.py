@@ -45,9 +45,9 @@ def test_a_large_test_set_is_resampled_in_few_chunks(monkeypatch) -> None:
     calls = []
     original = B.bootstrap_weights
 
-    def counting(n_units, resamples, rng):
+    def counting(n_units, resamples, rng, groups=None):
         calls.append(resamples)
-        return original(n_units, resamples, rng)
+        return original(n_units, resamples, rng, groups)
 
     monkeypatch.setattr(B, "bootstrap_weights", counting)
     stats = _ner_stats(5000, 12, 0)

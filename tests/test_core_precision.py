@@ -244,6 +244,7 @@ def test_native_bf16_can_be_switched_off(monkeypatch: pytest.MonkeyPatch, value:
 def test_the_accelerator_of_runs_on_record_is_never_made(monkeypatch: pytest.MonkeyPatch, settings) -> None:
     """A list of runs gets its accelerator when one trains: a chapter whose runs are all recorded imports no
     torch for one. Until then a process no launcher started is the only process and the main one."""
+    from medibio.core.settings import Settings
     from medibio.runs import protocol
     from tests.support.runs import NotingKind
 
@@ -257,5 +258,6 @@ def test_the_accelerator_of_runs_on_record_is_never_made(monkeypatch: pytest.Mon
     assert not reused and made == ["no"] and accel.made(waiting) is waiting.made
     again, reused = protocol.run(NotingKind(dict), plan, settings, accel.AcceleratorWhenTraining("no"))
     assert reused and again.created == first.created and made == ["no"]
-    monkeypatch.setenv("WORLD_SIZE", "2")  # started by a launcher: asked for its processes, it is made
-    assert accel.AcceleratorWhenTraining("no").is_main_process and made == ["no", "no"]
+    launched = Settings.from_env({"WORLD_SIZE": "2", "LOCAL_RANK": "0"}).launched  # started by a launcher:
+    assert launched and accel.AcceleratorWhenTraining("no", launched).is_main_process  # asked, it is made
+    assert made == ["no", "no"] and not Settings.from_env({}).launched

@@ -86,7 +86,7 @@ def chapter_runs(profile: str, chapters: Sequence[str], settings: Settings, mode
 def train_ahead(plans: Sequence[Plan], settings: Settings) -> list[rec.RunRecord]:
     """Train ``plans`` in this order, skipping each run that is recorded or that another process is
     training; returns the records of the runs this process trained."""
-    accelerator = AcceleratorWhenTraining(plans[0].job.config.mixed_precision) if plans else None
+    accelerator = AcceleratorWhenTraining(plans[0].job.config.mixed_precision, settings.launched) if plans else None
     kind = FinetuneKind()
     written = []
     for plan in plans:

@@ -56,7 +56,6 @@ On a GPU, bf16 attention runs without cuDNN's kernels (:func:`attention_kernels`
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -172,18 +171,13 @@ def accelerator(requested: str = "no") -> Any:
     return Accelerator(cpu=cpu, mixed_precision=mixed_precision)
 
 
-# Where launchers (accelerate launch, torchrun, MPI) give each process the number of processes, as accelerate's
-# PartialState reads it
-_WORLD_SIZE = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
-
-
 class AcceleratorWhenTraining:
     """The :func:`accelerator` of a list of runs, made when one of them trains (:attr:`made`): a chapter whose
     runs are all on record imports no torch and accelerate (2-3 s each). Until then a process that no launcher
-    started is the only process, and the main one."""
+    started (``launched``: the settings say) is the only process, and the main one."""
 
-    def __init__(self, requested: str = "no") -> None:
-        self.requested = requested
+    def __init__(self, requested: str = "no", launched: bool = False) -> None:
+        self.requested, self.launched = requested, launched
         self._made: Any = None
 
     @property
@@ -193,7 +187,7 @@ class AcceleratorWhenTraining:
         return self._made
 
     def _needed(self) -> bool:
-        return self._made is not None or any(int(os.environ.get(name) or 1) > 1 for name in _WORLD_SIZE)
+        return self._made is not None or self.launched
 
     @property
     def num_processes(self) -> int:

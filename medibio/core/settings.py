@@ -86,6 +86,8 @@ class Settings:
     recorded: Path | None = None
     study_root: Path = DEFAULT_STUDY_ROOT
     native_bf16: bool = True
+    # started by a launcher (accelerate launch, torchrun: LAUNCHED_ENV set): one of several processes, maybe
+    launched: bool = False
 
     def __post_init__(self) -> None:
         for name in ("data_root", "results_root", "cache_root", "study_root"):
@@ -112,7 +114,8 @@ class Settings:
                 values[field] = Path(env[name])
         if env.get(LIMIT_ENV, "").strip():
             values["limit"] = _whole(LIMIT_ENV, env[LIMIT_ENV], 1, MAX_LIMIT, LIMIT_WHY)
-        if env.get(PROCESSES_ENV, "").strip() and not any(k in env for k in LAUNCHED_ENV):
+        values["launched"] = any(k in env for k in LAUNCHED_ENV)
+        if env.get(PROCESSES_ENV, "").strip() and not values["launched"]:
             values["processes"] = _whole(PROCESSES_ENV, env[PROCESSES_ENV], 1)
         if PROGRESS_ENV in env:
             values["progress"] = env[PROGRESS_ENV].strip().lower() not in ("0", "false", "no", "off")

@@ -241,7 +241,7 @@ def run_plans(plans: Sequence[Plan], settings: Settings, force: bool = False, ca
     launched processes every run is taken in order (the lock is the main process's alone)."""
     if not plans:
         return []
-    accelerator = AcceleratorWhenTraining(plans[0].job.config.mixed_precision)
+    accelerator = AcceleratorWhenTraining(plans[0].job.config.mixed_precision, settings.launched)
     kind = FinetuneKind(callbacks)
     records: dict[int, rec.RunRecord] = {}
     put_off = []

@@ -506,7 +506,7 @@ def run_pretraining(config: PretrainConfig | str, corpus: str = "biomed-abstract
     overrides = {"max_steps": max_steps, "effective_batch": effective_batch, "per_device_batch": per_device_batch}
     cfg = effective_config(config, max_steps, effective_batch, per_device_batch, settings.limit)
     plan = plan_pretraining(cfg, corpus, variant, init, tokenizer_dir, tag, settings, overrides, tuple(notes or ()))
-    accelerator = AcceleratorWhenTraining(cfg.mixed_precision)
+    accelerator = AcceleratorWhenTraining(cfg.mixed_precision, settings.launched)
     return protocol.run(PretrainKind(progress, stop_after), plan, settings, accelerator, force)[0]
 
 

@@ -105,7 +105,7 @@ def run_scierc(model: str | None = None, seeds: int | str | Sequence[int] | None
                  for plan in plan_runs(model, seeds, profile, plain, settings)]
         return [r for r in found if r is not None]
     plans = plan_runs(model, seeds, profile, overrides, settings)
-    accelerator = AcceleratorWhenTraining(plans[0].job.config.mixed_precision if plans else "no")
+    accelerator = AcceleratorWhenTraining(plans[0].job.config.mixed_precision if plans else "no", settings.launched)
     kind = SciercKind(callbacks)
     return [protocol.run(kind, plan, settings, accelerator, force)[0] for plan in plans]
 
