@@ -19,8 +19,9 @@ about 1/(N+1) of a core: Python, NumPy and torch alike take about N+1 times as l
 turned off meanwhile where root may, so that a process of the build gets that share whichever session it runs in.
 (A control group's CPU quota would not do: it limits the cores' total, and leaves one thread alone at full speed.)
 It is an emulation of a slower machine, not a measurement on one: name it so beside its figures. The estimate
-inside the build measures its training step beside the busy processes, which tells how slow the emulated machine
-is by the step that the other CPU types have on record.
+inside the build measures its rendering work beside the busy processes; the benchmark measures the training step
+there too before the build, which tells how slow the emulated machine is by the step that the other CPU types
+have on record.
 """
 
 from __future__ import annotations
@@ -126,6 +127,15 @@ def per_process_fairness() -> Iterator[str]:
         _AUTOGROUP.write_text(f"{before}\n")
 
 
+def cpu_speed() -> str:
+    """This CPU's fp32 training step (the figure the other CPU types have on record, docs/benchmarks.md) and its
+    rendering work, in wall time under the load of the moment."""
+    from medibio.core.speed import rendering_work_seconds, training_step_seconds
+
+    return (f"fp32 training step {training_step_seconds('no') * 1000:.0f} ms, rendering work "
+            f"{rendering_work_seconds() * 1000:.0f} ms")
+
+
 def run(command: list[str], cwd: Path, log: Path) -> float:
     """``command`` in ``cwd``, its output into ``log``; its wall seconds (exit on failure, naming the log)."""
     start = time.perf_counter()
@@ -162,6 +172,7 @@ def main() -> None:
         with per_process_fairness() if args.busy else contextlib.nullcontext("") as fairness:
             spinning = busy(args.busy)
             try:
+                measured = cpu_speed()
                 book = run(["make", "book", "FROM=reference"], clone, book_log)
             finally:
                 for process in spinning:
@@ -178,8 +189,9 @@ def main() -> None:
             print(f"{name:<40} {shown} {taken:>5.0f}s {ratio}")
         total = re.search(r"this build took .*", log)
         print(total.group(0) if total else "no total in the log")
-        step = re.search(r"a training step takes (.*?) on this CPU now", log)
-        print(f"training step measured by the estimate: {step.group(1)}" if step else "")
+        work = re.search(r"rendering work takes (\d+ ms) on this CPU now", log)
+        print(f"rendering work measured by the estimate: {work.group(1) if work else '?'}; before the build, beside "
+              f"the same load: {measured}")
     finally:
         if not args.keep:
             shutil.rmtree(clone, ignore_errors=True)

@@ -98,6 +98,31 @@ def test_an_unreachable_hub_model_is_one_line_before_any_chapter(tmp_path, monke
     assert "'some-org/not-cached-model'" in line and "profile gpu" in line and "--model" in line
 
 
+class _Started(Exception):
+    """Raised by a stand-in for build_book: the build got as far as its chapters."""
+
+
+@pytest.mark.parametrize("model, checked", [(None, []), ("minilm", ["minilm"])])
+def test_a_build_from_recorded_runs_checks_only_a_model_it_was_given(model, checked, tmp_path, monkeypatch,
+                                                                    capsys) -> None:
+    """Rendering recorded runs of the profile's model loads no model (nothing trains), so the build does not wait
+    on loading its configuration and tokenizer first; a model named with --model is still checked before any
+    chapter."""
+    seen: list[str] = []
+    monkeypatch.setattr(zoo, "check_loadable", lambda name, *a, **k: seen.append(name))
+
+    def started(*args, **kwargs):
+        raise _Started
+
+    monkeypatch.setattr(build, "build_book", started)
+    recorded = tmp_path / "recorded"
+    recorded.mkdir()
+    argv = ["book", "--profile", "cpu", "--json", "--from", str(recorded), "--results-root", str(tmp_path / "r")]
+    with pytest.raises(_Started):
+        run_main(argv + (["--model", model] if model else []), capsys)
+    assert seen == checked
+
+
 @pytest.mark.slow
 def test_smoke_book_for_a_second_tiny_model_names_it_everywhere(tmp_path, monkeypatch, capsys,
                                                                 session_settings) -> None:

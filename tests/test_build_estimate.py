@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 from medibio.book import estimate as est
 from medibio.book.build import select
-from medibio.core import precision
+from medibio.core import precision, speed
 from medibio.core.progress import Countdown
 from medibio.core.settings import Settings
 from medibio.results.recorded import REFERENCE_ROOT
@@ -24,6 +26,16 @@ NOTEBOOKS = sum(c.is_notebook for c in select())  # the chapters that share the 
 def same(precision: str) -> float:
     """The recording machine's own step: this machine is that one."""
     return est.RECORDING_STEP_S[precision]
+
+
+def never(precision: str) -> float:
+    """A training step that must not be measured."""
+    raise AssertionError(f"a {precision} training step measured")
+
+
+def reference() -> float:
+    """The rendering work at the speed the recorded build's chapter times are stated at."""
+    return est.RENDERING_WORK_S
 
 
 def bf16_cpu(requested: str) -> str:
@@ -74,7 +86,6 @@ def test_one_chapter_on_one_core_counts_its_own_runs_in_one_process(tmp_path):
 
 
 def test_no_estimate_where_no_recorded_configuration_runs(tmp_path):
-    never = lambda precision: pytest.fail("measured although there is nothing to estimate")  # noqa: E731
     assert "--limit 4" in est.estimate("cpu", _settings(tmp_path, limit=4), select(), step=never)
     assert "no recorded runs of profile 'smoke'" in est.estimate("smoke", _settings(tmp_path), select(), step=never)
     assert "--no-execute" in est.estimate("cpu", _settings(tmp_path), select(), execute=False, step=never)
@@ -127,9 +138,10 @@ def test_each_run_is_scaled_from_the_precision_it_was_recorded_in_to_the_one_it_
 
 def test_a_build_from_recorded_runs_counts_the_runs_every_chapter_reads(tmp_path):
     """Rendering reference/ trains nothing; each chapter's time follows the recorded runs it reads (all of them
-    for Appendix B's index and drift, the claims' fine-tuning runs for What holds up), not the profile's 48."""
+    for Appendix B's index and drift, the claims' fine-tuning runs for What holds up), not the profile's 48, and
+    scales with the rendering work measured here, not with a training step (none is measured)."""
     recorded = REFERENCE_ROOT.resolve()
-    found = est.estimate("cpu", _settings(tmp_path, recorded=recorded), select(), step=same, precision_here=bf16_cpu,
+    found = est.estimate("cpu", _settings(tmp_path, recorded=recorded), select(), step=never, work=reference,
                          cores=2)
     every = sorted(p for p in recorded.rglob("seed*.json") if not p.name.endswith(".test.json"))
     assert found.to_train == 0 and found.rendered == len(every) > len(est.planned_runs("cpu"))
@@ -141,10 +153,11 @@ def test_a_build_from_recorded_runs_counts_the_runs_every_chapter_reads(tmp_path
         fixed = est.FIXED_S.get(slug, est.RECORDED_CHAPTER_S)
         assert seconds >= fixed and (seconds == fixed) == (found.reads[slug] == 0)
     assert found.chapters["appendix_b_reproducibility"] > 4 * found.chapters["intro"]
-    slower = est.estimate("cpu", _settings(tmp_path, recorded=recorded), select(), step=lambda p: 2 * same(p),
-                          precision_here=bf16_cpu, cores=2)
+    slower = est.estimate("cpu", _settings(tmp_path, recorded=recorded), select(), step=never,
+                          work=lambda: 2 * reference(), cores=2)
     assert slower.seconds == pytest.approx(2 * found.seconds)
-    assert f"renders {len(every)} recorded runs" in found.describe()
+    assert f"renders {len(every)} recorded runs" in found.describe() and "x2.00" in slower.describe()
+    assert found.steps == {} and "training step" not in found.describe()
     # the run pages come after the chapters: in the total, in the countdown, and in the per-stage line
     assert found.pages > 0 and found.pages == pytest.approx(slower.pages / 2)
     # two chapters at a time on two cores: each takes as long; a wave of chapters (then the two that read them)
@@ -158,7 +171,17 @@ def test_a_build_from_recorded_runs_counts_the_runs_every_chapter_reads(tmp_path
     assert found.seconds == pytest.approx(sum(spans) + found.pages)
     assert found.seconds == pytest.approx(sum(found.stages().values()))
     assert list(found.stages())[-1] == "run pages" and "run pages" in found.describe()
-    alone = est.estimate("cpu", _settings(tmp_path, recorded=recorded), select(), step=same, precision_here=bf16_cpu,
+    alone = est.estimate("cpu", _settings(tmp_path, recorded=recorded), select(), step=never, work=reference,
                          cores=1)
     assert alone.at_once == 1 and alone.chapters == found.chapters
     assert alone.seconds == pytest.approx(sum(found.chapters.values()) + found.pages)
+
+
+def test_the_rendering_work_is_timed_on_the_given_clock_without_torch():
+    """The measurement behind a build from recorded runs: the median window of the given clock, and no torch
+    imported for it (a recorded build's chapters import none either)."""
+    ticks = iter(range(0, 100, 3))
+    assert speed.rendering_work_seconds(repeats=3, warmup=1, clock=lambda: next(ticks)) == 3
+    script = ("import sys; from medibio.core.speed import rendering_work_seconds as w; s = w(); "
+              "assert 0 < s < 60 and 'torch' not in sys.modules, (s, 'torch' in sys.modules)")
+    subprocess.run([sys.executable, "-c", script], check=True)

@@ -69,6 +69,17 @@ def test_bio_spans_read_tags_as_the_ner_metric_does() -> None:
         (0, 1, "ENT"), (3, 4, "ENT"), (6, 6, "ENT"), (7, 7, "ENT")]
 
 
+def test_the_spans_of_all_sentences_at_once_are_seqevals() -> None:
+    """The run pages find every sentence's spans at once, without importing seqeval: the same spans as seqeval's
+    sentence by sentence, on untyped and typed tags alike, and seqeval's own reading where a tag is odd."""
+    rng = random.Random(5)
+    for alphabet in (["B", "I", "O", "O"], ["B-X", "I-X", "B-Y", "I-Y", "O", "O"]):
+        tag_lists = [[rng.choice(alphabet) for _ in range(rng.randint(0, 12))] for _ in range(300)]
+        assert spans.sentence_spans(tag_lists) == [spans.bio_spans(tags) for tags in tag_lists]
+    odd = [["B", "I"], ["E-X", "O"]]
+    assert spans.sentence_spans(odd) == [spans.bio_spans(tags) for tags in odd]
+
+
 def test_error_counts_give_the_f1_of_the_ner_metric() -> None:
     rng = random.Random(3)
     gold_tags, pred_tags = [], []

@@ -399,7 +399,7 @@ def longest_first(executed: Sequence[TocEntry], profile: str, settings: Settings
         from medibio.book.estimate import estimate
 
         found = estimate(profile, settings, executed, step=lambda precision: 1.0,
-                         precision_here=lambda requested: "no")
+                         precision_here=lambda requested: "no", work=lambda: 1.0)
         expected = found.chapters if not isinstance(found, str) else {}
     rank = {c.slug: i for i, c in enumerate(executed)}
     return sorted(executed, key=lambda c: (-expected.get(c.slug, 0.0), rank[c.slug]))

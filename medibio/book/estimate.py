@@ -10,7 +10,9 @@ book trains in two one-thread processes on a CPU with two cores or more (a chapt
 pages) is :data:`OTHER_WORK_S` at the recording, scaled as fp32 work.
 
 A build from recorded runs (``--from``) trains nothing: its chapters' time follows the recorded runs each of
-them reads (:func:`chapters_reading`; Appendix B reads every one), not the profile's own runs.
+them reads (:func:`chapters_reading`; Appendix B reads every one), not the profile's own runs, and it is scaled
+by a measurement of the work it does (:func:`medibio.core.speed.rendering_work_seconds`: parsing, counting,
+resampling, formatting) rather than by a training step, which a loaded or slower CPU slows otherwise.
 
 The measurement sees the load of its moment and assumes it lasts; more cores than two make the estimate
 pessimistic (a chapter's runs then get more threads). ``docs/benchmarks.md`` compares it with real builds.
@@ -48,12 +50,12 @@ RECORDING_STEP_S = {"bf16": round(0.2395 * 64.59 / 244.4, 4), "no": round(0.2395
 # A build from recorded runs trains nothing: a chapter takes RECORDED_CHAPTER_S (kernel, imports, its own
 # computations; FIXED_S for the chapters that read no run) and, for every recorded run it reads, READ_S of its
 # chapter (records, test predictions scored unit by unit, tables; the claims' multi-bootstraps and verdicts are
-# computed once per build, medibio.results.evidence_cache), at the recording machine's speed, scaled as fp32
-# work. First calibrated on two quiet fresh clones of 648 runs, two chapters at a time, on an Intel Xeon with
-# AMX (2026-12-02); recalibrated once chapters whose runs are all recorded stopped importing torch and the
-# claims' scoring took less (2026-12-03): each chapter's time at the recording speed is its mean over two quiet
-# builds (fp32 step 145 and 151 ms) and one beside a busy process per core (321 ms), with an 8 s fixed part
-# for the chapters that read runs (docs/benchmarks.md).
+# computed once per build, medibio.results.evidence_cache), in seconds on a CPU whose rendering work
+# (medibio.core.speed.rendering_work_seconds) takes RENDERING_WORK_S, scaled by that work's time here.
+# Calibrated on fresh clones of 648 runs, two chapters at a time, on an Intel Xeon with AMX: each chapter's
+# time over the work's scale, averaged over quiet builds and builds beside a busy process per core
+# (docs/benchmarks.md, "The estimate of a build from recorded runs").
+RENDERING_WORK_S = 0.0425
 RECORDED_CHAPTER_S = 8.0
 _APPENDIX_B = "appendix_b_reproducibility"
 _CLAIMS = "what_holds_up"
@@ -66,10 +68,8 @@ READ_S = {_TABLES_5_6: 0.051, _TABLES_1_2: 0.030, _TABLE_7: 0.155, _APPENDIX_B: 
 FIXED_S = {"intro": 4.3, "appendix_a_paper_audit": 10.1, "figures_2_4_field_correlation": 13.0,
            "table_3_pretraining": 8.4, _CLAIMS: 8.2}
 _READ_OTHER_S = 0.05  # a chapter not measured (Table 3's pretraining run)
-# The run pages after the chapters: per recorded run, at the recording machine's speed, with a worker process on
-# each of two cores (medibio.core.workers, a dataset's pages in one): 0.110 s when first calibrated (33 s for
-# 293 pages of 648 runs at 0.463 of the recording machine's step); 0.078 s once the pages read their
-# predictions in one pass (the three builds above). More cores write them faster than estimated.
+# The run pages after the chapters: per recorded run, at the same speed, with a worker process on each of two
+# cores (medibio.core.workers, a dataset's pages in one). More cores write them faster than estimated.
 RUN_PAGE_S = 0.078
 # The profiles a claim is declared on (their runs are recorded, read by the claims and shown by one chapter)
 _SHOWN_BY = {RECORDED.profile: _TABLES_1_2, STUDY.profile: _TABLES_5_6}
@@ -157,6 +157,7 @@ class Estimate:
     scale: float  # this machine's step time / the recording machine's, weighted by the runs' recorded time
     steps: dict[str, float]  # the step measured here, per precision the runs will compute in
     processes: int
+    work: float = 0.0  # a build from recorded runs: the rendering work measured here (seconds)
     reads: dict[str, int] = field(default_factory=dict)  # a build from recorded runs: slug -> runs it reads
     rendered: int = 0  # a build from recorded runs: the runs recorded there, of every kind and profile
     pages: float = 0.0  # a build from recorded runs: the run pages after the chapters, expected seconds
@@ -168,8 +169,11 @@ class Estimate:
         minutes = self.seconds / 60
         if self.rendered:
             read = ", ".join(f"{slug} {n}" for slug, n in self.reads.items() if n)
-            trains = f"renders {self.rendered} recorded runs, training nothing (runs read by chapter: {read})"
-        elif self.to_train:
+            speed = (f"a fixed piece of rendering work takes {self.work * 1000:.0f} ms on this CPU now, "
+                     f"{RENDERING_WORK_S * 1000:.0f} ms where the chapters' times were measured (x{self.scale:.2f})")
+            return (f"estimate: this build renders {self.rendered} recorded runs, training nothing (runs read by "
+                    f"chapter: {read}); {speed}: about {minutes:.0f} min\n  by chapter: " + self._by_chapter())
+        if self.to_train:
             trains = (f"trains {self.to_train} runs ({self.recorded_seconds / 60:.0f} min where reference/ was "
                       f"recorded; {self.recorded_here} already recorded here)")
         else:
@@ -179,7 +183,10 @@ class Estimate:
         return (f"estimate: this build {trains}; a training step takes {steps} on this CPU now, {there} where "
                 f"they were recorded (x{self.scale:.2f} overall), {self.processes} "
                 f"training process{'es' if self.processes > 1 else ''}: about {minutes:.0f} min\n  by chapter: "
-                + ", ".join(f"{slug} {progress.clock(seconds)}" for slug, seconds in self.chapters.items())
+                + self._by_chapter())
+
+    def _by_chapter(self) -> str:
+        return (", ".join(f"{slug} {progress.clock(seconds)}" for slug, seconds in self.chapters.items())
                 + (f", run pages {progress.clock(self.pages)}" if self.pages else "")
                 + (f"; {self.at_once} chapters at a time" if self.at_once > 1 else ""))
 
@@ -193,14 +200,16 @@ class Estimate:
 def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, execute: bool = True,
              model: str | None = None, step: Callable[[str], float] | None = None,
              precision_here: Callable[[str], str] | None = None, root: str | Path = REFERENCE_ROOT,
-             cores: int | None = None) -> Estimate | str:
+             cores: int | None = None, work: Callable[[], float] | None = None) -> Estimate | str:
     """The expected time of a build of ``chosen`` chapters (for ``model``; None: the profile's), or a sentence
     saying why there is none.
 
     ``step(precision)`` measures this CPU (default: :func:`medibio.core.speed.training_step_seconds` on one
     thread); ``precision_here(requested)``: what a run asking for ``requested`` computes in here (default: this
     CPU's answer); ``cores``: this machine's (default :func:`medibio.core.capacity.usable_cores`). Each run's recorded time is scaled by
-    the step in the precision it will use here over the recording machine's step in the precision it used."""
+    the step in the precision it will use here over the recording machine's step in the precision it used.
+    ``work()`` measures this CPU for a build from recorded runs, which measures no step (default:
+    :func:`medibio.core.speed.rendering_work_seconds`)."""
     if not execute:
         return "no estimate: nothing executes (--no-execute)"
     if model is not None and model != profiles.get(profile).model:
@@ -222,6 +231,8 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
             here += 1
         elif record.status == "ok" and record.wall_time_s:
             train.append(record)
+    if settings.recorded is not None:
+        return _rendering(profile, settings, chosen, slugs, here, (work or _rendering_work)(), cores)
     here_precision = precision_here or _precision_here
     measure = step or _measure
     wanted = {here_precision(requested_precision(r)) for r in planned if r.status == "ok" and r.wall_time_s}
@@ -235,19 +246,26 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
     # the work besides training (kernels, imports, pandas, Sphinx) is fp32 work whatever the runs use
     other = steps["no"] / RECORDING_STEP_S["no"] if "no" in steps else overall
     processes = 2 if in_background and (cores or capacity.usable_cores()) >= 2 else 1
-    if settings.recorded is not None:
-        rendered = recorded_runs(settings.recorded)
-        reads = {slug: sum(slug in chapters_reading(r, profile) for r in rendered) for slug in slugs}
-        chapters = {slug: other * (FIXED_S.get(slug, RECORDED_CHAPTER_S) + READ_S.get(slug, _READ_OTHER_S) * reads[slug])
-                    for slug in slugs}
-        pages = other * RUN_PAGE_S * len(rendered)
-        side = at_once(settings, cores)
-        share = _shares(chosen, chapters, side)
-        return Estimate(sum(chapters[slug] * share[slug] for slug in chapters) + pages, chapters, 0, here, 0.0,
-                        overall, steps, processes, reads, len(rendered), pages, side, share)
     chapters = _by_chapter(slugs, [(r, r.wall_time_s * scale(r)) for r in train], other, processes)
     return Estimate(sum(chapters.values()), chapters, len(train), here, sum(r.wall_time_s for r in train), overall,
                     steps, processes)
+
+
+def _rendering(profile: str, settings: Settings, chosen: Sequence[TocEntry], slugs: list[str], here: int,
+               work: float, cores: int | None) -> Estimate:
+    """A build from the recorded runs of ``settings.recorded``: each chapter's fixed part and the runs it reads,
+    then the run pages, scaled by the rendering ``work`` measured here (seconds) over :data:`RENDERING_WORK_S`."""
+    scale = work / RENDERING_WORK_S
+    rendered = recorded_runs(settings.recorded)
+    reads = {slug: sum(slug in chapters_reading(r, profile) for r in rendered) for slug in slugs}
+    chapters = {slug: scale * (FIXED_S.get(slug, RECORDED_CHAPTER_S) + READ_S.get(slug, _READ_OTHER_S) * reads[slug])
+                for slug in slugs}
+    pages = scale * RUN_PAGE_S * len(rendered)
+    side = at_once(settings, cores)
+    share = _shares(chosen, chapters, side)
+    return Estimate(sum(chapters[slug] * share[slug] for slug in chapters) + pages, chapters, to_train=0,
+                    recorded_here=here, recorded_seconds=0.0, scale=scale, steps={}, processes=1, work=work,
+                    reads=reads, rendered=len(rendered), pages=pages, at_once=side, share=share)
 
 
 def _shares(chosen: Sequence[TocEntry], chapters: dict[str, float], side: int) -> dict[str, float]:
@@ -305,6 +323,13 @@ def _precision_here(requested: str) -> str:
     from medibio.core import precision
 
     return precision.precision_for(precision.Device("cpu", precision.cpu_has_bf16()), requested)
+
+
+def _rendering_work() -> float:
+    """:func:`medibio.core.speed.rendering_work_seconds`, in wall time (the load counts)."""
+    from medibio.core.speed import rendering_work_seconds
+
+    return rendering_work_seconds()
 
 
 def _measure(precision: str) -> float:

@@ -54,7 +54,7 @@ from medibio.results.significance import (
     score_side_by_side,
 )
 from medibio.runs.records import BASE_VARIANT, RunRecord, load_records
-from medibio.tasks import registry
+from medibio.tasks import registry, student
 from medibio.tasks.bootstrap import CONFIDENCE, bootstrap_interval
 from medibio.tasks.units import unit_stats
 from medibio.training.config import CV_FOLDS, FinetuneConfig
@@ -114,10 +114,8 @@ def paper_evidence(claim: Claim, checks: pd.DataFrame | None = None,
     test = (f"{a:.2f} vs {b:.2f}{also}: means without spread, no test possible; Welch's test on {WELCH_RUNS} + "
             f"{WELCH_RUNS} runs would call {diff:+.2f} significant with a seed sd below {sd:.2f}")
     if claim.spread:
-        from scipy import stats
-
         sd_a, sd_b = (printed_claims.resolve(f"{ref} std") for ref in claim.printed)
-        welch = stats.ttest_ind_from_stats(a, sd_a, _T4_RUNS, b, sd_b, _T4_RUNS, equal_var=False)
+        welch = student.welch_from_stats(a, sd_a, _T4_RUNS, b, sd_b, _T4_RUNS)
         p = float(welch.pvalue)
         test = (f"{a:.1f} ± {sd_a:.1f} vs {b:.1f} ± {sd_b:.1f}: Welch t = {welch.statistic:.2f}, p = {p:.3f} "
                 f"({_T4_RUNS} runs each)")
@@ -530,8 +528,6 @@ def _welch_over_models(pairs: Sequence[tuple[Runs, Runs]], names: tuple[str, str
     the datasets of its fine-tuning seeds' mean: with two pretrained models per arm the multi-bootstrap cannot
     see how far a third would land, and this interval (one degree of freedom or two) shows what that costs.
     Empty when either arm has fewer than two pretrained models."""
-    from scipy import stats
-
     models = []
     for i in (0, 1):
         by_model: dict[str, list[float]] = {}
@@ -543,13 +539,12 @@ def _welch_over_models(pairs: Sequence[tuple[Runs, Runs]], names: tuple[str, str
         models.append([float(np.mean(v)) for v in by_model.values()])
     if min(len(m) for m in models) < 2:
         return ()
-    welch = stats.ttest_ind(models[0], models[1], equal_var=False)
-    interval = welch.confidence_interval(CONFIDENCE)
+    welch = student.welch(models[0], models[1])
+    low, high = welch.interval(CONFIDENCE)
     label = (f"Welch's t over the pretrained models ({len(models[0])} + {len(models[1])}, each its mean over the "
              f"{len(pairs)} sets; not the verdict's)")
     runs = "; ".join(f"{name}: {', '.join(f'{x:.2f}' for x in m)}" for name, m in zip(names, models, strict=True))
-    return (Beside(label, float(np.mean(models[0]) - np.mean(models[1])), float(interval.low), float(interval.high),
-                   float(welch.pvalue), runs),)
+    return (Beside(label, float(np.mean(models[0]) - np.mean(models[1])), low, high, welch.pvalue, runs),)
 
 
 def _fields_evidence(claim: Claim, settings: Settings, resamples: int) -> Evidence:

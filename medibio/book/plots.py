@@ -1,4 +1,5 @@
-"""Seaborn figures of the book that no analysis module owns (paper numbers, audit, comparisons).
+"""Figures of the book that no analysis module owns (paper numbers, audit, comparisons), drawn as seaborn would
+(:mod:`medibio.core.charts`) without importing it.
 
 Each function takes a tidy DataFrame, returns a matplotlib Figure and never shows it: the notebook
 records it (``chapter.figure``) and Jupyter displays it.
@@ -11,6 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from medibio.core import charts
+
 
 def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Any, Any]:
     import matplotlib.pyplot as plt
@@ -21,8 +24,6 @@ def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Any, Any]:
 
 def aggregate_readings(audit: pd.DataFrame, macro_reading: str) -> Any:
     """Each printed "BLURB Avg." next to the official BLURB score of the same column (audit rows)."""
-    import seaborn as sns
-
     rows = audit[audit["alternative_reading"] == macro_reading]
     tidy = pd.concat([
         pd.DataFrame({"column": rows["where"], "score": rows["reported"].astype(float),
@@ -32,7 +33,7 @@ def aggregate_readings(audit: pd.DataFrame, macro_reading: str) -> Any:
     ])
     tidy["column"] = tidy["column"].str.replace(", BLURB Avg.", "", regex=False)
     fig, ax = _figure(7.5, 0.45 * max(len(rows), 4) + 1.2)
-    sns.barplot(data=tidy, y="column", x="score", hue="aggregate", ax=ax, orient="h")
+    charts.bars(ax, tidy, "column", "score", "aggregate", horizontal=True)
     ax.set_xlim(60, 90)
     ax.set_xlabel("score")
     ax.set_ylabel("")
@@ -44,19 +45,14 @@ def score_heatmap(frame: pd.DataFrame, title: str, vmin: float | None = None, vm
                   cmap: str = "viridis", p_values: pd.DataFrame | None = None) -> Any:
     """A labelled heatmap of a rows x columns score table; with ``p_values`` (same shape), cells whose
     difference is significant at 95% get a star and the title says so."""
-    import seaborn as sns
-
     values = frame.astype(float)
-    annot: Any = True
-    fmt = ".1f"
+    labels = values.map(lambda v: "" if pd.isna(v) else f"{v:.1f}")
     if p_values is not None:
         p = p_values.reindex(index=frame.index, columns=frame.columns).astype(float)
-        annot = values.map(lambda v: "" if pd.isna(v) else f"{v:.1f}")
-        annot = annot.where(~(p < 0.05), annot + "*")
-        fmt = ""
+        labels = labels.where(~(p < 0.05), labels + "*")
         title += "  (* significant at 95%, paired bootstrap)"
     fig, ax = _figure(0.9 * len(frame.columns) + 3.5, 0.38 * len(frame) + 1.4)
-    sns.heatmap(values, annot=annot, fmt=fmt, cmap=cmap, vmin=vmin, vmax=vmax, ax=ax, cbar_kws={"shrink": 0.8})
+    charts.heatmap(ax, values, cmap=cmap, vmin=vmin, vmax=vmax, labels=labels, colorbar={"shrink": 0.8})
     ax.set_title(title)
     ax.set_xlabel("")
     ax.set_ylabel("")
@@ -65,14 +61,12 @@ def score_heatmap(frame: pd.DataFrame, title: str, vmin: float | None = None, vm
 
 def mean_std_bars(frame: pd.DataFrame, x: str, y: str, hue: str, err: str, title: str) -> Any:
     """Grouped bars with ± error bars (e.g. SciERC F1 mean ± std per task and model)."""
-    import seaborn as sns
-
     fig, ax = _figure(6.5, 3.8)
-    sns.barplot(data=frame, x=x, y=y, hue=hue, ax=ax, errorbar=None)
-    hues = list(dict.fromkeys(frame[hue]))
-    xs = list(dict.fromkeys(frame[x]))
-    for container, level in zip(ax.containers, hues, strict=False):
-        part = frame[frame[hue] == level].set_index(x).reindex(xs)
+    drawn = charts.bars(ax, frame, x, y, hue)
+    xs = charts.levels(frame[x])
+    for level, container in drawn.items():
+        part = frame[frame[hue] == level].set_index(x)
+        part = part.loc[[c for c in xs if c in part.index]]  # the order of its bars
         centres = [bar.get_x() + bar.get_width() / 2 for bar in container]
         ax.errorbar(centres, part[y].to_numpy(float), yerr=np.nan_to_num(part[err].to_numpy(float)),
                     fmt="none", ecolor="black", capsize=3, linewidth=1)
@@ -83,10 +77,8 @@ def mean_std_bars(frame: pd.DataFrame, x: str, y: str, hue: str, err: str, title
 
 def lines(frame: pd.DataFrame, x: str, y: str, hue: str | None, title: str, logy: bool = False) -> Any:
     """A line plot of tidy data (learning-rate schedules, loss curves, dev curves)."""
-    import seaborn as sns
-
     fig, ax = _figure(7.0, 3.6)
-    sns.lineplot(data=frame, x=x, y=y, hue=hue, ax=ax)
+    charts.lines(ax, frame, x, y, hue)
     if logy:
         ax.set_yscale("log")
     ax.set_title(title)
@@ -98,7 +90,6 @@ def line_panels(frame: pd.DataFrame, x: str, y: str, panel: str, hue: str, title
     ``hue``, sharing both axes: sixteen curves in one axes would hide each other and need a legend taller
     than the plot."""
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
     panels = list(dict.fromkeys(frame[panel]))
     rows = -(-len(panels) // columns)
@@ -106,11 +97,13 @@ def line_panels(frame: pd.DataFrame, x: str, y: str, panel: str, hue: str, title
                              layout="constrained", squeeze=False)
     for ax, name in zip(axes.flat, panels, strict=False):
         part = frame[frame[panel] == name]
-        sns.lineplot(data=part, x=x, y=y, hue=hue, ax=ax, linewidth=1.2)
+        charts.lines(ax, part, x, y, hue, linewidth=1.2)
         ax.set_title(str(name), fontsize=10)
         ax.legend(fontsize=7, title=None, loc="upper right", frameon=False)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_axis_off()
+    for ax in axes.flat:
+        ax.label_outer()  # axis labels where the shared axes show their numbers, as seaborn's
     fig.suptitle(title)
     return fig
 

@@ -31,6 +31,7 @@ import numpy as np
 from medibio.book.claims import Test
 from medibio.results.significance import VERDICT_RESAMPLES
 from medibio.tasks.bootstrap import CONFIDENCE, alpha_of, order_interval
+from medibio.tasks import student
 
 if TYPE_CHECKING:  # the evidence is gathered by medibio.book.evidence, which applies these rules
     from medibio.book.evidence import Evidence
@@ -166,9 +167,7 @@ def welch_sd(diff: float, runs: int = WELCH_RUNS, confidence: float = CONFIDENCE
     """The seed standard deviation (the same in both arms) below which Welch's two-sided t-test on ``runs`` +
     ``runs`` runs would call a difference of means ``diff`` significant: |diff| / (t × √(2 / runs)), t the
     critical value at 2(runs − 1) degrees of freedom (Welch's with equal spreads and sizes)."""
-    from scipy import stats
-
-    t = float(stats.t.ppf(1 - alpha_of(confidence) / 2, 2 * (runs - 1)))
+    t = student.t_quantile(1 - alpha_of(confidence) / 2, 2 * (runs - 1))
     return abs(diff) / (t * math.sqrt(2 / runs))
 
 

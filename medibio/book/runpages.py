@@ -55,7 +55,6 @@ from medibio.tasks import loaders, registry, scierc_predictions
 from medibio.tasks import predictions as blurb_predictions
 from medibio.tasks import scierc as scierc_data
 from medibio.tasks.spec import Problem
-from medibio.tasks.units import entity_spans
 
 RUNS_DIR = "runs"
 TEMPLATES = Path(__file__).with_name("templates")
@@ -203,7 +202,7 @@ def _test_set(dataset: str, data_root: str | None, splits: tuple[str, ...] = TES
             columns.setdefault(name, []).extend(values)
     gold = blurb_predictions.gold_from_columns(dataset, "+".join(splits), columns)
     if _mode(dataset) == "ner":
-        return _TestSet(gold, columns["tokens"], [spans.bio_spans(ref) for ref in gold.references])
+        return _TestSet(gold, columns["tokens"], spans.sentence_spans(gold.references))
     texts = [[t, p] if p else [t] for t, p in zip(columns["text"], columns["text_pair"], strict=True)]
     return _TestSet(gold, texts, None)
 
@@ -255,7 +254,7 @@ def blurb_examples(records: Sequence[RunRecord], results_root: str | Path,
         sub = blurb_predictions.Gold(dataset, gold.split, covered, [gold.references[position[i]] for i in covered])
         aligned = blurb_predictions.align(path, preds, sub)
         if mode == "ner":
-            found_spans = entity_spans(aligned) or [spans.bio_spans(tags) for tags in aligned]
+            found_spans = spans.sentence_spans(aligned)
             tallies = []
             for sid, predicted in zip(covered, found_spans, strict=True):
                 row = rows[sid]

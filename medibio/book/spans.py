@@ -59,6 +59,15 @@ def bio_spans(tags: Sequence[str]) -> list[tuple[int, int, str]]:
     return [(start, end, label) for label, start, end in get_entities(mapped)]
 
 
+def sentence_spans(tag_lists: Sequence[Sequence[str]]) -> list[list[tuple[int, int, str]]]:
+    """:func:`bio_spans` of every sentence, found all at once by the rules the NER metric's statistics use
+    (:func:`medibio.tasks.units.entity_spans`), which spares a process seqeval's import (sklearn and SciPy's
+    statistics, 2-3 s); seqeval sentence by sentence where a tag is none the metric accepts."""
+    from medibio.tasks.units import entity_spans
+
+    return entity_spans(tag_lists) or [bio_spans(tags) for tags in tag_lists]
+
+
 def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 

@@ -8,10 +8,17 @@ the threads they train with (one, in the book's two one-thread processes). Its m
 and GELU are the operators of a fine-tuning step, in about their proportions, so CPUs whose vector units or
 bf16 support differ are compared on the work that matters, and a machine under load measures slower, as its
 build will run. About a second; no model or data is read.
+
+A build from recorded runs trains nothing: its time is the interpreter's (reading gzip'd JSON predictions,
+counting per unit, NumPy's resampling, writing tables), which a loaded or slower CPU slows otherwise than a
+vectorised training step. :func:`rendering_work_seconds` measures that kind of work instead, in a quarter of a
+second and without importing torch.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
 import statistics
 import time
 from collections.abc import Callable
@@ -46,3 +53,31 @@ def training_step_seconds(precision: str = "no", threads: int = 1, steps: int = 
         return statistics.median(times)
     finally:
         torch.set_num_threads(before)
+
+
+def rendering_work_seconds(repeats: int = 3, warmup: int = 1,
+                           clock: Callable[[], float] = time.perf_counter) -> float:
+    """Median seconds of a fixed piece of what rendering recorded runs does, in wall time (the load counts):
+    decompress and parse 12,000 JSON prediction lines, sum them per document in Python, draw 200 bootstrap
+    resamples of the documents with NumPy and format the sums as HTML table rows. Each window lasts tens of
+    milliseconds, longer than the scheduler's slices, so that a process sharing the core is seen."""
+    import numpy as np
+
+    lines = [{"id": f"doc{i // 9}.s{i % 9}", "prediction": [i % 5, (i * 7) % 3, i % 2]} for i in range(12_000)]
+    blob = gzip.compress(json.dumps(lines).encode(), compresslevel=1)
+    rng = np.random.default_rng(0)
+    times = []
+    for i in range(warmup + repeats):
+        start = clock()
+        per_document: dict[str, int] = {}
+        for line in json.loads(gzip.decompress(blob)):
+            document = line["id"].partition(".")[0]
+            per_document[document] = per_document.get(document, 0) + sum(line["prediction"])
+        counts = np.fromiter(per_document.values(), dtype=float)
+        n = len(counts)
+        draws = rng.integers(0, n, size=(200, n)) + n * np.arange(200)[:, None]
+        np.bincount(draws.ravel(), minlength=200 * n).reshape(200, n) @ counts
+        "".join(f"<tr><td>{doc}</td><td>{value:.2f}</td></tr>" for doc, value in per_document.items())
+        if i >= warmup:
+            times.append(clock() - start)
+    return statistics.median(times)

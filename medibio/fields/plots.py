@@ -1,4 +1,4 @@
-"""Seaborn versions of the paper's Figures 2-4, written as PNG and SVG.
+"""The paper's Figures 2-4, written as PNG and SVG (drawn as seaborn would, :mod:`medibio.core.charts`).
 
 Figures are built on ``matplotlib.figure.Figure`` objects (no pyplot global state), so they work headless
 and inside notebooks; each function returns the paths it wrote (PNG first, then SVG).
@@ -12,10 +12,12 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
+from medibio.core import charts
 from medibio.core.atomic import atomic_open
 from medibio.fields.analysis import FieldAnalysis
 
 GROUP_COLOURS = {"medicine": "#c0392b", "mathematics": "#2e86c1", "other": "#95a5a6", "overlap": "#8e44ad"}
+CMAP = "magma_r"  # light to dark, as seaborn's rocket_r (which only an import of seaborn registers)
 FIG2_SIZE = (13.0, 11.0)
 FIG3_SIZE = (6.5, 5.5)
 FIG4_SIZE = (13.0, 5.0)
@@ -35,12 +37,12 @@ def save(fig: Figure, out_dir: str | Path, stem: str) -> list[Path]:
 
 
 def _heatmap(c: pd.DataFrame, title: str, size: tuple[float, float], annot_fmt: str, font: float) -> Figure:
-    import seaborn as sns
-
     fig = Figure(figsize=size)
     ax = fig.add_subplot(1, 1, 1)
-    sns.heatmap(c * 100, ax=ax, annot=True, fmt=annot_fmt, cmap="rocket_r", vmin=0, vmax=100, square=True,
-                annot_kws={"size": font}, cbar_kws={"label": "C_ij (%)"}, linewidths=0.3, linecolor="white")
+    percent = c * 100
+    charts.heatmap(ax, percent, cmap=CMAP, vmin=0, vmax=100, square=True, font=font,
+                   labels=percent.map(lambda v: format(v, annot_fmt)), colorbar={"label": "C_ij (%)"},
+                   linewidths=0.3, linecolor="white")
     ax.set_xlabel("field j (also carried)")
     ax.set_ylabel("field i (papers of)")
     ax.set_title(title)
@@ -84,22 +86,20 @@ def figure4(analysis: FieldAnalysis, out_dir: str | Path, stem: str = "fig4_fiel
 
 def build_figure4(analysis: FieldAnalysis) -> Figure:
     """Figure 4: share of papers per field coloured by group, and the union share B of each group."""
-    import seaborn as sns
-
     table = analysis.table.set_index("field").loc[analysis.order("group")].reset_index()
     table["percent"] = table["share_of_papers"] * 100
     palette = {g: GROUP_COLOURS.get(g, "#7f8c8d") for g in table["group"].unique()}
     fig = Figure(figsize=FIG4_SIZE)
     ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3.2, 1]})
-    sns.barplot(data=table, x="field", y="percent", hue="group", palette=palette, dodge=False, ax=ax1)
+    charts.bars(ax1, table, "field", "percent", "group", palette=palette, dodge=False)
     ax1.set_xlabel("")
     ax1.set_ylabel("papers with the field (% of papers with any field)")
     ax1.set_title("Distribution of the 19 MAG fields")
     ax1.tick_params(axis="x", labelrotation=90)
     shares = analysis.shares.copy()
     shares["percent"] = shares["share"] * 100
-    sns.barplot(data=shares, x="group", y="percent", hue="group",
-                palette={g: GROUP_COLOURS.get(g, "#7f8c8d") for g in shares["group"]}, ax=ax2, legend=False)
+    charts.bars(ax2, shares, "group", "percent", "group",
+                palette={g: GROUP_COLOURS.get(g, "#7f8c8d") for g in shares["group"]}, dodge=False, legend=False)
     for patch, value in zip(ax2.patches, shares["percent"], strict=False):
         ax2.annotate(f"{value:.1f}%", (patch.get_x() + patch.get_width() / 2, patch.get_height()),
                      ha="center", va="bottom", fontsize=9)

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from medibio.paper import claims, tables
-from medibio.tasks import registry, scoring
+from medibio.tasks import registry, scoring, student
 
 COLUMNS = ("id", "category", "where", "quantity", "recipe", "reported", "recomputed", "reading",
            "alternative", "alternative_reading", "difference", "tolerance", "consistent", "explanation")
@@ -314,13 +314,10 @@ def _metric_labels() -> list[Check]:
 
 def _welch(ref_a: str, ref_b: str) -> str:
     """Welch's t-test from Table 4's mean ± std (five runs each), for ordinal SciERC claims."""
-    from scipy import stats
-
     (_, model_a, task_a), (_, model_b, task_b) = ref_a.split("|"), ref_b.split("|")
-    result = stats.ttest_ind_from_stats(
+    result = student.welch_from_stats(
         tables.cell(4, model_a, task_a), tables.cell(4, model_a, f"{task_a} std"), RUNS_TABLE4,
-        tables.cell(4, model_b, task_b), tables.cell(4, model_b, f"{task_b} std"), RUNS_TABLE4,
-        equal_var=False)
+        tables.cell(4, model_b, task_b), tables.cell(4, model_b, f"{task_b} std"), RUNS_TABLE4)
     return (f"Welch t = {result.statistic:.2f}, p = {result.pvalue:.3f} "
             f"({RUNS_TABLE4} runs each, ± read as sample std)")
 

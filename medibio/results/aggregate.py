@@ -17,7 +17,7 @@ import pandas as pd
 
 from medibio.models.zoo import model_tag
 from medibio.runs.records import RunRecord, load_records
-from medibio.tasks import registry, scoring
+from medibio.tasks import registry, scoring, student
 from medibio.tasks.spec import TaskSpec
 
 BLURB_SCORE = "BLURB score"
@@ -42,8 +42,6 @@ def seed_stats(values: list[float]) -> tuple[int, float, float, float]:
 
     With one value the spread is unknown: std and interval are NaN rather than a misleading 0.
     """
-    from scipy import stats
-
     n = len(values)
     if n == 0:
         return 0, math.nan, math.nan, math.nan
@@ -51,7 +49,7 @@ def seed_stats(values: list[float]) -> tuple[int, float, float, float]:
     if n == 1:
         return 1, mean, math.nan, math.nan
     std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
+    half = student.t_quantile(0.975, n - 1) * std / math.sqrt(n)
     return n, mean, std, half
 
 
