@@ -11,8 +11,8 @@ build will run. About a second; no model or data is read.
 
 A build from recorded runs trains nothing: its time is the interpreter's (reading gzip'd JSON predictions,
 counting per unit, NumPy's resampling, writing tables), which a loaded or slower CPU slows otherwise than a
-vectorised training step. :func:`rendering_work_seconds` measures that kind of work instead, in a quarter of a
-second and without importing torch.
+vectorised training step. :func:`rendering_work_seconds` measures that kind of work instead, in about a third
+of a second and without importing torch.
 """
 
 from __future__ import annotations
@@ -55,12 +55,14 @@ def training_step_seconds(precision: str = "no", threads: int = 1, steps: int = 
         torch.set_num_threads(before)
 
 
-def rendering_work_seconds(repeats: int = 3, warmup: int = 1,
+def rendering_work_seconds(repeats: int = 9, warmup: int = 1,
                            clock: Callable[[], float] = time.perf_counter) -> float:
     """Median seconds of a fixed piece of what rendering recorded runs does, in wall time (the load counts):
     decompress and parse 12,000 JSON prediction lines, sum them per document in Python, draw 200 bootstrap
     resamples of the documents with NumPy and format the sums as HTML table rows. Each window lasts tens of
-    milliseconds, longer than the scheduler's slices, so that a process sharing the core is seen."""
+    milliseconds, longer than the scheduler's slices, so that a process sharing the core is seen; the median
+    of nine (about 0.3 s on a quiet Intel Xeon) because a virtual machine's speed wavers by a third from one
+    window to the next."""
     import numpy as np
 
     lines = [{"id": f"doc{i // 9}.s{i % 9}", "prediction": [i % 5, (i * 7) % 3, i % 2]} for i in range(12_000)]
