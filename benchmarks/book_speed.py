@@ -127,6 +127,12 @@ def per_process_fairness() -> Iterator[str]:
         _AUTOGROUP.write_text(f"{before}\n")
 
 
+def clock(seconds: float) -> str:
+    """``seconds`` as whole minutes and seconds (299.6 s: "5 min 0 s")."""
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"
+
+
 def cpu_speed() -> str:
     """This CPU's fp32 training step (the figure the other CPU types have on record, docs/benchmarks.md) and its
     rendering work, in wall time under the load of the moment."""
@@ -180,7 +186,7 @@ def main() -> None:
         if fairness:
             print(f"scheduler: {fairness}")
         log = book_log.read_text(encoding="utf-8")
-        print(f"make install {install:.0f} s; make book FROM=reference {book // 60:.0f} min {book % 60:.0f} s; "
+        print(f"make install {install:.0f} s; make book FROM=reference {clock(book)}; "
               f"load average {os.getloadavg()[0]:.1f} at the end")
         print(f"{'part':<40} {'estimated':>9} {'took':>6} {'ratio':>6}")
         for name, expected, taken in parts(log):

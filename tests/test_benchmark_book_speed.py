@@ -33,6 +33,7 @@ def test_each_part_of_a_build_log_beside_its_estimate() -> None:
         ("what_holds_up", 8.0, 9.0), ("notebooks", None, 57.0), ("html", None, 4.0),
         ("run pages (293)", 33.0, 33.0)]
     assert book_speed.seconds("1:02:03") == 3723.0
+    assert book_speed.clock(299.6) == "5 min 0 s" and book_speed.clock(61.2) == "1 min 1 s"
 
 
 def test_busy_processes_are_pinned_one_set_per_core_and_none_asked_none_started() -> None:
