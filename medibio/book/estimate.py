@@ -52,25 +52,26 @@ RECORDING_STEP_S = {"bf16": round(0.2395 * 64.59 / 244.4, 4), "no": round(0.2395
 # chapter (records, test predictions scored unit by unit, tables; the claims' multi-bootstraps and verdicts are
 # computed once per build, medibio.results.evidence_cache), in seconds on a CPU whose rendering work
 # (medibio.core.speed.rendering_work_seconds) takes RENDERING_WORK_S, scaled by that work's time here.
-# Calibrated on fresh clones of 648 runs, two chapters at a time, on an Intel Xeon with AMX: each chapter's
-# time over the work's scale, averaged over quiet builds and builds beside a busy process per core
-# (docs/benchmarks.md, "The estimate of a build from recorded runs").
-RENDERING_WORK_S = 0.0425
-RECORDED_CHAPTER_S = 8.0
+# Calibrated on cold builds of 648 runs, two chapters at a time, on an Intel Xeon with AMX (2026-12-03): each
+# chapter's time over the work's scale (its time here / RENDERING_WORK_S), the mean of three quiet builds
+# (rendering work 21-30 ms) averaged with one beside a busy process per core (58 ms), with a 5 s fixed part for
+# the chapters that read runs (docs/benchmarks.md, "A build from recorded runs that waits on less").
+RENDERING_WORK_S = 0.030
+RECORDED_CHAPTER_S = 5.0
 _APPENDIX_B = "appendix_b_reproducibility"
 _CLAIMS = "what_holds_up"
 _TABLES_5_6 = "tables_5_6_pretraining_configurations"
 _TABLES_1_2 = "tables_1_2_intermediate_finetuning"
 _TABLE_7 = "table_7_blurb_comparison"
 _SCIERC = "table_4_scierc"
-READ_S = {_TABLES_5_6: 0.051, _TABLES_1_2: 0.030, _TABLE_7: 0.155, _APPENDIX_B: 0.100, _CLAIMS: 0.001, _SCIERC: 4.5}
+READ_S = {_TABLES_5_6: 0.037, _TABLES_1_2: 0.024, _TABLE_7: 0.112, _APPENDIX_B: 0.075, _CLAIMS: 0.001, _SCIERC: 3.0}
 # What holds up reads the claims Appendix B judged (the evidence cache): about the intro's time, whatever it reads
-FIXED_S = {"intro": 4.3, "appendix_a_paper_audit": 10.1, "figures_2_4_field_correlation": 13.0,
-           "table_3_pretraining": 8.4, _CLAIMS: 8.2}
+FIXED_S = {"intro": 3.3, "appendix_a_paper_audit": 6.3, "figures_2_4_field_correlation": 8.4,
+           "table_3_pretraining": 5.1, _CLAIMS: 5.5}
 _READ_OTHER_S = 0.05  # a chapter not measured (Table 3's pretraining run)
 # The run pages after the chapters: per recorded run, at the same speed, with a worker process on each of two
 # cores (medibio.core.workers, a dataset's pages in one). More cores write them faster than estimated.
-RUN_PAGE_S = 0.078
+RUN_PAGE_S = 0.050
 # The profiles a claim is declared on (their runs are recorded, read by the claims and shown by one chapter)
 _SHOWN_BY = {RECORDED.profile: _TABLES_1_2, STUDY.profile: _TABLES_5_6}
 
