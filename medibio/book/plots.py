@@ -42,10 +42,14 @@ def aggregate_readings(audit: pd.DataFrame, macro_reading: str) -> Any:
 
 
 def score_heatmap(frame: pd.DataFrame, title: str, vmin: float | None = None, vmax: float | None = None,
-                  cmap: str = "viridis", p_values: pd.DataFrame | None = None) -> Any:
+                  cmap: str = "viridis", p_values: pd.DataFrame | None = None, centre: float | None = None) -> Any:
     """A labelled heatmap of a rows x columns score table; with ``p_values`` (same shape), cells whose
-    difference is significant at 95% get a star and the title says so."""
+    difference is significant at 95% get a star and the title says so; with ``centre`` (a diverging colour map's
+    middle, e.g. no gain), the colours run as far on either side of it, so that the centre is the map's."""
     values = frame.astype(float)
+    if centre is not None:
+        reach = float(np.nanmax(np.abs(values.to_numpy() - centre), initial=0.0)) or 1.0
+        vmin, vmax = centre - reach, centre + reach
     labels = values.map(lambda v: "" if pd.isna(v) else f"{v:.1f}")
     if p_values is not None:
         p = p_values.reindex(index=frame.index, columns=frame.columns).astype(float)
