@@ -72,3 +72,15 @@ def test_a_gain_heatmap_is_centred_on_no_gain() -> None:
     fig = plots.score_heatmap(gain, "gain", cmap="RdBu_r", centre=0)
     assert fig.axes[0].collections[0].get_clim() == (-3.0, 3.0)
     plt.close(fig)
+
+
+def test_error_bars_sit_on_their_bars_and_a_missing_spread_draws_none() -> None:
+    frame = FRAME.assign(sd=[1.0, 2.0, np.nan, 0.5, 1.0, 1.5, 1.0])
+    ax = plt.figure().add_subplot()
+    drawn = charts.bars(ax, frame, "task", "score", "model", error="sd")
+    (bar, *_), errors = drawn["A"].patches, drawn["A"].errorbar
+    segments = errors.lines[2][0].get_segments()
+    assert segments[0][:, 0].tolist() == [bar.get_x() + bar.get_width() / 2] * 2
+    assert segments[0][:, 1].tolist() == [61.0, 63.0]  # NER/A: mean 62 of 60 and 64, the mean sd 1
+    assert segments[2][:, 1].tolist() == [50.0, 50.0]  # Coref/A: no spread
+    plt.close("all")

@@ -155,7 +155,9 @@ class Estimate:
     to_train: int  # runs the build will train
     recorded_here: int  # planned runs the results root already holds
     recorded_seconds: float  # the runs to train, as long as they took where they were recorded
-    scale: float  # this machine's step time / the recording machine's, weighted by the runs' recorded time
+    # this machine's step time / the recording machine's, weighted by the runs' recorded time (a build from
+    # recorded runs: its rendering work / RENDERING_WORK_S)
+    scale: float
     steps: dict[str, float]  # the step measured here, per precision the runs will compute in
     processes: int
     work: float = 0.0  # a build from recorded runs: the rendering work measured here (seconds)

@@ -66,14 +66,7 @@ def score_heatmap(frame: pd.DataFrame, title: str, vmin: float | None = None, vm
 def mean_std_bars(frame: pd.DataFrame, x: str, y: str, hue: str, err: str, title: str) -> Any:
     """Grouped bars with ± error bars (e.g. SciERC F1 mean ± std per task and model)."""
     fig, ax = _figure(6.5, 3.8)
-    drawn = charts.bars(ax, frame, x, y, hue)
-    xs = charts.levels(frame[x])
-    for level, container in drawn.items():
-        part = frame[frame[hue] == level].set_index(x)
-        part = part.loc[[c for c in xs if c in part.index]]  # the order of its bars
-        centres = [bar.get_x() + bar.get_width() / 2 for bar in container]
-        ax.errorbar(centres, part[y].to_numpy(float), yerr=np.nan_to_num(part[err].to_numpy(float)),
-                    fmt="none", ecolor="black", capsize=3, linewidth=1)
+    charts.bars(ax, frame, x, y, hue, error=err)
     ax.set_title(title)
     ax.set_xlabel("")
     return fig

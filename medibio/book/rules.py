@@ -30,8 +30,8 @@ import numpy as np
 
 from medibio.book.claims import Test
 from medibio.results.significance import VERDICT_RESAMPLES
-from medibio.tasks.bootstrap import CONFIDENCE, alpha_of, order_interval
 from medibio.tasks import student
+from medibio.tasks.bootstrap import CONFIDENCE, alpha_of, order_interval
 
 if TYPE_CHECKING:  # the evidence is gathered by medibio.book.evidence, which applies these rules
     from medibio.book.evidence import Evidence

@@ -47,9 +47,10 @@ def _desaturated(colour: Any, proportion: float = SATURATION) -> tuple[float, fl
 
 def bars(ax: Any, frame: pd.DataFrame, category: str, value: str, hue: str | None = None, *,
          horizontal: bool = False, palette: Mapping[Any, Any] | None = None, dodge: bool = True,
-         legend: bool = True) -> dict[Any, Any]:
+         legend: bool = True, error: str | None = None) -> dict[Any, Any]:
     """Bars of the mean ``value`` per ``category`` (one bar per hue level side by side where ``dodge``), as
-    ``seaborn.barplot`` without error bars; returns each hue level's bar container."""
+    ``seaborn.barplot`` without its error bars; with ``error``, a black ± bar of that column's value on each
+    bar (none where it is missing). Returns each hue level's bar container."""
     categories = levels(frame[category])
     hues = levels(frame[hue]) if hue is not None else [None]
     colours = ([palette[level] for level in hues] if palette is not None else _colours(len(hues)))
@@ -58,13 +59,16 @@ def bars(ax: Any, frame: pd.DataFrame, category: str, value: str, hue: str | Non
     drawn = {}
     for k, (level, colour) in enumerate(zip(hues, colours, strict=True)):
         part = frame if level is None else frame[frame[hue] == level]
-        means = part.groupby(category, sort=False)[value].mean()
+        means = part.groupby(category, sort=False)[[value] + ([error] if error else [])].mean()
         means = means.reindex([c for c in categories if c in means.index])  # bars in the categories' order
         offset = (k - (side - 1) / 2) * width if side > 1 else 0.0
         at = np.array([categories.index(c) for c in means.index], dtype=float) + offset
+        spread = {} if error is None else {
+            "xerr" if horizontal else "yerr": np.nan_to_num(means[error].to_numpy(float)),
+            "error_kw": {"ecolor": "black", "capsize": 3, "elinewidth": 1, "capthick": 1}}
         draw = ax.barh if horizontal else ax.bar
-        drawn[level] = draw(at, means.to_numpy(float), width, color=_desaturated(colour),
-                            label=None if level is None else str(level))
+        drawn[level] = draw(at, means[value].to_numpy(float), width, color=_desaturated(colour),
+                            label=None if level is None else str(level), **spread)
     ticks, names = np.arange(len(categories)), [str(c) for c in categories]
     if horizontal:
         ax.set_yticks(ticks, names)
@@ -92,7 +96,8 @@ def lines(ax: Any, frame: pd.DataFrame, x: str, y: str, hue: str | None = None, 
     for level, colour in zip(hues, _colours(len(hues)), strict=True):
         part = frame if level is None else frame[frame[hue] == level]
         grouped = part.groupby(x, sort=True)[y]
-        xs, means = grouped.mean().index.to_numpy(), grouped.mean().to_numpy(float)
+        mean = grouped.mean()
+        xs, means = mean.index.to_numpy(), mean.to_numpy(float)
         ax.plot(xs, means, color=colour, label=None if level is None else str(level), **line)
         values = [group.to_numpy(float) for _, group in grouped]
         if any(len(v) > 1 for v in values):
