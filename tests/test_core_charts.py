@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from matplotlib.colors import same_color  # noqa: E402
 
 from medibio.book import plots  # noqa: E402
 from medibio.core import charts  # noqa: E402
@@ -44,7 +45,7 @@ def test_lines_are_seaborns_with_a_seeded_band() -> None:
     sns.lineplot(data=curve, x="epoch", y="F1", hue="task", ax=theirs)
     charts.lines(ours, curve, "epoch", "F1", "task")
     for a, b in zip(theirs.get_lines()[:2], ours.get_lines()[:2], strict=True):
-        assert np.array_equal(a.get_xydata(), b.get_xydata()) and a.get_color() == b.get_color()
+        assert np.array_equal(a.get_xydata(), b.get_xydata()) and same_color(a.get_color(), b.get_color())
     assert len(ours.collections) == 2  # a band per line: several values share each x
     again = plt.figure().add_subplot()
     charts.lines(again, curve, "epoch", "F1", "task")
