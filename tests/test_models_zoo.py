@@ -165,6 +165,17 @@ def test_hub_ids_still_resolve_to_themselves() -> None:
     assert modelzoo.resolve("bert-base-uncased") == "bert-base-uncased"
 
 
+def test_a_local_models_layer_count_is_its_configurations_read_without_transformers(tmp_path: Path) -> None:
+    code = ("import sys; from medibio.models import zoo; print(zoo.layer_count('minilm')); "
+            "print('transformers' in sys.modules)")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert shown.stdout.split() == [str(modelzoo.load_config("minilm").num_hidden_layers), "False"]
+    folder = tmp_path / "model"  # a configuration that names its depth another way: transformers reads it
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_layer": 3}), encoding="utf-8")
+    assert modelzoo.layer_count(folder) == 3
+
+
 @pytest.mark.realdata
 def test_cli_names_the_missing_model_folder(data_root: Path, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:

@@ -165,6 +165,17 @@ def load_config(name_or_path: str | Path, cache_root: str | Path | None = None):
     return _from_pretrained(AutoConfig, name_or_path, "config", cache_root)
 
 
+def layer_count(name_or_path: str | Path, cache_root: str | Path | None = None) -> int:
+    """How many layers the model's encoder has: from its folder's ``config.json`` where the model is local (a
+    page that names the count needs no transformers, whose import is seconds of a chapter's CPU), else from
+    :func:`load_config` (a hub model, or a configuration that names the count another way)."""
+    try:
+        found = json.loads((Path(resolve(name_or_path, cache_root)) / "config.json").read_text(encoding="utf-8"))
+        return int(found["num_hidden_layers"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return int(load_config(name_or_path, cache_root).num_hidden_layers)
+
+
 def load_tokenizer(name_or_path: str | Path, cache_root: str | Path | None = None):
     """Fast tokenizer for a model (DeBERTa-v2 folders load via their ``spm.model``)."""
     from transformers import AutoTokenizer
