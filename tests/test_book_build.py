@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -403,6 +404,18 @@ def test_versions_and_environment_tables(monkeypatch) -> None:
     assert versions.loc["surely-not-installed-pkg", "version"] == "not installed"
     env = appendix.environment()
     assert env.loc["executable", "value"] == sys.executable
+    assert env.loc["cpu", "value"] == provenance.cpu_model() and "cpu features" in env.index
+
+
+def test_the_environment_names_the_gpus_nvidia_smi_lists_without_importing_torch(tmp_path) -> None:
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text("#!/bin/sh\nprintf 'NVIDIA H200\\nNVIDIA H200\\n'\n")
+    tool.chmod(0o755)
+    code = ("import sys; from medibio.book import appendix; print(appendix.environment().loc['gpu', 'value']); "
+            "print('torch' in sys.modules)")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT,
+                           env={**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"})
+    assert shown.stdout.splitlines() == ["NVIDIA H200, NVIDIA H200", "False"]
 
 
 # --- command line ----------------------------------------------------------------------------------------

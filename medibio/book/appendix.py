@@ -31,19 +31,15 @@ CHECKSUM_COLUMNS = ("path", "bytes", "sha256_16", "lines")
 
 
 def environment() -> pd.DataFrame:
-    """Interpreter, platform, CPU/GPU and the git commit of the checkout."""
+    """Interpreter, platform, the CPU (model name and the features that decide its precision), the GPUs and the
+    git commit of the checkout; torch is not imported for it (the runs' own threads and device are in their
+    records, on the run pages)."""
+    features = provenance.cpu_features()
     rows = {"python": platform.python_version(), "executable": sys.executable,
-            "platform": platform.platform(), "machine": platform.machine(), "cpu cores": os.cpu_count(),
+            "platform": platform.platform(), "machine": platform.machine(), "cpu": provenance.cpu_model(),
+            "cpu features": ", ".join(features) if features else f"none of {', '.join(provenance.CPU_FEATURES)}",
+            "cpu cores": os.cpu_count(), "gpu": ", ".join(provenance.gpu_names()) or "none found (no nvidia-smi)",
             "git commit": provenance.git_commit() or "(not a git checkout)"}
-    try:
-        import torch
-
-        rows["torch threads"] = torch.get_num_threads()
-        rows["cuda available"] = torch.cuda.is_available()
-        if torch.cuda.is_available():
-            rows["gpu"] = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
-    except ImportError:
-        rows["torch"] = "not installed"
     return pd.DataFrame({"value": [str(v) for v in rows.values()]}, index=pd.Index(list(rows), name="item"))
 
 

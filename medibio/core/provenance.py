@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata as md
 import platform
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,20 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def gpu_names() -> list[str]:
+    """The NVIDIA GPUs ``nvidia-smi`` lists, none where it is absent or fails: the machine named without
+    importing torch, seconds of a process's CPU on a page that trains nothing."""
+    tool = shutil.which("nvidia-smi")
+    if tool is None:
+        return []
+    try:
+        listed = subprocess.run([tool, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in listed.splitlines() if line.strip()]
 
 
 CPU_FEATURES = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")  # what decides a CPU run's precision and pace
