@@ -38,7 +38,7 @@ def environment() -> pd.DataFrame:
     rows = {"python": platform.python_version(), "executable": sys.executable,
             "platform": platform.platform(), "machine": platform.machine(), "cpu": provenance.cpu_model(),
             "cpu features": ", ".join(features) if features else f"none of {', '.join(provenance.CPU_FEATURES)}",
-            "cpu cores": os.cpu_count(), "gpu": ", ".join(provenance.gpu_names()) or "none found (no nvidia-smi)",
+            "cpu cores": os.cpu_count(), "gpu": ", ".join(provenance.gpu_names()) or "none listed by nvidia-smi",
             "git commit": provenance.git_commit() or "(not a git checkout)"}
     return pd.DataFrame({"value": [str(v) for v in rows.values()]}, index=pd.Index(list(rows), name="item"))
 

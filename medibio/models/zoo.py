@@ -165,13 +165,20 @@ def load_config(name_or_path: str | Path, cache_root: str | Path | None = None):
     return _from_pretrained(AutoConfig, name_or_path, "config", cache_root)
 
 
+def config_json(folder: Path | None) -> Any:
+    """The parsed ``config.json`` of a model folder, None where there is no such file (no transformers: a field
+    read from it costs no import)."""
+    if folder is None or not (folder / "config.json").is_file():
+        return None
+    return json.loads((folder / "config.json").read_text(encoding="utf-8"))
+
+
 def layer_count(name_or_path: str | Path, cache_root: str | Path | None = None) -> int:
     """How many layers the model's encoder has: from its folder's ``config.json`` where the model is local (a
     page that names the count needs no transformers, whose import is seconds of a chapter's CPU), else from
     :func:`load_config` (a hub model, or a configuration that names the count another way)."""
     try:
-        found = json.loads((Path(resolve(name_or_path, cache_root)) / "config.json").read_text(encoding="utf-8"))
-        return int(found["num_hidden_layers"])
+        return int(config_json(Path(resolve(name_or_path, cache_root)))["num_hidden_layers"])
     except (OSError, ValueError, KeyError, TypeError):
         return int(load_config(name_or_path, cache_root).num_hidden_layers)
 
@@ -448,8 +455,8 @@ def model_info(name_or_path: str | Path, model: Any = None, cache_root: str | Pa
     config = getattr(model, "config", None)
     model_type = getattr(config, "model_type", None)
     folder = Path(path) if Path(path).is_dir() else cached_snapshot(path)  # hub id: its snapshot
-    if model_type is None and folder is not None and (folder / "config.json").is_file():
-        model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
+    if model_type is None and (found := config_json(folder)) is not None:
+        model_type = found.get("model_type")
     parameters = sum(p.numel() for p in model.parameters()) if model is not None else None
     return {"name": str(name_or_path), "path": str(path), "tag": model_tag(name_or_path),
             "hash": fingerprint(name_or_path, cache_root), "model_type": model_type,
