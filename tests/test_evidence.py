@@ -6,6 +6,7 @@ folder is refused as such."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import shutil
@@ -142,7 +143,13 @@ def test_altered_predictions_are_refused_wherever_they_are_read(hand_runs: HandR
     names = f"{path}.*{record.run_id}" if damage in ("edit", "truncate") else f"{path}.*run record {record.run_id}"
     with pytest.raises(rec.EvidenceError, match=names.replace("[", r"\[").replace("]", r"\]")):
         record.predictions_file(root)
+    with pytest.raises(rec.EvidenceError, match=names.replace("[", r"\[").replace("]", r"\]")):
+        rec.checked_content(record, path)  # the run pages' downloads: read once, checked, written
     with pytest.raises(rec.EvidenceError):  # the paired bootstrap of `results compare`, `table --bootstrap`
+        significance.runs_of([record], root, "a", "BioASQ", hand_runs.data)
+    with contextlib.suppress(MedibioError):  # the claims score files ahead, unchecked, as the book does ...
+        significance.score_side_by_side([(path, "BioASQ")], hand_runs.data, wait=False)
+    with pytest.raises(rec.EvidenceError):  # ... and the claim that reads the score checks the file first
         significance.runs_of([record], root, "a", "BioASQ", hand_runs.data)
     with pytest.raises(rec.EvidenceError):  # drift, predictions identical?
         drift.drift(root, other)
@@ -185,6 +192,7 @@ def test_recorded_predictions_are_gzipped_and_read_everywhere_as_the_file_their_
     runs = significance.runs_of([copied], target, "a", "BioASQ", hand_runs.data)
     assert runs is not None and runs.scores == [pytest.approx(95.0)]
     assert list(drift.drift(root, target)["identical predictions"]) == [True]
+    assert rec.checked_content(copied, packed) == plain.read_bytes()  # the run pages' download of it
     # a compressed file whose content differs is refused like a plain one
     packed.write_bytes(gzip.compress(plain.read_bytes().replace(b'"yes"', b'"no"', 1)))
     with pytest.raises(rec.EvidenceError, match="SHA-256 expected"):

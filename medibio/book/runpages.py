@@ -23,6 +23,7 @@ relative to the HTML root.
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import json
 import re
@@ -42,7 +43,6 @@ from medibio.book.notebook import label_text
 from medibio.core import profiles, workers
 from medibio.core.atomic import atomic_open, write_text
 from medibio.core.errors import MedibioError
-from medibio.core.hashing import file_sha256
 from medibio.core.text import file_bytes
 from medibio.experiments.ift import RECORDED
 from medibio.experiments.table5 import STUDY
@@ -50,7 +50,7 @@ from medibio.ift import variants
 from medibio.paper import tables as paper_tables
 from medibio.results.aggregate import newest_configurations
 from medibio.results.significance import compare_records
-from medibio.runs.records import BASE_VARIANT, KINDS, RunRecord, load_records
+from medibio.runs.records import BASE_VARIANT, KINDS, RunRecord, checked_content, evidence_file, load_records
 from medibio.tasks import loaders, registry, scierc_predictions
 from medibio.tasks import predictions as blurb_predictions
 from medibio.tasks import scierc as scierc_data
@@ -623,21 +623,22 @@ def _seed_rows(records: Sequence[RunRecord], files: Mapping[int, list[dict[str, 
              "files": files.get(r.seed, [])} for r in records]
 
 
-def _copy(source: Path, dest: Path) -> dict[str, str]:
-    """Copy a record or predictions file next to its page (atomically; gzipped predictions uncompressed, so that
+def _download(data: bytes, dest: Path) -> dict[str, str]:
+    """Write a record or predictions file next to its page (atomically; gzipped predictions uncompressed, so that
     the download is the file its record's digest names) and describe the download."""
     with atomic_open(dest, "wb") as out:
-        out.write(file_bytes(source))
-    return {"name": dest.name, "sha256": file_sha256(dest), "bytes": f"{dest.stat().st_size:,}"}
+        out.write(data)
+    return {"name": dest.name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": f"{len(data):,}"}
 
 
 def _downloads(config: Configuration, results_root: Path, folder: Path) -> dict[int, list[dict[str, str]]]:
     out: dict[int, list[dict[str, str]]] = {}
     for r in config.records:
-        files = [_copy(r.path(results_root), folder / r.path(results_root).name)]
-        pred = r.predictions_file(results_root)
-        if pred is not None and pred.is_file():
-            files.append(_copy(pred, folder / r.predictions))
+        record = r.path(results_root)
+        files = [_download(file_bytes(record), folder / record.name)]
+        if r.predictions:  # read once: checked against the record and written from the same bytes
+            content = checked_content(r, evidence_file(record.parent, r.predictions))
+            files.append(_download(content, folder / r.predictions))
         out[r.seed] = files
     return out
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from medibio.core.text import GZ
 from medibio.results import significance
 from medibio.results.aggregate import seed_stats
 from medibio.runs.records import KINDS, RunRecord, evidence_sha256, load_records
@@ -52,8 +53,12 @@ def _by_identity(records: Iterable[RunRecord]) -> dict[Identity, RunRecord]:
 
 
 def _predictions_hash(record: RunRecord, root: Path) -> str | None:
+    """SHA-256 of a run's test predictions: the record's digest, which reading the file has just checked against
+    it (hashing again would decompress every file twice); the file's own for a record written before digests."""
     path = record.predictions_file(root)
-    return evidence_sha256(path) if path is not None and path.is_file() else None
+    if path is None or not path.is_file():
+        return None
+    return record.digests.get(path.name.removesuffix(GZ)) or evidence_sha256(path)
 
 
 def _score(record: RunRecord) -> float:

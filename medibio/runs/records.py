@@ -284,19 +284,41 @@ def evidence_sha256(path: Path) -> str:
 def check_evidence(record: RunRecord, path: Path) -> None:
     """Raise :class:`EvidenceError` unless ``path`` (a file the record names) exists and matches its digest
     (a record written before digests is checked for presence only; ``medibio results verify`` flags it)."""
-    where = f"run record {record.run_id} (its folder {path.parent})"
+    expected = _expected_digest(record, path)
+    if expected is not None:
+        _same_digest(record, path, expected, evidence_sha256(path))
+
+
+def checked_content(record: RunRecord, path: Path) -> bytes:
+    """The content of ``path`` (a file the record names; uncompressed), checked as :func:`check_evidence` checks
+    it: for a reader that needs the bytes themselves, which then decompresses the file once instead of twice."""
+    expected = _expected_digest(record, path)
+    data = file_bytes(path)
+    if expected is not None:
+        _same_digest(record, path, expected, hashlib.sha256(data).hexdigest())
+    return data
+
+
+def _where(record: RunRecord, path: Path) -> str:
+    return f"run record {record.run_id} (its folder {path.parent})"
+
+
+def _expected_digest(record: RunRecord, path: Path) -> str | None:
+    """The digest the record gives ``path`` (None: written before digests); :class:`EvidenceError` when the file
+    is missing."""
     if not path.is_file():
         what = "a folder" if path.is_dir() else "missing"
-        raise EvidenceError(f"{path}: {what}, but {where} names it as its {path.name} — the record's scores came "
-                            "from that file; restore it (e.g. from reference/ or git) or delete the record and "
-                            "run again")
-    expected = record.digests.get(path.name.removesuffix(GZ))
-    if expected is not None:
-        found = evidence_sha256(path)
-        if found != expected:
-            raise EvidenceError(f"{path} is not the file {where} was written with: SHA-256 expected {expected}, "
-                                f"found {found}. It was edited, truncated or replaced after the run; restore "
-                                "it or delete the record and run again")
+        raise EvidenceError(f"{path}: {what}, but {_where(record, path)} names it as its {path.name} — the record's "
+                            "scores came from that file; restore it (e.g. from reference/ or git) or delete the "
+                            "record and run again")
+    return record.digests.get(path.name.removesuffix(GZ))
+
+
+def _same_digest(record: RunRecord, path: Path, expected: str, found: str) -> None:
+    if found != expected:
+        raise EvidenceError(f"{path} is not the file {_where(record, path)} was written with: SHA-256 expected "
+                            f"{expected}, found {found}. It was edited, truncated or replaced after the run; "
+                            "restore it or delete the record and run again")
 
 
 def add_digests(record: RunRecord, folder: Path) -> list[str]:
