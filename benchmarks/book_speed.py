@@ -11,11 +11,14 @@ lists the CPU types the target holds for, and docs/benchmarks.md keeps what was 
     python -m benchmarks.book_speed                  # about 3 minutes on 2 cores
     python -m benchmarks.book_speed --commit c9040a8 # another commit, e.g. back to back with HEAD
     python -m benchmarks.book_speed --keep           # keep the clone (its book is in _build/html)
-    python -m benchmarks.book_speed --busy 1         # as on a CPU about twice as slow, emulated
+    python -m benchmarks.book_speed --slower 2       # as on a CPU twice as slow, emulated
+    python -m benchmarks.book_speed --slower 1.6     # as on a CPU 1.6 times as slow
 
-``--busy N`` stands in for a CPU type that is not at hand: N busy processes pinned to each core share it with the
-build (the ``make install`` before it runs alone), so each of the build's threads, serial or side by side, gets
-about 1/(N+1) of a core: Python, NumPy and torch alike take about N+1 times as long. The kernel's autogroups are
+``--slower X`` stands in for a CPU type that is not at hand: busy processes pinned to each core take 1 - 1/X of
+it beside the build (the ``make install`` before it runs alone), so each of the build's threads, serial or side by
+side, gets about 1/X of a core: Python, NumPy and torch alike take about X times as long. Whole busy processes
+take their fair share of a core; a fraction of one (X = 1.6: 0.375) is a process that spins while the CPU time it
+has used is below that fraction of the time it has lived, and sleeps otherwise. The kernel's autogroups are
 turned off meanwhile where root may, so that a process of the build gets that share whichever session it runs in.
 (A control group's CPU quota would not do: it limits the cores' total, and leaves one thread alone at full speed.)
 It is an emulation of a slower machine, not a measurement on one: name it so beside its figures. The estimate
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import re
 import shutil
@@ -85,18 +89,39 @@ def parts(log: str) -> list[tuple[str, float | None, float]]:
     return out
 
 
-_SPIN = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n"
+# pinned to core argv[1], busy for the fraction argv[2] of the time it has lived (1: always), in slices of 1 ms
+_SPIN = """import os, sys, time
+os.sched_setaffinity(0, {int(sys.argv[1])})
+share = float(sys.argv[2])
+born, used = time.monotonic(), time.thread_time()
+while True:
+    ahead = time.thread_time() - used - share * (time.monotonic() - born)
+    if ahead > 0:
+        time.sleep(ahead / share)
+    else:
+        until = time.thread_time() + 0.001
+        while time.thread_time() < until:
+            pass
+"""
 
 
-def busy(per_core: int) -> list[subprocess.Popen]:
-    """``per_core`` busy processes pinned to each usable core, each in a session of its own (an autogroup where
-    the kernel groups by session), at the build's priority: every thread of the build then gets
-    ``1 / (per_core + 1)`` of its core, as on a CPU that many times slower, serial work included."""
-    if per_core < 0:
-        raise ValueError(f"--busy {per_core}: a count of at least 0")
-    return [subprocess.Popen([sys.executable, "-c", _SPIN, str(core)], start_new_session=True,
+def shares(factor: float) -> list[float]:
+    """The busy processes per core that leave the build ``1 / factor`` of it: ``floor(factor) - 1`` whole ones,
+    then one busy for the rest (a fraction below a fair share, so it gets all it asks for)."""
+    if not factor >= 1:
+        raise ValueError(f"--slower {factor}: a factor of at least 1 (1: as fast as this CPU)")
+    whole = math.floor(factor)
+    rest = 1 - whole / factor
+    return [1.0] * (whole - 1) + ([round(rest, 6)] if rest > 1e-6 else [])
+
+
+def busy(factor: float) -> list[subprocess.Popen]:
+    """The busy processes of :func:`shares` pinned to each usable core, each in a session of its own (an autogroup
+    where the kernel groups by session), at the build's priority: every thread of the build then gets
+    ``1 / factor`` of its core, as on a CPU that many times slower, serial work included."""
+    return [subprocess.Popen([sys.executable, "-c", _SPIN, str(core), str(share)], start_new_session=True,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for core in sorted(os.sched_getaffinity(0)) for _ in range(per_core)]
+            for core in sorted(os.sched_getaffinity(0)) for share in shares(factor)]
 
 
 _AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
@@ -159,24 +184,26 @@ def main() -> None:
                         help="the clone's folder (default: book-speed-<commit> beside this checkout; must not exist)")
     parser.add_argument("--keep", action="store_true", help="keep the clone afterwards")
     parser.add_argument("--commit", default="HEAD", help="the commit to build (default: HEAD)")
-    parser.add_argument("--busy", type=int, default=0, metavar="N",
-                        help="N busy processes per core beside the build: a CPU about N+1 times slower, emulated")
+    parser.add_argument("--slower", type=float, default=1.0, metavar="X",
+                        help="busy processes take 1 - 1/X of each core beside the build: a CPU about X times slower, "
+                             "emulated (default 1: none)")
     args = parser.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", args.commit], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
     clone = (args.into or REPO.parent / f"book-speed-{commit}").resolve()
     if clone.exists():
         sys.exit(f"book_speed: {clone} exists; remove it or pass --into another folder")
-    shown = f"; {args.busy} busy process(es) per core beside the build (a CPU about {args.busy + 1}x slower, " \
-            "emulated)" if args.busy else ""
+    emulated = args.slower != 1
+    shown = f"; busy processes take {1 - 1 / args.slower:.3f} of each core beside the build (a CPU about " \
+            f"{args.slower:g}x slower, emulated)" if emulated else ""
     print(f"CPU: {cpu()}{shown}; load average {os.getloadavg()[0]:.1f} at the start; commit {commit}")
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
     subprocess.run(["git", "checkout", "--quiet", commit], cwd=clone, check=True)
     try:
         install = run(["make", "install"], clone, clone.parent / f"{clone.name}-install.log")
         book_log = clone.parent / f"{clone.name}-book.log"
-        with per_process_fairness() if args.busy else contextlib.nullcontext("") as fairness:
-            spinning = busy(args.busy)
+        with per_process_fairness() if emulated else contextlib.nullcontext("") as fairness:
+            spinning = busy(args.slower)
             try:
                 measured = cpu_speed()
                 book = run(["make", "book", "FROM=reference"], clone, book_log)

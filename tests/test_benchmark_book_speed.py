@@ -36,11 +36,18 @@ def test_each_part_of_a_build_log_beside_its_estimate() -> None:
     assert book_speed.clock(299.6) == "5 min 0 s" and book_speed.clock(61.2) == "1 min 1 s"
 
 
+def test_a_slower_cpu_is_whole_busy_processes_per_core_then_one_busy_for_the_rest() -> None:
+    assert book_speed.shares(1) == [] and book_speed.shares(2) == [1.0] and book_speed.shares(3) == [1.0, 1.0]
+    assert book_speed.shares(1.6) == [0.375]  # the build keeps 1 - 0.375 = 1/1.6 of each core
+    assert book_speed.shares(2.5) == [1.0, 0.2]  # two whole contenders share 0.8: 0.4 = 1/2.5 each
+    for factor in (0.5, 0, -1, float("nan")):
+        with pytest.raises(ValueError, match="at least 1"):
+            book_speed.shares(factor)
+
+
 def test_busy_processes_are_pinned_one_set_per_core_and_none_asked_none_started() -> None:
-    assert book_speed.busy(0) == []
-    with pytest.raises(ValueError, match="at least 0"):
-        book_speed.busy(-1)
-    spinning = book_speed.busy(1)
+    assert book_speed.busy(1) == []
+    spinning = book_speed.busy(1.6)
     try:
         cores = sorted(os.sched_getaffinity(0))
         deadline = time.monotonic() + 30
