@@ -564,6 +564,11 @@ def test_verdicts_beside_the_recorded_ones(build: Build, tmp_path: Path) -> None
     judged = [claims.get("ift-biosses"), claims.get("ift-domain")]
     same = verdicts.beside_recorded(build.settings, "cpu", recorded, resamples=499)
     assert same.loc[[c.id for c in judged], "same verdict"].all() and same.loc["ift-biosses", "crossed"] == ""
+    # the copy is judged once; judging the recorded root on its own gives the same rows
+    alone = verdicts.rows(dataclasses.replace(build.settings, results_root=recorded), "cpu", resamples=499,
+                          recorded=recorded)
+    assert list(same["reference/"]) == [r.verdict_text for r in alone]
+    assert list(same["reference/ A − B [95%]"]) == [verdicts._estimate(r.ours) for r in alone]
     for model in STUDY3:
         for seed in (1, 2, 3):
             build.write("ift-STS-B", seed, noise=0.05, profile="cpu-ift", sign=-1.0, model=model)
