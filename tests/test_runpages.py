@@ -316,7 +316,9 @@ def test_an_ner_page_shows_spans_by_error_kind_and_counts_them(tmp_path) -> None
     section = text[text.index('id="errors"'):text.index('id="predictions"')]
     assert dict(re.findall(r"<th>([a-z ]+)</th>\s*<td>(\d+)</td>", section)) == {
         "correct": "1", "wrong type": "0", "wrong boundary": "1", "spurious": "1", "missed": "1"}
-    assert "<svg" in text  # the dev curve
+    curve = text[text.index("<svg"):text.index("</svg>")]  # the dev curve, its text kept as text
+    labels = re.findall(r"<text[^>]*>([^<]*)</text>", curve)
+    assert labels[:labels.index("epoch")] == ["1", "2"]  # whole epochs only, no 1.2 between them
 
 
 def test_scierc_documents_carry_entities_relations_and_clusters(tmp_path, fixtures_dir) -> None:
