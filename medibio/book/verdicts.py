@@ -320,7 +320,7 @@ def beside_recorded(settings: Settings, profile: str, recorded: Path = REFERENCE
     datasets — never on the predictions; where the shapes differ the draws are not common)."""
     ours = rows(settings, profile, resamples=resamples, recorded=recorded)
     # a build from the recorded runs holds them byte for byte: the same rule on the same bytes and draws gives
-    # the same rows, so they are judged once (a third of Appendix B's time)
+    # the same rows, so they are judged once (a fifth of Appendix B's time)
     same = contents(settings.results_root) == contents(recorded)
     theirs = ours if same else rows(dataclasses.replace(settings, results_root=Path(recorded)), profile,
                                     resamples=resamples, recorded=recorded)
