@@ -188,6 +188,10 @@ def main() -> None:
                         help="busy processes take 1 - 1/X of each core beside the build: a CPU about X times slower, "
                              "emulated (default 1: none)")
     args = parser.parse_args()
+    try:
+        shares(args.slower)  # a factor it cannot emulate is said before the clone and its install
+    except ValueError as exc:
+        parser.error(str(exc))
     commit = subprocess.run(["git", "rev-parse", "--short", args.commit], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
     clone = (args.into or REPO.parent / f"book-speed-{commit}").resolve()

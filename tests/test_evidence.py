@@ -144,7 +144,9 @@ def test_altered_predictions_are_refused_wherever_they_are_read(hand_runs: HandR
     with pytest.raises(rec.EvidenceError, match=names.replace("[", r"\[").replace("]", r"\]")):
         record.predictions_file(root)
     with pytest.raises(rec.EvidenceError, match=names.replace("[", r"\[").replace("]", r"\]")):
-        rec.checked_content(record, path)  # the run pages' downloads: read once, checked, written
+        rec.checked_content(record, path)
+    with pytest.raises(rec.EvidenceError, match=names.replace("[", r"\[").replace("]", r"\]")):
+        rec.checked_sha256(record, path)  # the run pages' downloads: read once, checked, written
     with pytest.raises(rec.EvidenceError):  # the paired bootstrap of `results compare`, `table --bootstrap`
         significance.runs_of([record], root, "a", "BioASQ", hand_runs.data)
     with contextlib.suppress(MedibioError):  # the claims score files ahead, unchecked, as the book does ...
@@ -193,6 +195,7 @@ def test_recorded_predictions_are_gzipped_and_read_everywhere_as_the_file_their_
     assert runs is not None and runs.scores == [pytest.approx(95.0)]
     assert list(drift.drift(root, target)["identical predictions"]) == [True]
     assert rec.checked_content(copied, packed) == plain.read_bytes()  # the run pages' download of it
+    assert rec.checked_sha256(copied, packed) == copied.digests["seed1.test.jsonl"]  # drift's, hashed once
     # a compressed file whose content differs is refused like a plain one
     packed.write_bytes(gzip.compress(plain.read_bytes().replace(b'"yes"', b'"no"', 1)))
     with pytest.raises(rec.EvidenceError, match="SHA-256 expected"):

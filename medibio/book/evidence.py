@@ -53,7 +53,7 @@ from medibio.results.significance import (
     runs_of,
     score_side_by_side,
 )
-from medibio.runs.records import BASE_VARIANT, RunRecord, evidence_file, load_records
+from medibio.runs.records import BASE_VARIANT, RunRecord, load_records
 from medibio.tasks import registry, student
 from medibio.tasks.bootstrap import CONFIDENCE, bootstrap_interval
 from medibio.tasks.units import unit_stats
@@ -442,8 +442,7 @@ def _scored(sides: list[list[RunRecord]], root: Path) -> list[tuple[Path, str]]:
     """The prediction files to score ahead, unchecked: the reader of each score checks its file against the
     record (:meth:`RunRecord.predictions_file`) before it uses the score, so checking here too hashed every
     file twice."""
-    return [(evidence_file(r.path(root).parent, r.predictions), r.dataset)
-            for side in sides for r in side if r.ok and r.predictions]
+    return [(r.predictions_location(root), r.dataset) for side in sides for r in side if r.ok and r.predictions]
 
 
 def start_scoring(claims: Sequence[Claim], settings: Settings, profile: str, recorded: Path | None) -> None:

@@ -50,7 +50,7 @@ from medibio.ift import variants
 from medibio.paper import tables as paper_tables
 from medibio.results.aggregate import newest_configurations
 from medibio.results.significance import compare_records
-from medibio.runs.records import BASE_VARIANT, KINDS, RunRecord, checked_content, evidence_file, load_records
+from medibio.runs.records import BASE_VARIANT, KINDS, RunRecord, checked_content, load_records
 from medibio.tasks import loaders, registry, scierc_predictions
 from medibio.tasks import predictions as blurb_predictions
 from medibio.tasks import scierc as scierc_data
@@ -640,9 +640,9 @@ def _downloads(config: Configuration, results_root: Path, folder: Path) -> dict[
     for r in config.records:
         record = r.path(results_root)
         files = [_download(file_bytes(record), folder / record.name)]
-        if r.predictions:  # read once: checked against the record and written from the same bytes
-            content = checked_content(r, evidence_file(record.parent, r.predictions))
-            files.append(_download(content, folder / r.predictions))
+        pred = r.predictions_location(results_root)
+        if pred is not None:  # read once: checked against the record and written from the same bytes
+            files.append(_download(checked_content(r, pred), folder / r.predictions))
         out[r.seed] = files
     return out
 

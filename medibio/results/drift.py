@@ -20,10 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from medibio.core.text import GZ
 from medibio.results import significance
 from medibio.results.aggregate import seed_stats
-from medibio.runs.records import KINDS, RunRecord, evidence_sha256, load_records
+from medibio.runs.records import KINDS, RunRecord, checked_sha256, load_records
 from medibio.tasks.bootstrap import DEFAULT_RESAMPLES
 
 PAIRED_KINDS = ("finetune", "frozen")  # BLURB test predictions, which the paired bootstrap reads
@@ -53,12 +52,9 @@ def _by_identity(records: Iterable[RunRecord]) -> dict[Identity, RunRecord]:
 
 
 def _predictions_hash(record: RunRecord, root: Path) -> str | None:
-    """SHA-256 of a run's test predictions: the record's digest, which reading the file has just checked against
-    it (hashing again would decompress every file twice); the file's own for a record written before digests."""
-    path = record.predictions_file(root)
-    if path is None or not path.is_file():
-        return None
-    return record.digests.get(path.name.removesuffix(GZ)) or evidence_sha256(path)
+    """SHA-256 of a run's test predictions, checked against its record in the same hashing."""
+    path = record.predictions_location(root)
+    return None if path is None else checked_sha256(record, path)
 
 
 def _score(record: RunRecord) -> float:

@@ -231,11 +231,16 @@ class RunRecord:
         """The run's test predictions (None: it wrote none), checked against the record: a missing file or
         one whose SHA-256 differs from ``digests`` raises :class:`EvidenceError`. Every reader of
         predictions goes through here, so altered evidence is refused wherever it is read."""
-        if not self.predictions:
-            return None
-        path = evidence_file(self.path(results_root).parent, self.predictions)
-        check_evidence(self, path)
+        path = self.predictions_location(results_root)
+        if path is not None:
+            check_evidence(self, path)
         return path
+
+    def predictions_location(self, results_root: str | Path) -> Path | None:
+        """Where the run's test predictions lie (plain or gzipped; None: it wrote none), unchecked: for a reader
+        that checks them as it reads them (:func:`checked_content`, :func:`checked_sha256`), or that leaves the
+        check to the reader of what it computes from them."""
+        return evidence_file(self.path(results_root).parent, self.predictions) if self.predictions else None
 
     def artifact(self, name: str, results_root: str | Path) -> Path:
         """Absolute location of one of the run's published artifacts (``KeyError`` when it has none)."""
@@ -297,6 +302,16 @@ def checked_content(record: RunRecord, path: Path) -> bytes:
     if expected is not None:
         _same_digest(record, path, expected, hashlib.sha256(data).hexdigest())
     return data
+
+
+def checked_sha256(record: RunRecord, path: Path) -> str:
+    """SHA-256 of the content of ``path`` (a file the record names), checked as :func:`check_evidence` checks it,
+    in one hashing (a record written before digests: the file's own)."""
+    expected = _expected_digest(record, path)
+    found = evidence_sha256(path)
+    if expected is not None:
+        _same_digest(record, path, expected, found)
+    return found
 
 
 def _where(record: RunRecord, path: Path) -> str:
