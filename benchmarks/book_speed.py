@@ -22,7 +22,7 @@ has used is below that fraction of the time it has lived, and sleeps otherwise. 
 turned off meanwhile where root may, so that a process of the build gets that share whichever session it runs in.
 (A control group's CPU quota would not do: it limits the cores' total, and leaves one thread alone at full speed.)
 It is an emulation of a slower machine, not a measurement on one: name it so beside its figures. The estimate
-inside the build measures its rendering work beside the busy processes; the benchmark measures the training step
+inside the build measures a chapter kernel's imports beside the busy processes; the benchmark measures the training step
 there too before the build, which tells how slow the emulated machine is by the step that the other CPU types
 have on record.
 """
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import re
@@ -44,15 +45,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 # the CPU flags that decide how fast and in which precision this project computes
 _FLAGS = (("amx_bf16", "AMX"), ("avx512_bf16", "AVX-512 bf16"), ("avx512f", "AVX-512"), ("avx2", "AVX2"))
-_CLOCK = r"(\d+(?::\d\d){1,2})"
-
-
-def seconds(clock: str) -> float:
-    """``m:ss`` or ``h:mm:ss`` in seconds."""
-    total = 0
-    for part in clock.split(":"):
-        total = 60 * total + int(part)
-    return float(total)
 
 
 def cpu() -> str:
@@ -68,24 +60,16 @@ def cpu() -> str:
            f"{len(os.sched_getaffinity(0))} cores"
 
 
-def parts(log: str) -> list[tuple[str, float | None, float]]:
-    """(part, estimated seconds or None, seconds taken) of every part in a ``medibio book`` log: the chapters of
-    the timing table and the run pages against the estimate's ``by chapter`` line, then the notebooks and the
-    HTML (which the estimate does not split out)."""
-    found = re.search(r"^\s+by chapter: (.*)$", log, re.M)
-    estimated = {name: seconds(clock) for name, clock in re.findall(rf"([\w ]+?) {_CLOCK}(?:,|;|$)",
-                                                                     found.group(1) if found else "")}
-    estimated = {name.strip(): value for name, value in estimated.items()}
-    out = []
-    for name, clock in re.findall(rf"^(\w+)\s+executed\s+{_CLOCK}\s*$", log, re.M):
-        out.append((name, estimated.get(name), seconds(clock)))
-    for name in ("notebooks", "html"):
-        taken = re.search(rf"^{name}\s+{_CLOCK}\s*$", log, re.M)
-        if taken:
-            out.append((name, None, seconds(taken.group(1))))
-    pages = re.search(rf"^run pages\s+(\d+)\s+{_CLOCK}\s*$", log, re.M)
-    if pages:
-        out.append((f"run pages ({pages.group(1)})", estimated.get("run pages"), seconds(pages.group(2))))
+def parts(report: dict) -> list[tuple[str, float | None, float]]:
+    """(part, estimated seconds or None, seconds taken) of every part of a build's report (``build.json``): each
+    executed chapter and the run pages beside the estimate's seconds for them (kept unrounded in the report),
+    then the notebooks and the HTML (which the estimate does not split out)."""
+    estimated = report.get("estimated", {})
+    out: list[tuple[str, float | None, float]] = [
+        (c["slug"], estimated.get(c["slug"]), c["seconds"]) for c in report["chapters"] if c["status"] == "executed"]
+    out += [("notebooks", None, report["execute_seconds"]), ("html", None, report["html_seconds"])]
+    if report.get("run_pages"):
+        out.append((f"run pages ({report['run_pages']})", estimated.get("run pages"), report["run_pages_seconds"]))
     return out
 
 
@@ -159,12 +143,12 @@ def clock(seconds: float) -> str:
 
 
 def cpu_speed() -> str:
-    """This CPU's fp32 training step (the figure the other CPU types have on record, docs/benchmarks.md) and its
-    rendering work, in wall time under the load of the moment."""
-    from medibio.core.speed import rendering_work_seconds, training_step_seconds
+    """This CPU's fp32 training step (the figure the other CPU types have on record, docs/benchmarks.md) and a
+    chapter kernel's imports (what the estimate measures), in wall time under the load of the moment."""
+    from medibio.core.speed import kernel_import_seconds, training_step_seconds
 
-    return (f"fp32 training step {training_step_seconds('no') * 1000:.0f} ms, rendering work "
-            f"{rendering_work_seconds() * 1000:.0f} ms")
+    return (f"fp32 training step {training_step_seconds('no') * 1000:.0f} ms, a kernel's imports "
+            f"{kernel_import_seconds():.2f} s")
 
 
 def run(command: list[str], cwd: Path, log: Path) -> float:
@@ -217,18 +201,19 @@ def main() -> None:
         if fairness:
             print(f"scheduler: {fairness}")
         log = book_log.read_text(encoding="utf-8")
+        report = json.loads((clone / "results" / "book" / "cpu" / "build.json").read_text(encoding="utf-8"))
         print(f"make install {install:.0f} s; make book FROM=reference {clock(book)}; "
               f"load average {os.getloadavg()[0]:.1f} at the end")
         print(f"{'part':<40} {'estimated':>9} {'took':>6} {'ratio':>6}")
-        for name, expected, taken in parts(log):
-            shown = f"{expected:>8.0f}s" if expected is not None else f"{'':>9}"
+        for name, expected, taken in parts(report):
+            shown = f"{expected:>8.1f}s" if expected is not None else f"{'':>9}"
             ratio = f"{taken / expected:>6.2f}" if expected else ""
-            print(f"{name:<40} {shown} {taken:>5.0f}s {ratio}")
+            print(f"{name:<40} {shown} {taken:>5.1f}s {ratio}")
         total = re.search(r"this build took .*", log)
         print(total.group(0) if total else "no total in the log")
-        work = re.search(r"rendering work takes (\d+ ms) on this CPU now", log)
-        print(f"rendering work measured by the estimate: {work.group(1) if work else '?'}; before the build, beside "
-              f"the same load: {measured}")
+        work = re.search(r"a chapter kernel's imports take ([\d.]+ s) on this CPU now", log)
+        print(f"a kernel's imports measured by the estimate: {work.group(1) if work else '?'}; before the build, "
+              f"beside the same load: {measured}")
     finally:
         if not args.keep:
             shutil.rmtree(clone, ignore_errors=True)

@@ -503,3 +503,18 @@ def test_a_chapter_that_needs_data_fails_with_the_data_error_where_there_is_none
         chapter.data_file("s2orc/metadata.jsonl")
     (tmp_path / "no-data").mkdir()
     assert chapter.data_file("s2orc/x.jsonl") == tmp_path / "no-data" / "s2orc" / "x.jsonl"
+
+
+def test_the_build_report_keeps_the_estimate_beside_the_times_taken(monkeypatch, tmp_path):
+    """What the estimate said before the build (each chapter on its own, the run pages), unrounded in build.json,
+    so that a benchmark compares part by part; none where there was no estimate."""
+    done = [build.ChapterResult("intro", "executed", 2.5)]
+    monkeypatch.setattr(build, "execute_all", lambda *a, **k: done)
+    settings = Settings(results_root=tmp_path / "r")
+    expected = {"intro": 1.75, "run pages": 12.5}
+    report = build.build_book("smoke", settings, root=tmp_path, only=["intro"], html=False, expected=expected)
+    saved = json.loads((tmp_path / "r" / "book" / "smoke" / "build.json").read_text(encoding="utf-8"))
+    assert report.estimated == saved["estimated"] == expected
+    assert saved["chapters"] == [{**saved["chapters"][0], "slug": "intro", "seconds": 2.5}]
+    build.build_book("smoke", settings, root=tmp_path, only=["intro"], html=False)
+    assert json.loads((tmp_path / "r" / "book" / "smoke" / "build.json").read_text(encoding="utf-8"))["estimated"] == {}

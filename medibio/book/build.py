@@ -96,6 +96,8 @@ class BuildReport:
     html_error: str | None = None
     run_pages: int = 0
     run_pages_seconds: float = 0.0
+    # the estimate's seconds per chapter on its own and for the run pages, said before the build (none: no estimate)
+    estimated: dict[str, float] = field(default_factory=dict)
     started: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
     @property
@@ -503,9 +505,9 @@ def build_book(profile: str, settings: Settings, *, root: Path = REPO_ROOT, only
     The report goes to ``<results_root>/book/<profile>/build.json`` (the appendix shows the last one)
     unless nothing was executed. With ``settings.recorded`` the results root is first seeded from the recorded
     results and nothing trains. ``expected``: the estimate's seconds per chapter, which orders the chapters
-    that execute side by side (:func:`execute_all`).
+    that execute side by side (:func:`execute_all`), kept in the report beside the times they took.
     """
-    report = BuildReport(profile=profile)
+    report = BuildReport(profile=profile, estimated=dict(expected or {}))
     start = time.perf_counter()
     settings = settings.replace(results_root=settings.results_root.resolve(),
                                 recorded=settings.recorded.resolve() if settings.recorded else None)

@@ -11,8 +11,8 @@ pages) is :data:`OTHER_WORK_S` at the recording, scaled as fp32 work.
 
 A build from recorded runs (``--from``) trains nothing: its chapters' time follows the recorded runs each of
 them reads (:func:`chapters_reading`; Appendix B reads every one), not the profile's own runs, and it is scaled
-by a measurement of the work it does (:func:`medibio.core.speed.rendering_work_seconds`: parsing, counting,
-resampling, formatting) rather than by a training step, which a loaded or slower CPU slows otherwise.
+by a measurement of the work it does (:func:`medibio.core.speed.kernel_import_seconds`: a chapter kernel's
+start, the interpreter's work) rather than by a training step, which a loaded or slower CPU slows otherwise.
 
 The measurement sees the load of its moment and assumes it lasts; more cores than two make the estimate
 pessimistic (a chapter's runs then get more threads). ``docs/benchmarks.md`` compares it with real builds.
@@ -51,7 +51,7 @@ RECORDING_STEP_S = {"bf16": round(0.2395 * 64.59 / 244.4, 4), "no": round(0.2395
 # computations; FIXED_S for the chapters that read no run) and, for every recorded run it reads, READ_S of its
 # chapter (records, test predictions scored unit by unit, tables; the claims' multi-bootstraps and verdicts are
 # computed once per build, medibio.results.evidence_cache), in seconds on a CPU whose rendering work
-# (medibio.core.speed.rendering_work_seconds) takes RENDERING_WORK_S, scaled by that work's time here.
+# (medibio.core.speed.kernel_import_seconds) takes KERNEL_IMPORT_S, scaled by that start's time here.
 # Calibrated on cold builds of 648 runs, two chapters at a time, on an Intel Xeon with AMX (2026-12-03): each
 # chapter's time over the work's scale (its time here / RENDERING_WORK_S), the mean of three quiet builds
 # (rendering work 21-30 ms) averaged with one beside a busy process per core (58 ms), with a 5 s fixed part for
@@ -59,7 +59,7 @@ RECORDING_STEP_S = {"bf16": round(0.2395 * 64.59 / 244.4, 4), "no": round(0.2395
 # then scaled by 0.57, its median time over six back-to-back build pairs once it no longer imported transformers;
 # Appendix B's by 0.82, its mean time over three back-to-back pairs once it judged the claims once where this
 # build's runs are the recorded ones (a build from reference/; a build that trains judges them twice).
-RENDERING_WORK_S = 0.030
+KERNEL_IMPORT_S = 0.83
 RECORDED_CHAPTER_S = 5.0
 _APPENDIX_B = "appendix_b_reproducibility"
 _CLAIMS = "what_holds_up"
@@ -159,11 +159,11 @@ class Estimate:
     recorded_here: int  # planned runs the results root already holds
     recorded_seconds: float  # the runs to train, as long as they took where they were recorded
     # this machine's step time / the recording machine's, weighted by the runs' recorded time (a build from
-    # recorded runs: its rendering work / RENDERING_WORK_S)
+    # recorded runs: its kernel's import / KERNEL_IMPORT_S)
     scale: float
     steps: dict[str, float]  # the step measured here, per precision the runs will compute in
     processes: int
-    work: float = 0.0  # a build from recorded runs: the rendering work measured here (seconds)
+    work: float = 0.0  # a build from recorded runs: a kernel's import measured here (seconds)
     reads: dict[str, int] = field(default_factory=dict)  # a build from recorded runs: slug -> runs it reads
     rendered: int = 0  # a build from recorded runs: the runs recorded there, of every kind and profile
     pages: float = 0.0  # a build from recorded runs: the run pages after the chapters, expected seconds
@@ -175,8 +175,8 @@ class Estimate:
         minutes = self.seconds / 60
         if self.rendered:
             read = ", ".join(f"{slug} {n}" for slug, n in self.reads.items() if n)
-            speed = (f"a fixed piece of rendering work takes {self.work * 1000:.0f} ms on this CPU now, "
-                     f"{RENDERING_WORK_S * 1000:.0f} ms where the chapters' times were measured (x{self.scale:.2f})")
+            speed = (f"a chapter kernel's imports take {self.work:.2f} s on this CPU now, {KERNEL_IMPORT_S:.2f} s "
+                     f"where the chapters' times were measured (x{self.scale:.2f})")
             return (f"estimate: this build renders {self.rendered} recorded runs, training nothing (runs read by "
                     f"chapter: {read}); {speed}: about {minutes:.0f} min\n  by chapter: " + self._by_chapter())
         if self.to_train:
@@ -195,6 +195,11 @@ class Estimate:
         return (", ".join(f"{slug} {progress.clock(seconds)}" for slug, seconds in self.chapters.items())
                 + (f", run pages {progress.clock(self.pages)}" if self.pages else "")
                 + (f"; {self.at_once} chapters at a time" if self.at_once > 1 else ""))
+
+    def parts(self) -> dict[str, float]:
+        """Expected seconds of each chapter on its own and of the run pages: what a build's report keeps beside
+        the times it took."""
+        return {**self.chapters, **({"run pages": self.pages} if self.pages else {})}
 
     def stages(self) -> dict[str, float]:
         """Expected seconds of every stage the progress line counts down: the chapters (each its share of the
@@ -215,7 +220,7 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
     CPU's answer); ``cores``: this machine's (default :func:`medibio.core.capacity.usable_cores`). Each run's recorded time is scaled by
     the step in the precision it will use here over the recording machine's step in the precision it used.
     ``work()`` measures this CPU for a build from recorded runs, which measures no step (default:
-    :func:`medibio.core.speed.rendering_work_seconds`)."""
+    :func:`medibio.core.speed.kernel_import_seconds`)."""
     if not execute:
         return "no estimate: nothing executes (--no-execute)"
     if model is not None and model != profiles.get(profile).model:
@@ -238,7 +243,7 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
         elif record.status == "ok" and record.wall_time_s:
             train.append(record)
     if settings.recorded is not None:
-        return _rendering(profile, settings, chosen, slugs, here, (work or _rendering_work)(), cores)
+        return _rendering(profile, settings, chosen, slugs, here, (work or _kernel_import)(), cores)
     here_precision = precision_here or _precision_here
     measure = step or _measure
     wanted = {here_precision(requested_precision(r)) for r in planned if r.status == "ok" and r.wall_time_s}
@@ -260,8 +265,8 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
 def _rendering(profile: str, settings: Settings, chosen: Sequence[TocEntry], slugs: list[str], here: int,
                work: float, cores: int | None) -> Estimate:
     """A build from the recorded runs of ``settings.recorded``: each chapter's fixed part and the runs it reads,
-    then the run pages, scaled by the rendering ``work`` measured here (seconds) over :data:`RENDERING_WORK_S`."""
-    scale = work / RENDERING_WORK_S
+    then the run pages, scaled by a kernel's import measured here (``work``, seconds) over :data:`KERNEL_IMPORT_S`."""
+    scale = work / KERNEL_IMPORT_S
     rendered = recorded_runs(settings.recorded)
     reads = {slug: sum(slug in chapters_reading(r, profile) for r in rendered) for slug in slugs}
     chapters = {slug: scale * (FIXED_S.get(slug, RECORDED_CHAPTER_S) + READ_S.get(slug, _READ_OTHER_S) * reads[slug])
@@ -331,11 +336,11 @@ def _precision_here(requested: str) -> str:
     return precision.precision_for(precision.Device("cpu", precision.cpu_has_bf16()), requested)
 
 
-def _rendering_work() -> float:
-    """:func:`medibio.core.speed.rendering_work_seconds`, in wall time (the load counts)."""
-    from medibio.core.speed import rendering_work_seconds
+def _kernel_import() -> float:
+    """:func:`medibio.core.speed.kernel_import_seconds`, in wall time (the load counts)."""
+    from medibio.core.speed import kernel_import_seconds
 
-    return rendering_work_seconds()
+    return kernel_import_seconds()
 
 
 def _measure(precision: str) -> float:

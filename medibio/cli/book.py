@@ -35,13 +35,14 @@ def _check_model(model: str, profile: str, settings) -> None:
 
 def _announce_estimate(profile: str, settings, chosen, execute: bool, model: str | None):
     """Print how long this build will take here (:mod:`medibio.book.estimate`); the countdown for the
-    progress line, or None where there is no estimate."""
+    progress line and the expected seconds of each part (for the build's report), or None where there is no
+    estimate."""
     from medibio.book.estimate import estimate
     from medibio.core import progress
 
     found = estimate(profile, settings, chosen, execute=execute, model=model)
     typer.echo(found if isinstance(found, str) else found.describe())
-    return None if isinstance(found, str) else progress.Countdown(found.stages())
+    return None if isinstance(found, str) else (progress.Countdown(found.stages()), found.parts())
 
 
 def register(app: typer.Typer) -> None:
@@ -118,13 +119,14 @@ def register(app: typer.Typer) -> None:
             built_for = f", model {model}" if model else ""
             typer.echo(f"medibio book: profile {profile}{built_for} ({source}); live progress of every chapter "
                        "follows")
-        countdown = None if as_json else _announce_estimate(profile, settings, select(only or None),
+        announced = None if as_json else _announce_estimate(profile, settings, select(only or None),
                                                             not no_execute, model)
+        countdown, expected = announced or (None, None)
         try:
             report = build_book(profile, settings, only=only or None, execute=not no_execute,
                                 keep_going=keep_going, html=not no_html, on_result=show, on_start=start,
                                 extra={"model": model} if model else None,
-                                expected=countdown.estimates if countdown is not None else None)
+                                expected=expected)
         except BookBuildError as exc:  # the chapters ran: their times and failures are still worth printing
             if exc.report is None:
                 raise

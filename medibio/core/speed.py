@@ -9,17 +9,20 @@ and GELU are the operators of a fine-tuning step, in about their proportions, so
 bf16 support differ are compared on the work that matters, and a machine under load measures slower, as its
 build will run. About a second; no model or data is read.
 
-A build from recorded runs trains nothing: its time is the interpreter's (reading gzip'd JSON predictions,
-counting per unit, NumPy's resampling, writing tables), which a loaded or slower CPU slows otherwise than a
-vectorised training step. :func:`rendering_work_seconds` measures that kind of work instead, in about a third
-of a second and without importing torch.
+A build from recorded runs trains nothing: its time is the interpreter's (every chapter's kernel and every run
+pages worker starts by importing the library, pandas and matplotlib; then gzip'd JSON predictions are parsed,
+units counted, tables and figures written), which a vectorised training step does not measure.
+:func:`kernel_import_seconds` times that start itself, in fresh interpreters: about half a second each on a quiet
+AMD EPYC, without torch. A shorter in-process measurement of parsing and resampling (a third of a second, tried
+before) read the CPU types and the load otherwise than the builds ran: a quarter of the Intel Xeon's time on an
+AMD EPYC whose builds took half of it (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -55,31 +58,17 @@ def training_step_seconds(precision: str = "no", threads: int = 1, steps: int = 
         torch.set_num_threads(before)
 
 
-def rendering_work_seconds(repeats: int = 9, warmup: int = 1,
-                           clock: Callable[[], float] = time.perf_counter) -> float:
-    """Median seconds of a fixed piece of what rendering recorded runs does, in wall time (the load counts):
-    decompress and parse 12,000 JSON prediction lines, sum them per document in Python, draw 200 bootstrap
-    resamples of the documents with NumPy and format the sums as HTML table rows. Each window lasts tens of
-    milliseconds, longer than the scheduler's slices, so that a process sharing the core is seen; the median
-    of nine (about 0.3 s on a quiet Intel Xeon) because a virtual machine's speed wavers by a third from one
-    window to the next."""
-    import numpy as np
-
-    lines = [{"id": f"doc{i // 9}.s{i % 9}", "prediction": [i % 5, (i * 7) % 3, i % 2]} for i in range(12_000)]
-    blob = gzip.compress(json.dumps(lines).encode(), compresslevel=1)
-    rng = np.random.default_rng(0)
+def kernel_import_seconds(module: str = "medibio.book.notebook", repeats: int = 3,
+                          clock: Callable[[], float] = time.perf_counter) -> float:
+    """Median wall seconds (the load counts) of a fresh interpreter that imports ``module``: what each chapter's
+    kernel does before its first cell. Over a second in all, long enough that a virtual machine's speed
+    wavering from one moment to the next averages out more than in a shorter window."""
+    command = [sys.executable, "-c", f"import {module}"]
     times = []
-    for i in range(warmup + repeats):
+    for _ in range(repeats):
         start = clock()
-        per_document: dict[str, int] = {}
-        for line in json.loads(gzip.decompress(blob)):
-            document = line["id"].partition(".")[0]
-            per_document[document] = per_document.get(document, 0) + sum(line["prediction"])
-        counts = np.fromiter(per_document.values(), dtype=float)
-        n = len(counts)
-        draws = rng.integers(0, n, size=(200, n)) + n * np.arange(200)[:, None]
-        np.bincount(draws.ravel(), minlength=200 * n).reshape(200, n) @ counts
-        "".join(f"<tr><td>{doc}</td><td>{value:.2f}</td></tr>" for doc, value in per_document.items())
-        if i >= warmup:
-            times.append(clock() - start)
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        times.append(clock() - start)
+        if done.returncode != 0:
+            raise RuntimeError(f"`{' '.join(command)}` failed: {done.stderr.strip()[-500:]}")
     return statistics.median(times)
