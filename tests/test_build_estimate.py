@@ -148,7 +148,7 @@ def test_a_build_from_recorded_runs_counts_the_runs_every_chapter_reads(tmp_path
     assert found.reads["what_holds_up"] == len(claims)
     assert found.reads["figures_2_4_field_correlation"] == 0
     for slug, seconds in found.chapters.items():  # on the recording machine: its fixed work plus the reading
-        fixed = est.FIXED_S.get(slug, est.RECORDED_CHAPTER_S)
+        fixed = est.RENDERING_S[slug][0]
         assert seconds >= fixed and (seconds == fixed) == (found.reads[slug] == 0)
     assert found.chapters["appendix_b_reproducibility"] > 4 * found.chapters["intro"]
     slower = est.estimate("cpu", _settings(tmp_path, recorded=recorded), select(), step=never,

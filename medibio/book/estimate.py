@@ -47,34 +47,31 @@ OTHER_WORK_S = RECORDING_BUILD_S - RECORDED_RUNS_S / 2
 # 58.8 s (64.8 s less 6 s) against the recorded 47.76 s.
 RECORDING_STEP_S = {"bf16": round(0.2395 * 64.59 / 244.4, 4), "no": round(0.2395 * 47.76 / 58.8, 4)}
 
-# A build from recorded runs trains nothing: a chapter takes RECORDED_CHAPTER_S (kernel, imports, its own
-# computations; FIXED_S for the chapters that read no run) and, for every recorded run it reads, READ_S of its
-# chapter (records, test predictions scored unit by unit, tables; the claims' multi-bootstraps and verdicts are
-# computed once per build, medibio.results.evidence_cache), in seconds on a CPU whose rendering work
-# (medibio.core.speed.kernel_import_seconds) takes KERNEL_IMPORT_S, scaled by that start's time here.
-# Calibrated on cold builds of 648 runs, two chapters at a time, on an Intel Xeon with AMX (2026-12-03): each
-# chapter's time over the work's scale (its time here / RENDERING_WORK_S), the mean of three quiet builds
-# (rendering work 21-30 ms) averaged with one beside a busy process per core (58 ms), with a 5 s fixed part for
-# the chapters that read runs (docs/benchmarks.md, "A build from recorded runs that waits on less"); SciERC's
-# then scaled by 0.57, its median time over six back-to-back build pairs once it no longer imported transformers;
-# Appendix B's by 0.82, its mean time over three back-to-back pairs once it judged the claims once where this
-# build's runs are the recorded ones (a build from reference/; a build that trains judges them twice).
-KERNEL_IMPORT_S = 0.83
-RECORDED_CHAPTER_S = 5.0
+# A build from recorded runs trains nothing: each chapter takes RENDERING_S[slug] = (a fixed part: kernel, imports,
+# its own computations; a part per recorded run it reads: records, test predictions scored unit by unit, tables;
+# the claims' multi-bootstraps and verdicts are computed once per build, medibio.results.evidence_cache), in seconds
+# on a CPU where a chapter kernel's imports (medibio.core.speed.kernel_import_seconds) take KERNEL_IMPORT_S, scaled
+# by that import's time here. Calibrated on three cold builds of 648 runs from fresh clones, two chapters at a
+# time, on an AMD EPYC with AVX-512 bf16 (2026-12-04, docs/benchmarks.md, "The estimate measures a kernel's
+# start"): each part's time over the import's scale in its build, the mean of the three, split between the fixed
+# part and the runs read as the earlier calibration on an Intel Xeon with AMX split it.
+KERNEL_IMPORT_S = 0.51
 _APPENDIX_B = "appendix_b_reproducibility"
 _CLAIMS = "what_holds_up"
 _TABLES_5_6 = "tables_5_6_pretraining_configurations"
 _TABLES_1_2 = "tables_1_2_intermediate_finetuning"
 _TABLE_7 = "table_7_blurb_comparison"
 _SCIERC = "table_4_scierc"
-READ_S = {_TABLES_5_6: 0.037, _TABLES_1_2: 0.024, _TABLE_7: 0.112, _APPENDIX_B: 0.060, _CLAIMS: 0.001, _SCIERC: 1.0}
-# What holds up reads the claims Appendix B judged (the evidence cache): about the intro's time, whatever it reads
-FIXED_S = {"intro": 3.3, "appendix_a_paper_audit": 6.3, "figures_2_4_field_correlation": 8.4,
-           "table_3_pretraining": 5.1, _CLAIMS: 5.5}
-_READ_OTHER_S = 0.05  # a chapter not measured (Table 3's pretraining run)
+RENDERING_S = {
+    "figures_2_4_field_correlation": (3.62, 0.0), "appendix_a_paper_audit": (2.56, 0.0), "intro": (1.68, 0.0),
+    "table_3_pretraining": (2.36, 0.0231), _SCIERC: (2.09, 0.418), _TABLES_5_6: (2.38, 0.0176),
+    _TABLES_1_2: (3.04, 0.0146), _TABLE_7: (2.65, 0.0594), _APPENDIX_B: (2.53, 0.0303),
+    _CLAIMS: (2.52, 0.0005),  # reads the claims Appendix B judged (the evidence cache), whatever it reads
+}
+_UNMEASURED = (2.43, 0.0243)  # a chapter not calibrated: the mean scale of those that were
 # The run pages after the chapters: per recorded run, at the same speed, with a worker process on each of two
 # cores (medibio.core.workers, a dataset's pages in one). More cores write them faster than estimated.
-RUN_PAGE_S = 0.050
+RUN_PAGE_S = 0.0244
 # The profiles a claim is declared on (their runs are recorded, read by the claims and shown by one chapter)
 _SHOWN_BY = {RECORDED.profile: _TABLES_1_2, STUDY.profile: _TABLES_5_6}
 
@@ -269,8 +266,8 @@ def _rendering(profile: str, settings: Settings, chosen: Sequence[TocEntry], slu
     scale = work / KERNEL_IMPORT_S
     rendered = recorded_runs(settings.recorded)
     reads = {slug: sum(slug in chapters_reading(r, profile) for r in rendered) for slug in slugs}
-    chapters = {slug: scale * (FIXED_S.get(slug, RECORDED_CHAPTER_S) + READ_S.get(slug, _READ_OTHER_S) * reads[slug])
-                for slug in slugs}
+    chapters = {slug: scale * (fixed + per_run * reads[slug])
+                for slug in slugs for fixed, per_run in [RENDERING_S.get(slug, _UNMEASURED)]}
     pages = scale * RUN_PAGE_S * len(rendered)
     side = at_once(settings, cores)
     share = _shares(chosen, chapters, side)
