@@ -51,10 +51,11 @@ RECORDING_STEP_S = {"bf16": round(0.2395 * 64.59 / 244.4, 4), "no": round(0.2395
 # its own computations; a part per recorded run it reads: records, test predictions scored unit by unit, tables;
 # the claims' multi-bootstraps and verdicts are computed once per build, medibio.results.evidence_cache), in seconds
 # on a CPU where a chapter kernel's imports (medibio.core.speed.kernel_import_seconds) take KERNEL_IMPORT_S, scaled
-# by that import's time here. Calibrated on three cold builds of 648 runs from fresh clones, two chapters at a
-# time, on an AMD EPYC with AVX-512 bf16 (2026-12-04, docs/benchmarks.md, "The estimate measures a kernel's
-# start"): each part's time over the import's scale in its build, the mean of the three, split between the fixed
-# part and the runs read as the earlier calibration on an Intel Xeon with AMX split it.
+# by that import's time here. Calibrated on cold builds of 648 runs from fresh clones, two chapters at a time, on
+# an AMD EPYC with AVX-512 bf16 (2026-12-04, docs/benchmarks.md, "The AMD EPYC with AVX-512 bf16, and an estimate
+# that measures a kernel's start"): each part's time over the import's scale in its build, the mean of three quiet
+# builds, then scaled by the geometric mean of its ratio in nine (six quiet, three emulated slower), split between
+# the fixed part and the runs read as the earlier calibration on an Intel Xeon with AMX split it.
 KERNEL_IMPORT_S = 0.51
 _APPENDIX_B = "appendix_b_reproducibility"
 _CLAIMS = "what_holds_up"
@@ -63,15 +64,15 @@ _TABLES_1_2 = "tables_1_2_intermediate_finetuning"
 _TABLE_7 = "table_7_blurb_comparison"
 _SCIERC = "table_4_scierc"
 RENDERING_S = {
-    "figures_2_4_field_correlation": (3.62, 0.0), "appendix_a_paper_audit": (2.56, 0.0), "intro": (1.68, 0.0),
-    "table_3_pretraining": (2.36, 0.0231), _SCIERC: (2.09, 0.418), _TABLES_5_6: (2.38, 0.0176),
-    _TABLES_1_2: (3.04, 0.0146), _TABLE_7: (2.65, 0.0594), _APPENDIX_B: (2.53, 0.0303),
-    _CLAIMS: (2.52, 0.0005),  # reads the claims Appendix B judged (the evidence cache), whatever it reads
+    "figures_2_4_field_correlation": (3.78, 0.0), "appendix_a_paper_audit": (2.83, 0.0), "intro": (1.71, 0.0),
+    "table_3_pretraining": (2.52, 0.0247), _SCIERC: (2.15, 0.43), _TABLES_5_6: (2.30, 0.017),
+    _TABLES_1_2: (2.83, 0.0136), _TABLE_7: (2.60, 0.0582), _APPENDIX_B: (2.18, 0.0261),
+    _CLAIMS: (2.51, 0.0005),  # reads the claims Appendix B judged (the evidence cache), whatever it reads
 }
 _UNMEASURED = (2.43, 0.0243)  # a chapter not calibrated: the mean scale of those that were
 # The run pages after the chapters: per recorded run, at the same speed, with a worker process on each of two
 # cores (medibio.core.workers, a dataset's pages in one). More cores write them faster than estimated.
-RUN_PAGE_S = 0.0244
+RUN_PAGE_S = 0.0250
 # The profiles a claim is declared on (their runs are recorded, read by the claims and shown by one chapter)
 _SHOWN_BY = {RECORDED.profile: _TABLES_1_2, STUDY.profile: _TABLES_5_6}
 

@@ -58,11 +58,12 @@ def training_step_seconds(precision: str = "no", threads: int = 1, steps: int = 
         torch.set_num_threads(before)
 
 
-def kernel_import_seconds(module: str = "medibio.book.notebook", repeats: int = 3,
+def kernel_import_seconds(module: str = "medibio.book.notebook", repeats: int = 8,
                           clock: Callable[[], float] = time.perf_counter) -> float:
     """Median wall seconds (the load counts) of a fresh interpreter that imports ``module``: what each chapter's
-    kernel does before its first cell. Over a second in all, long enough that a virtual machine's speed
-    wavering from one moment to the next averages out more than in a shorter window."""
+    kernel does before its first cell. Eight of them, about four seconds on a quiet AMD EPYC: on a virtual
+    machine whose speed wavers from one minute to the next, the median of three followed the next build's time
+    less closely (the ratio of the two varied by 21% against 13%, docs/benchmarks.md)."""
     command = [sys.executable, "-c", f"import {module}"]
     times = []
     for _ in range(repeats):
