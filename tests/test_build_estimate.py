@@ -186,3 +186,13 @@ def test_a_kernels_imports_are_timed_in_fresh_interpreters_on_the_given_clock():
     assert 0 < speed.kernel_import_seconds("json", repeats=1) < 60
     with pytest.raises(RuntimeError, match="no_such_module_here"):
         speed.kernel_import_seconds("no_such_module_here", repeats=1)
+
+
+def test_a_build_from_recorded_runs_whose_measurement_fails_has_no_estimate_and_goes_on(tmp_path):
+    def broken() -> float:
+        raise RuntimeError("`python -c import medibio.book.notebook` failed: ModuleNotFoundError")
+
+    found = est.estimate("cpu", _settings(tmp_path, recorded=REFERENCE_ROOT.resolve()), select(), step=never,
+                         work=broken, cores=2)
+    assert isinstance(found, str) and found.startswith("no estimate: this CPU could not be measured")
+    assert "ModuleNotFoundError" in found

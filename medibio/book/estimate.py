@@ -241,7 +241,11 @@ def estimate(profile: str, settings: Settings, chosen: Sequence[TocEntry], *, ex
         elif record.status == "ok" and record.wall_time_s:
             train.append(record)
     if settings.recorded is not None:
-        return _rendering(profile, settings, chosen, slugs, here, (work or _kernel_import)(), cores)
+        try:
+            measured = (work or _kernel_import)()
+        except RuntimeError as exc:  # the build goes on; its kernels will say what fails to import
+            return f"no estimate: this CPU could not be measured ({exc})"
+        return _rendering(profile, settings, chosen, slugs, here, measured, cores)
     here_precision = precision_here or _precision_here
     measure = step or _measure
     wanted = {here_precision(requested_precision(r)) for r in planned if r.status == "ok" and r.wall_time_s}
