@@ -9,7 +9,8 @@ import sys
 
 PLANNING = ("medibio.pretrain.trainer", "medibio.finetune.runner", "medibio.scierc.runner",
             "medibio.experiments.ift_runs", "medibio.results.scierc", "medibio.book.appendix",
-            "medibio.book.study", "medibio.book.verdicts", "medibio.book.runpages")
+            "medibio.book.study", "medibio.book.verdicts", "medibio.book.runpages",
+            "medibio.book.notebook")  # what every chapter's kernel imports first, and the estimate times
 
 
 def test_the_modules_that_plan_and_report_runs_do_not_import_torch() -> None:

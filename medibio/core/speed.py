@@ -9,9 +9,9 @@ and GELU are the operators of a fine-tuning step, in about their proportions, so
 bf16 support differ are compared on the work that matters, and a machine under load measures slower, as its
 build will run. About a second; no model or data is read.
 
-A build from recorded runs trains nothing: its time is the interpreter's (every chapter's kernel and every run
-pages worker starts by importing the library, pandas and matplotlib; then gzip'd JSON predictions are parsed,
-units counted, tables and figures written), which a vectorised training step does not measure.
+A build from recorded runs trains nothing: its time is the interpreter's (every chapter's kernel starts by
+importing the chapters' library, pandas and NumPy; then gzip'd JSON predictions are parsed, units counted, tables
+and figures written), which a vectorised training step does not measure.
 :func:`kernel_import_seconds` times that start itself, in fresh interpreters: about half a second each on a quiet
 AMD EPYC, without torch. A shorter in-process measurement of parsing and resampling (a third of a second, tried
 before) read the CPU types and the load otherwise than the builds ran: a quarter of the Intel Xeon's time on an
