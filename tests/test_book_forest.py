@@ -84,3 +84,29 @@ def test_the_narrow_figure_labels_each_line_above_it_and_fits_a_phone(rows) -> N
     # the paper's effect beyond the axis is said in its row's label, where it covers no line
     assert "paper +35.0, off the axis" in labels[1].get_text().replace("\n", " ")
     assert min(t.get_fontsize() for t in labels) >= forest.NARROW_TEXT_PT >= 9
+
+
+def test_the_headline_counts_a_claim_the_design_could_not_test_under_its_label_not_its_measured_verdict(rows) -> None:
+    """A scale mismatch measured as contradicted is counted as not testable, as its row reads; a proxy keeps its
+    measured verdict under the proxy's name; the claims whose paper effect we exclude are counted."""
+    rows = [*rows,
+            _row("scratch", -20.1, -21.9, -18.3, "contradicted", verdict_label="not testable at this scale",
+                 paper_effect_excluded=True),
+            _row("hoc", -6.7, -10.0, -3.3, "contradicted", verdict_label="proxy contradicted")]
+    text = forest.headline(rows)
+    assert "contradicted, " not in text.replace("proxy contradicted", "")  # no bare "contradicted" count
+    assert "1 proxy contradicted" in text and "1 run but not testable as designed (a scale mismatch)" in text
+    assert "for 1 of them the paper's own effect lies outside our interval" in text
+    assert text.startswith("This build's runs test 5 of the paper's 6 claims: 1 supported, ")
+    # the forest plot greys the line of the claim the design could not test
+    fig = forest.figure(rows)
+    colours = {t.get_text().split("\n")[0]: t.get_color() for t in fig.axes[0].get_yticklabels()}
+    assert colours["scratch"] == forest.UNTESTABLE_COLOUR and colours["hoc"] == forest.COLOURS["contradicted"]
+
+
+def test_the_compact_table_names_the_model_and_its_size_not_its_whole_pretraining(rows) -> None:
+    long = _row("x", 1.0, 0.5, 1.5, "supported")
+    long.ours.scale = ("#3: study-3-s1 (10.9M parameters), pretrained on 10.0M tokens here, 2 pretraining seeds; "
+                       "fine-tuned on 500 examples")
+    assert forest.scale(long) == "#3: study-3-s1 (10.9M parameters)"
+    assert forest.scale(rows[0]) == "MiniLM (22M)"  # no parameters named: the first clause as it is

@@ -117,7 +117,8 @@ def test_a_build_from_recorded_runs_checks_only_a_model_it_was_given(model, chec
     monkeypatch.setattr(build, "build_book", started)
     recorded = tmp_path / "recorded"
     recorded.mkdir()
-    argv = ["book", "--profile", "cpu", "--json", "--from", str(recorded), "--results-root", str(tmp_path / "r")]
+    argv = ["book", "--profile", "cpu", "--json", "--from", str(recorded), "--results-root", str(tmp_path / "r"),
+            "--data-root", str(tmp_path)]
     with pytest.raises(_Started):
         run_main(argv + (["--model", model] if model else []), capsys)
     assert seen == checked

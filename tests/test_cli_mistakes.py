@@ -444,3 +444,17 @@ def test_a_cache_that_is_a_file_or_read_only_gets_advice_that_helps(tmp_path: Pa
     assert "MEDIBIO_CACHE" in message and "--results-root" not in message
     message = os_error_message(OSError(errno.EROFS, os.strerror(errno.EROFS), inside))
     assert "read-only" in message and "point MEDIBIO_CACHE at a folder you may write" in message
+
+
+@pytest.mark.parametrize("argv", [["claims", "--results-root", "reference"],
+                                  ["book", "--from", "reference", "--no-html"]])
+def test_recorded_runs_without_a_data_root_are_refused_not_read_as_untested(argv: list[str], tmp_path: Path,
+                                                                           capsys) -> None:
+    """Without the gold labels every claim would read "not testable here" (and six chapters fail): the command
+    stops first, naming the missing folder and how to give one."""
+    missing = tmp_path / "no-data"
+    code, out, err = _run([*argv, "--data-root", str(missing), *(["--results-root", str(tmp_path / "r")]
+                                                                 if argv[0] == "book" else [])], capsys)
+    assert code == 2 and not out.strip(), out
+    assert f"missing data: {missing}" in err and "MEDIBIO_DATA" in err and "gold test labels" in err
+    assert not (tmp_path / "r").exists()  # nothing built

@@ -183,6 +183,11 @@ def test_design_labels_from_the_data_and_from_the_claim() -> None:
         "not testable at this scale (measured: contradicted)"
     assert rules.design_of(claims.get("science-base").test, _tested()) == ("", "")
     assert rules.verdict_words(rules.NOT_TESTABLE, 2.0, rules.PROXY) == rules.NOT_TESTABLE  # nothing measured: nothing to label
+    # the verdict a claim counts under: the label where it replaces the measured verdict, the measured one else
+    assert rules.verdict_label(rules.CONTRADICTED, 1.0, rules.SCALE_MISMATCH) == "not testable at this scale"
+    assert rules.verdict_label(rules.INCONCLUSIVE, 2.0, rules.FLOOR) == "not testable: floor"
+    assert rules.verdict_label(rules.CONTRADICTED, 2.0, rules.PROXY) == "proxy contradicted"
+    assert rules.verdict_label(rules.EQUIVALENT, 2.0, "") == "no difference larger than 2"
 
 
 def test_a_claim_reads_only_arms_that_share_a_precision() -> None:
@@ -511,6 +516,16 @@ def test_cli_json(build: Build) -> None:
     assert out["profile"] == "cpu" and "supported" in out["rule"]
     by_id = {c["id"]: c for c in out["claims"]}
     assert len(by_id) == len(claims.CLAIMS) and by_id["ift-biosses"]["verdict"] == rules.SUPPORTED
+    # every claim carries the verdict it counts under and a design: "comparable" where no label applies to a
+    # tested claim, null where nothing was tested and nothing is declared
+    for claim in out["claims"]:
+        tested = claim["ours"]["low"] is not None
+        assert claim["verdict_label"] == rules.verdict_label(claim["verdict"], claim["delta"] or math.nan,
+                                                             "" if claim["design"] == rules.COMPARABLE
+                                                             else claim["design"] or ""), claim["id"]
+        assert claim["design"] is not None or not tested, claim["id"]
+        assert (claim["design"] == rules.COMPARABLE) <= tested, claim["id"]
+        assert claim["design"] in (*rules.DESIGNS[1:], rules.COMPARABLE, None), claim["id"]
     biosses = by_id["ift-biosses"]
     assert biosses["delta"] == 2.0 and "20 test pairs" in biosses["primary"] and biosses["paper_scale"]
     # declared on the study's two #3 models: both pooled, the pretrained model resampled above the seeds
@@ -539,12 +554,12 @@ def test_cli_json(build: Build) -> None:
     assert biosses["paper_effect_end"] == biosses["ours"]["high"]
     assert biosses["paper_effect_excluded"] == (biosses["ours"]["high"] < biosses["paper_effect"]) \
         == (biosses["paper_effect_p"] < 0.05)
-    assert biosses["design"] == "" and biosses["verdict_words"] in ("supported", "supported, smaller than δ")
+    assert biosses["design"] == rules.COMPARABLE and biosses["verdict_words"] in ("supported", "supported, smaller than δ")
     assert "draws" not in biosses["ours"] and biosses["ours"]["b_score"] > 0
     assert by_id["scratch-vs-general"]["design"] == rules.SCALE_MISMATCH and hoc["design"] == rules.PROXY
     assert by_id["vs-biolinkbert-ner"]["paper_effect_excluded"] is None
     assert by_id["vs-biolinkbert-ner"]["paper"]["welch_sd"] == pytest.approx(rules.welch_sd(0.26))
-    assert {c["design"] for c in out["claims"]} <= set(rules.DESIGNS)
+    assert {c["design"] for c in out["claims"]} <= {*rules.DESIGNS[1:], rules.COMPARABLE, None}
 
 
 def test_cli_table_names_every_claim(build: Build) -> None:

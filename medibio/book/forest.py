@@ -12,17 +12,26 @@ from __future__ import annotations
 
 import html
 import math
+import re
 import textwrap
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
+from medibio.book import rules
+
 # attributes a verdict row may carry, tried in this order (the first present and not empty wins)
 PAPER_EFFECT = ("paper_effect", "paper_in_ours", "paper_diff_ours")
 WORDS = ("verdict_words", "verdict_in_words", "verdict_text", "verdict")
+LABEL = ("verdict_label", "verdict")
+# what kept a claim from being tested, as the headline names it
+_WHY = {rules.UNTESTABLE[rules.FLOOR]: "a floor", rules.UNTESTABLE[rules.SCALE_MISMATCH]: "a scale mismatch",
+        rules.UNTESTABLE[rules.PRECISIONS]: "arms computed in different precisions"}
 COLOURS = {"supported": "#1a7f37", "contradicted": "#b42318", "no difference larger than δ": "#1f5fbf",
            "inconclusive": "#6e6e6e"}
+UNTESTABLE_COLOUR = "#8c8c8c"
 PAPER_COLOUR = "#e08a00"
 NARROW_INCHES = 3.6  # the narrow figure's width: about a phone's column at 110 dpi (~400 px), drawn at its size
 NARROW_TEXT_PT = 9.5  # its text: ~14 px on that column
@@ -62,9 +71,11 @@ def words(row: Any) -> str:
 
 
 def scale(row: Any) -> str:
-    """The scale our runs tested a claim at, short: the model, its size and its pretraining (the first clause of
-    the row's scale; the fine-tuning budget and the machine are in the claim's section)."""
-    return str(getattr(row.ours, "scale", "") or "").split(";")[0].strip()
+    """The scale our runs tested a claim at, short: the model and its size (the start of the row's scale, up to
+    the parameters; its pretraining, the fine-tuning budget and the machine are in the claim's section)."""
+    first = str(getattr(row.ours, "scale", "") or "").split(";")[0].strip()
+    sized = re.match(r".*?parameters\)", first)
+    return sized.group(0) if sized else first
 
 
 def evidence_link(row: Any) -> str:
@@ -73,6 +84,9 @@ def evidence_link(row: Any) -> str:
 
 
 def _colour(row: Any) -> str:
+    """The measured verdict's colour, grey where the design could not test the claim."""
+    if label(row).startswith("not testable"):
+        return UNTESTABLE_COLOUR
     return COLOURS.get(str(getattr(row, "verdict", "")), "#333333")
 
 
@@ -187,17 +201,29 @@ def compact(found: Sequence[Any], links: bool = True) -> pd.DataFrame:
     return pd.DataFrame(rows, index=pd.Index([r.id for r in found], name="id"))
 
 
+def label(row: Any) -> str:
+    """The verdict a row counts under: its label where the design replaces the measured verdict (a floor, a
+    scale mismatch, a proxy), else the measured verdict."""
+    return str(_attr(row, LABEL, ""))
+
+
 def headline(found: Sequence[Any]) -> str:
-    """The page's first sentence: how many claims this build's runs test and how many got each verdict."""
+    """The page's first sentence: how many claims this build's runs test and how many count under each verdict
+    (the labels the table shows: a claim the design could not test is not counted as contradicted)."""
     shown = tested(found)
-    counts: dict[str, int] = {}
-    for row in shown:
-        counts[str(getattr(row, "verdict", ""))] = counts.get(str(getattr(row, "verdict", "")), 0) + 1
-    order = [v for v in COLOURS if v in counts] + sorted(v for v in counts if v not in COLOURS)
-    tally = ", ".join(f"{counts[v]} {v}" for v in order) or "none"
+    counts = Counter(label(row) for row in shown)
+    untestable = sorted(v for v in counts if v.startswith("not testable"))
+    order = ([v for v in COLOURS if v in counts] + sorted(v for v in counts if v not in COLOURS and v not in
+                                                          untestable))
+    tally = [f"{counts[v]} {v}" for v in order]
+    if untestable:
+        why = ", ".join(_WHY.get(v, v) for v in untestable)
+        tally.append(f"{sum(counts[v] for v in untestable)} run but not testable as designed ({why})")
+    excluded = sum(getattr(row, "paper_effect_excluded", None) is True for row in shown)
     rest = len(found) - len(shown)
-    return (f"This build's runs test {len(shown)} of the paper's {len(found)} claims: {tally}; "
-            f"the other {rest} cannot be tested with the models and data this build has.")
+    return (f"This build's runs test {len(shown)} of the paper's {len(found)} claims: {', '.join(tally) or 'none'}"
+            + (f"; for {excluded} of them the paper's own effect lies outside our interval" if excluded else "")
+            + f"; the other {rest} cannot be tested with the models and data this build has.")
 
 
 def details(found: Sequence[Any], frame: pd.DataFrame) -> str:

@@ -17,7 +17,9 @@ Beside every verdict, from the same draws, :func:`paper_effect_test` asks whethe
 as large as the paper's own in the same statistic (one-sided, H0: Δ at least the paper's Δ), and
 :func:`design_of` names what keeps a comparison from testing the claim: a ``floor`` (both arms within the
 constant answer's interval, found in the data), or a ``scale mismatch``, ``ceiling`` or ``proxy`` declared with
-the claim; :func:`verdict_words` puts the label into the verdict as printed, the measured verdict kept.
+the claim (``comparable`` where none applies to a tested claim); :func:`verdict_label` is the verdict a claim
+counts under (the label, where it replaces the measured verdict) and :func:`verdict_words` the verdict as
+printed, the measured verdict kept.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ PAPER_VERDICTS = (SIGNIFICANT, NOT_SIGNIFICANT, NO_SPREAD, NO_NUMBERS, INCONSIST
 FLOOR, SCALE_MISMATCH, CEILING, PROXY = "floor", "scale mismatch", "ceiling", "proxy"
 PRECISIONS = "precisions differ"  # the arms' runs computed in different precisions: a claim reads one
 DESIGNS = ("", FLOOR, PRECISIONS, SCALE_MISMATCH, CEILING, PROXY)
+# the labels under which a measured verdict does not count: the design could not test the claim
+COMPARABLE = "comparable"  # a tested claim's design where no label applies (the JSON and the details say it)
+UNTESTABLE = {FLOOR: "not testable: floor", PRECISIONS: "not testable: the arms differ in precision",
+              SCALE_MISMATCH: "not testable at this scale"}
 ALPHA = alpha_of(CONFIDENCE)
 WELCH_RUNS = 5  # runs per arm of the Welch test asked of printed means without spread (Table 4 prints 5)
 RULE = (f"Our verdict: the difference A − B between the claim's two systems in the statistic declared for it "
@@ -106,21 +112,27 @@ def verdict_text(verdict_name: str, delta: float) -> str:
     return verdict_name.replace("δ", f"{delta:g}") if named else verdict_name
 
 
-def verdict_words(verdict_name: str, delta: float, design: str) -> str:
-    """The verdict as printed with what keeps the comparison from testing the claim (:func:`design_of`); the
-    measured verdict is kept in it, so a row never hides what the runs showed."""
+def verdict_label(verdict_name: str, delta: float, design: str) -> str:
+    """The verdict a claim counts under (the page's tally, the table, the JSON's ``verdict_label``): the measured
+    verdict where nothing keeps the comparison from testing the claim, else what does, so that a count never
+    reads "contradicted" where the row says the design could not test the claim."""
     measured = verdict_text(verdict_name, delta)
     if verdict_name == NOT_TESTABLE or not design:
         return measured
-    if design == FLOOR:
-        return f"not testable: floor (measured: {measured})"
-    if design == PRECISIONS:
-        return f"not testable: the arms differ in precision (measured: {measured})"
-    if design == SCALE_MISMATCH:
-        return f"not testable at this scale (measured: {measured})"
+    if design in UNTESTABLE:
+        return UNTESTABLE[design]
     if design == CEILING:
         return f"{measured}, at a ceiling"
     return f"{PROXY} {measured}"
+
+
+def verdict_words(verdict_name: str, delta: float, design: str) -> str:
+    """The verdict as printed: :func:`verdict_label`, with the measured verdict beside a label that replaces
+    it, so a row never hides what the runs showed."""
+    label = verdict_label(verdict_name, delta, design)
+    if verdict_name == NOT_TESTABLE or design not in UNTESTABLE:
+        return label
+    return f"{label} (measured: {verdict_text(verdict_name, delta)})"
 
 
 def design_of(test: Test, ours: Evidence, paper_b: float | None = None) -> tuple[str, str]:

@@ -18,6 +18,7 @@ import pandas as pd
 from medibio.book.claims import CLAIMS, Claim, claim_tasks
 from medibio.book.evidence import Evidence, PaperEvidence, our_evidence, paper_evidence, start_scoring
 from medibio.book.rules import (
+    COMPARABLE,
     DESIGNS,
     PAPER_VERDICTS,
     VERDICTS,
@@ -25,6 +26,7 @@ from medibio.book.rules import (
     design_of,
     paper_effect_test,
     verdict,
+    verdict_label,
     verdict_text,
     verdict_words,
 )
@@ -79,9 +81,9 @@ def _newest_records(root: Path) -> list[RunRecord]:
 class Row:
     """One claim with both kinds of evidence and both verdicts, its declared statistic, δ and scales.
 
-    ``verdict`` is the rule's outcome on our interval; ``design`` what keeps the comparison from testing the
-    claim (:data:`DESIGNS`) and ``design_detail`` the numbers or declaration behind it; ``verdict_words`` the two
-    together as printed. ``paper_effect`` is the paper's A − B in our statistic (None: nothing printed);
+    ``verdict`` is the rule's outcome on our interval (the measured verdict); ``design`` what keeps the
+    comparison from testing the claim (:data:`DESIGNS`) and ``design_detail`` the numbers or declaration behind
+    it; ``verdict_label`` the verdict the claim counts under and ``verdict_words`` the two together as printed. ``paper_effect`` is the paper's A − B in our statistic (None: nothing printed);
     ``paper_effect_p`` / ``paper_effect_excluded`` / ``paper_effect_end`` the one-sided test of it on our draws
     (None when untested); ``seed_sds`` our systems' seed spreads on the claim's tasks, where the paper prints
     means without spread (``paper.welch_sd`` is the spread Welch's test would need)."""
@@ -118,6 +120,16 @@ class Row:
         return verdict_words(self.verdict, self.delta, self.design)
 
     @property
+    def verdict_label(self) -> str:
+        """The verdict this claim counts under (:func:`medibio.book.rules.verdict_label`)."""
+        return verdict_label(self.verdict, self.delta, self.design)
+
+    @property
+    def design_label(self) -> str:
+        """The design label as shown: ``comparable`` for a tested claim that no label applies to, "" untested."""
+        return self.design or (COMPARABLE if self.ours.tested else "")
+
+    @property
     def paper_effect_words(self) -> str:
         """Whether our runs exclude the paper's own effect, in words ("" when either is missing)."""
         if self.paper_effect is None or self.paper_effect_excluded is None:
@@ -138,6 +150,8 @@ class Row:
         out["delta"] = None if math.isnan(self.delta) else self.delta
         out["verdict_text"] = self.verdict_text
         out["verdict_words"] = self.verdict_words
+        out["verdict_label"] = self.verdict_label
+        out["design"] = self.design_label or None
         out["paper_effect_words"] = self.paper_effect_words
         out["interval"] = "percentile (order statistics) of the multi-bootstrap draws; p from the same draws"
         return out
@@ -244,7 +258,7 @@ def frame(found: Sequence[Row], links: bool = False) -> pd.DataFrame:
             "ours A − B": _num(ours.diff),
             f"{CONFIDENCE:.0%} interval": _interval(ours.low, ours.high),
             "p": _num(ours.p, "{:.4f}"), "verdict": r.verdict_text,
-            "design": r.design, "design detail": r.design_detail, "verdict in words": r.verdict_words,
+            "design": r.design_label, "design detail": r.design_detail, "verdict in words": r.verdict_words,
             "paper's effect": r.paper_effect_words, "p (paper's effect)": _num(r.paper_effect_p, "{:.4f}"),
             "beside (not the verdict's)": "; ".join(
                 f"{b.label}: {b.diff:+.2f} {_interval(b.low, b.high)}, p {b.p:.4f} ({b.runs})" for b in ours.beside),

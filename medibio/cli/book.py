@@ -111,6 +111,8 @@ def register(app: typer.Typer) -> None:
                 colour = typer.colors.RED if result.failed else typer.colors.GREEN
                 progress.say(typer.style(("✗ " if result.failed else "✓ ") + result.describe(), fg=colour))
 
+        if settings.recorded is not None and not no_execute:
+            session.require_data_root(settings, f"a build from {settings.recorded}")
         # a build from recorded runs of the profile's model trains nothing and loads no model: no check to wait on
         if not no_execute and (settings.recorded is None or model is not None):
             _check_model(model or profiles.get(profile).model, profile, settings)

@@ -29,6 +29,7 @@ def claims(
 
     settings = session.settings(data_root, results_root)
     _require_runs(settings.results_root)
+    session.require_data_root(settings, "medibio claims")
     found = verdicts.rows(settings, profile)
     if as_json:
         session.echo_json({"profile": profile, "results_root": str(settings.results_root), "rule": rules.RULE,

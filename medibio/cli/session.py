@@ -28,6 +28,17 @@ def settings(data_root: Path | None = None, results_root: Path | None = None, li
     return made
 
 
+def require_data_root(settings: Settings, what: str) -> None:
+    """Refuse, naming the folder, a command whose numbers are scored against the data root's gold labels when
+    there is no data root: without one every claim or chapter would read as untested, with exit status 0."""
+    from medibio.core.errors import DataMissingError
+
+    if not settings.data_root.is_dir():
+        raise DataMissingError(settings.data_root, f"{what} scores the recorded runs against the gold test labels "
+                               "in the data root: set MEDIBIO_DATA (or --data-root) to the folder holding blurb/, "
+                               "ift/, s2orc/ ...")
+
+
 def echo_json(data: Any) -> None:
     """``--json`` output, one form for every command: indented, non-ASCII text as is, other values as text."""
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
