@@ -114,6 +114,30 @@ def test_cells_read_as_words_and_counts_as_integers():
     assert "True" not in html and "False" not in html
 
 
+def test_a_named_index_heads_its_column_without_a_header_row_of_its_own():
+    import re
+
+    import pandas as pd
+
+    from medibio.book import notebook
+
+    frame = pd.DataFrame({"paper": [1.0], "ours": [2.0]}, index=pd.Index(["science-base"], name="id"))
+    head = notebook.style(frame).to_html().split("<thead>")[1].split("</thead>")[0]
+    assert head.count("<tr>") == 1  # one header row: no lone "id" line above the table
+    assert [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<th[^>]*>.*?</th>", head)] == ["id", "paper", "ours"]
+    assert frame.index.name == "id" and frame.columns.name is None  # the caller's frame is left as it was
+    # a two-level index: its labels, no row of level names; a default index: no row numbers
+    pair = pd.DataFrame({"F1": [70.0, 40.0]}, index=pd.MultiIndex.from_tuples([("minilm", "NER"), ("minilm", "JRE")],
+                                                                              names=["model", "task"]))
+    head, body = notebook.style(pair).to_html().split("</thead>")
+    assert head.count("<tr>") == 1 and ">model<" not in head and ">NER<" in body and ">JRE<" in body
+    numbered = notebook.style(pd.DataFrame({"score": [1.5, 2.5]})).to_html()
+    # an interval column is not broken over lines; a text column is
+    shown = notebook.style(pd.DataFrame({"claim": ["a long claim"], "ours": ["-1.17 [-2.99, +0.66]"]})).to_html()
+    assert shown.count("white-space: nowrap") == 1 and "col1" in shown.split("white-space: nowrap")[0].split("}")[-1]
+    assert ">0<" not in numbered and ">1<" not in numbered and ">1.50<" in numbered
+
+
 def test_the_page_leaves_provenance_out_of_a_score_table_and_the_files_keep_it(tmp_path):
     import pandas as pd
 

@@ -208,14 +208,14 @@ def test_recorded_results_beside_a_re_execution(hand_runs: HandRuns, tmp_path: P
     assert row["difference"] == pytest.approx(2.5) and row["inside seed spread"] and row["same configuration"]
     assert {"recorded", "recorded_vs_now"} <= set(chapter.tables)
     index = notebook.reproduction_index(build, "gpu")
-    assert index.loc["Table 6", "status"] == "reproduced on this profile (1 runs); recorded result (3 runs)"
+    assert index.loc["Table 6", "status"] == "reproduced on this profile: 1 gpu run; recorded in reference/: 3 gpu runs"
 
     # a cpu build shows the recorded runs of the same variant and dataset, and compares nothing
     cpu_build = tmp_path / "cpu-build"
     cpu = _chapter(slug, "cpu", cpu_build)
     assert results.show_recorded(cpu, [w("base", 1, {0}, root=cpu_build)], "Table 6", "Recorded", root=ref) is None
     assert set(cpu.tables) == {"recorded"} and cpu.tables["recorded"]["n_rows"] == 1
-    assert "recorded result (3 runs)" in notebook.reproduction_index(cpu_build, "cpu").loc["Table 6", "status"]
+    assert "recorded in reference/: 3 gpu runs" in notebook.reproduction_index(cpu_build, "cpu").loc["Table 6", "status"]
     # nothing recorded for these runs: a line says so, the index keeps what the chapter ran
     other = _chapter(slug, "cpu", tmp_path / "other")
     assert results.show_recorded(other, [w("ift-STS-B", 1, {0}, root=tmp_path / "other")], "Table 6", "R",

@@ -21,7 +21,8 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -223,9 +224,9 @@ class ChapterContext:
             parts = []
             if len(recorded) < len(ok):
                 made = "rendered from recorded runs" if self.settings.recorded else "reproduced on this profile"
-                parts.append(f"{made} ({len(ok) - len(recorded)} runs)")
+                parts.append(f"{made}: {_runs_by_profile([r for r in ok if r not in recorded])}")
             if recorded:
-                parts.append(f"recorded result ({len(recorded)} runs)")
+                parts.append(f"recorded in {REFERENCE_NAME}: {_runs_by_profile(recorded)}")
             status = "; ".join(parts) or "paper numbers only"
         if self.settings.limit and status != "paper numbers only":
             status += f" — limited to {self.settings.limit} examples per split: a code-path check, not a result"
@@ -496,7 +497,14 @@ def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = 
     90,000 steps, not 90000.00; a column of runs or seeds, 42 not 42.00), scores with fixed precision, flags as
     words ("yes"/"no", never ``True``), lists as comma-separated text, "–" for missing values, coloured
     differences; the table scrolls sideways inside the page when it is wider than the page. ``links``: see
-    :meth:`ChapterContext.table`."""
+    :meth:`ChapterContext.table`. A named index's name stands in the header row's first cell, not on a row
+    of its own (a lone "id" line above the table); the names of a several-level index, which cannot share
+    that cell, are left out (the labels say what they are), and row numbers (an unnamed default index) are not
+    shown: they number nothing a reader looks up."""
+    if frame.index.nlevels == 1 and frame.columns.nlevels == 1 and frame.index.name and frame.columns.name is None:
+        frame = frame.rename_axis(index=None, columns=frame.index.name)
+    hidden = {"names": True} if frame.index.nlevels > 1 and frame.columns.nlevels == 1 else {}
+    numbered = isinstance(frame.index, pd.RangeIndex) and frame.index.name is None and len(frame)
     numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])
                and not pd.api.types.is_bool_dtype(frame[c])]
     whole = {c for c in numeric if _whole_numbers(frame[c], c)}
@@ -506,17 +514,27 @@ def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = 
     styler = styler.format_index(_plain(precision), axis=0).format_index(_plain(precision), axis=1)
     for (row, column), url in _cells(frame, links or {}).items():
         styler = styler.format(_linked(formats[column], url), subset=pd.IndexSlice[[row], [column]])
+    if hidden or numbered:
+        styler = styler.hide(axis="index", **hidden)
     styler = styler.set_table_attributes('style="display: block; overflow-x: auto; max-width: 100%;"')
     # the caption as a block of the table's visible width: as a table caption it would span a wide table's full
     # width, centred, and on a phone be cut at the screen's edge along with the columns that scroll
     styler = styler.set_table_styles([{"selector": "th, td", "props": "padding: 0.2em 0.7em;"},
                                       {"selector": "caption", "props": "display: block;"}], overwrite=False)
+    intervals = [c for c in frame.columns if c not in numeric
+                 and frame[c].map(lambda v: isinstance(v, str) and bool(_INTERVAL.match(v))).any()]
+    if intervals:  # "-1.17 [-2.99, +0.66]" reads as one piece: broken over three lines it reads as three numbers
+        styler = styler.set_properties(subset=intervals, **{"white-space": "nowrap"})
     diffs = [c for c in frame.columns if str(c) in set(diff_columns)]
     if diffs:
         styler = styler.map(_diff_colour, subset=diffs)
     if caption:
         styler = styler.set_caption(caption)
     return styler
+
+
+# a score or difference with its interval, as the claims' tables print it
+_INTERVAL = re.compile(r"^[+\-−]?\d[\d,.]* \[[+\-−]?\d[\d,.]*, [+\-−]?\d[\d,.]*\]$")
 
 
 def _missing(value: Any) -> bool:
@@ -601,6 +619,15 @@ def _diff_colour(value: Any) -> str:
     if abs(float(value)) < 0.005:
         return "color: #555"
     return "color: #1a7f37" if float(value) > 0 else "color: #b42318"
+
+
+REFERENCE_NAME = f"{recorded.REFERENCE_ROOT.name}/"  # the committed results' folder, as the index names it
+
+
+def _runs_by_profile(records: Sequence[Any]) -> str:
+    """``9 cpu runs, 39 cpu-ift runs``: how many runs of each profile a chapter's numbers come from."""
+    counts = Counter(str(getattr(r, "profile", "") or "other") for r in records)
+    return ", ".join(f"{n:,} {name} run{'s' if n != 1 else ''}" for name, n in counts.items())
 
 
 def reproduction_index(results_root_dir: str | Path, profile: str) -> pd.DataFrame:
