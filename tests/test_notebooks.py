@@ -94,7 +94,7 @@ def test_audit_chapter(smoke) -> None:
     assert counts == {v: int((redone["verdict"] == v).sum()) for v in verdicts}
     assert sum(counts.values()) == s["tables"]["sources_claims"]["n_rows"] == len(redone)
     assert counts[sources.FAILS] >= 1 and s["values"]["claims_changed"] >= 1  # the QA claim no longer holds
-    assert s["tables"]["sources_claims"]["columns"] == ["location", "context", "printed_verdict", "verdict", "detail"]
+    assert s["tables"]["sources_claims"]["columns"] == list(sources.CLAIM_HEADERS.values())
 
 
 def test_reproducibility_appendix(smoke, data_root) -> None:
@@ -111,7 +111,8 @@ def test_reproducibility_appendix(smoke, data_root) -> None:
     assert s["tables"]["runs"]["n_rows"] == s["values"]["run_records"]
     # every kind of record the book made, with its commit and freshness, and no machine path on the page
     assert {"finetune", "frozen", "scierc", "ift-stage", "pretrain"} <= set(s["values"]["run_record_kinds"])
-    assert {"commit", "freshness", "record"} <= set(s["tables"]["runs"]["columns"])
+    assert {"commit", "freshness"} <= set(s["tables"]["runs"]["columns"]) and "score_test" not in s["tables"]["runs"]["columns"]
+    assert all(row.endswith(".json") for row in s["tables"]["runs"]["rows"])  # by record path
     caption = s["tables"]["runs"]["caption"]
     assert smoke["results_root"] not in caption and "/tmp" not in caption and "$MEDIBIO_RESULTS" in caption
     # every chapter executed before the appendix, and the appendix itself (the pages that read the others run last)

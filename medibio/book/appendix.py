@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -146,7 +147,8 @@ def build_history(results_root: Path) -> pd.DataFrame:
         rows.append({"profile": report.get("profile"), "started": report.get("started"),
                      "notebooks (s)": report.get("execute_seconds"), "html (s)": report.get("html_seconds"),
                      "failed chapters": ", ".join(failed) or "none"})
-    return pd.DataFrame(rows, columns=["profile", "started", "notebooks (s)", "html (s)", "failed chapters"])
+    frame = pd.DataFrame(rows, columns=["profile", "started", "notebooks (s)", "html (s)", "failed chapters"])
+    return frame.set_index("profile")
 
 
 def chapter_summaries(results_root: Path, profile: str) -> pd.DataFrame:
@@ -156,7 +158,7 @@ def chapter_summaries(results_root: Path, profile: str) -> pd.DataFrame:
         data = json.loads(path.read_text(encoding="utf-8"))
         rows.append({"chapter": data["chapter"], "tables": len(data.get("tables", {})),
                      "figures": len(data.get("figures", {}))})
-    return pd.DataFrame(rows, columns=["chapter", "tables", "figures"])
+    return pd.DataFrame(rows, columns=["chapter", "tables", "figures"]).set_index("chapter")
 
 
 DRIFT_COLUMNS = ("kind", "model", "variant", "dataset", "seed", "status", "identical predictions", "recorded score",
@@ -184,3 +186,67 @@ def recorded_drift(results_root: Path, profile: str, settings: Settings,
         return shown, (f"Every recorded run ({len(frame)}, {where}): this build was rendered from them, so each "
                        "row is the recorded run itself and identical by construction")
     return shown, f"This build's runs against the {len(frame)} recorded in {where}: {drift.summary(frame)}"
+
+
+# --------------------------------------------------------------------------- as the page shows them
+
+SHA_HEADER = "SHA-256 (first 16 hex digits)"  # what the page calls a CHECKSUMS.tsv's sha256_16
+SCORE_COLUMN = "score_test"  # a run's score: on its run page and in the chapters, not in the provenance table
+
+
+def manifests_for_page(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`manifests` by file, under readable headers."""
+    return frame.set_index("manifest").rename(columns={"sha256_16": SHA_HEADER})
+
+
+def checksums_for_page(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`verify_checksums` by file path under the data root (one row label, so the header is one row, not
+    a row of index names under the column names), under readable headers."""
+    out = frame.drop(columns=["folder", "file"]).rename(columns={"sha256_16": SHA_HEADER})
+    out.index = pd.Index([f"{folder}/{file}" for folder, file in zip(frame["folder"], frame["file"], strict=True)],
+                         name="file")
+    return out
+
+
+def records_for_page(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`run_index` as Appendix B shows it: a provenance table (which request made each record, with which
+    configuration digest and commit, and whether it is still current) by record path, without the test score:
+    scores sit on the run pages and in the chapters, never beside digests and commits."""
+    return frame.drop(columns=[SCORE_COLUMN]).set_index("record")
+
+
+@dataclass(frozen=True)
+class Reproducibility:
+    """What Appendix B checked this build against, counted once for its first table and its first sentence."""
+
+    records: int  # run records this build read
+    compared: int  # recorded runs whose test predictions reference/ also holds
+    identical: int  # of those, byte-identical to this build's
+    claims: int
+    changed: int  # claims whose verdict differs from reference/'s
+    checksums: tuple[int, int] | None  # (data files listed, files that differ); None without a data root
+
+    @classmethod
+    def of(cls, runs: pd.DataFrame, drift_frame: pd.DataFrame, beside: pd.DataFrame,
+           checksums: pd.DataFrame | None) -> Reproducibility:
+        """Counted from the page's own tables: :func:`run_index`, :func:`recorded_drift`,
+        :func:`medibio.book.verdicts.beside_recorded` and :func:`verify_checksums`."""
+        identical = drift_frame["identical predictions"]
+        files = None if checksums is None else (len(checksums), int((checksums["status"] != "ok").sum()))
+        return cls(len(runs), int(identical.notna().sum()), int(identical.eq(True).sum()), len(beside),
+                   int((~beside["same verdict"].astype(bool)).sum()), files)
+
+    def table(self) -> pd.DataFrame:
+        """One row per check, the count and what it is out of as integers, and the section that has the
+        details."""
+        rows = [("run records this build read", self.records, None, "Run records"),
+                ("recorded runs whose test predictions are byte-identical", self.identical, self.compared,
+                 "Drift against the recorded results"),
+                ("claims whose verdict differs from reference/'s", self.changed, self.claims,
+                 "Verdicts against the recorded results")]
+        if self.checksums is not None:
+            rows.append(("data files that differ from their checksums", self.checksums[1], self.checksums[0],
+                         "Data manifest"))
+        frame = pd.DataFrame([r[1:] for r in rows], columns=["count", "out of", "section"],
+                             index=pd.Index([r[0] for r in rows], name="checked"))
+        return frame.astype({"count": "Int64", "out of": "Int64"})

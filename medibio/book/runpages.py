@@ -31,6 +31,7 @@ import shutil
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,27 @@ READ_BESIDE = {profiles.DEFAULT_PROFILE: (RECORDED.profile, STUDY.profile)}  # t
 # test predictions above this many characters go to a script file beside the page, not into it: a page stays
 # under 1 MB (ChemProt's three seeds are 5 MB of JSON) and still opens from disk (a <script src> needs no server)
 INLINE_EXAMPLES = 400_000
+
+
+# what a task's test score measures, in words: the lead of a run page names it (a SciERC score is a mean of three F1)
+METRIC_NAMES = {
+    "ner_entity_f1": "entity-level F1", "pico_token_macro_f1": "token-level macro F1", "re_micro_f1": "micro F1",
+    "re_binary_f1": "F1 of the positive class", "pearson": "Pearson r × 100", "hoc_micro_f1": "micro F1 over hallmarks",
+    "accuracy": "accuracy", "kendall_tau": "Kendall's τ", "macro_f1": "macro F1",
+    "multilabel_macro_f1": "macro F1 over labels",
+    "scierc": "the mean of entity (NER), relation (JRE) and coreference F1",
+}
+# metrics a constant prediction leaves undefined (a correlation needs a prediction that varies)
+UNDEFINED_FOR_CONSTANT = frozenset({"pearson", "kendall_tau"})
+
+
+def metric_name(dataset: str) -> str:
+    """The metric of ``dataset``'s test score in words ("" for a task the registry does not know)."""
+    try:
+        metric = registry.get(dataset).metric
+    except MedibioError:
+        return ""
+    return METRIC_NAMES.get(metric, metric.replace("_", " "))
 
 
 def run_page_url(record: RunRecord) -> str:
@@ -528,14 +550,23 @@ def scierc_links(records: Sequence[RunRecord], tasks: Sequence[str], columns: Se
     return cell_links({(model, task): recs for model, recs in by_model.items() for task in tasks}, columns)
 
 
+_PRETRAINING_SEED = re.compile(r"-s\d+$")  # a study model's tag: its arm's tag and its pretraining seed
+
+
 def paper_numbers(record: RunRecord) -> list[dict[str, str]]:
     """The paper's scores for what a run page shows: a study arm's Table 6 column, else Table 6's #1 (the
     configuration that became MediBioDeBERTa) and Table 7's MediBioDeBERTa-IFT, on the run's BLURB dataset."""
     if not registry.is_blurb(record.dataset):
         return []
     arm = STUDY.arm_of(record.variant)
+    model_arm = STUDY.arm_of(_PRETRAINING_SEED.sub("", record.model_tag))
     if arm is not None:
         columns = [(6, arm.configuration)] if arm.configuration is not None else []
+    elif model_arm is not None:
+        # a study model fine-tuned in another design (the cpu-ift runs of #3): directly, the paper's Table 6
+        # column of its arm; after an intermediate task, none (the paper made IFT runs of #1 alone)
+        direct = not variants.is_ift(record.variant) and model_arm.configuration is not None
+        columns = [(6, model_arm.configuration)] if direct else []
     else:
         columns = [(6, "#1"), (7, "MediBioDeBERTa-IFT")]
     out = []
@@ -613,9 +644,31 @@ def dev_curve_svg(records: Sequence[RunRecord]) -> str:
 
 
 def _number(value: Any, digits: int = 2) -> str:
+    """A score or measure with ``digits`` decimals, a count with thousands separators (one format per page)."""
     if value is None or (isinstance(value, float) and value != value):
         return "–"
+    if isinstance(value, bool):
+        return yes_no(value)
+    if isinstance(value, Integral):  # numpy's integers too (a count table's cells)
+        return f"{int(value):,}"
     return f"{value:,.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def yes_no(value: bool) -> str:
+    """A flag as a reader says it, not as JSON writes it."""
+    return "yes" if value else "no"
+
+
+def setting_text(value: Any) -> str:
+    """A hyperparameter as the configuration table shows it: flags as yes/no, no value as "none", text without
+    JSON's quotes; numbers, lists and mappings as JSON (a learning rate keeps its digits)."""
+    if isinstance(value, bool):
+        return yes_no(value)
+    if value is None:
+        return "none"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _seed_rows(records: Sequence[RunRecord], files: Mapping[int, list[dict[str, str]]]) -> list[dict[str, Any]]:
@@ -653,25 +706,52 @@ def _relative(url: str, page: str) -> str:
     return "../" * depth + url
 
 
-def _baselines(config: Configuration, by_key: Mapping[tuple, list[Configuration]],
+def frozen_of(config: Configuration, frozen: Mapping[tuple[str, str], list[Configuration]]) -> list[Configuration]:
+    """The frozen-encoder configurations of the same encoder (by its fingerprint) on the same dataset, those of the
+    page's own profile first. A frozen probe reads the encoder's weights and the dataset alone, so a run filed
+    under another profile (a cpu-ift run of MiniLM) has the baseline the profile that probed it recorded."""
+    r = config.first
+    found = frozen.get(((r.model or {}).get("hash", ""), r.dataset), [])
+    return sorted(found, key=lambda c: (c.first.profile != r.profile, c.first.profile, c.first.variant))
+
+
+def _baselines(config: Configuration, frozen: Mapping[tuple[str, str], list[Configuration]],
                constant_answer: tuple[Any, float] | None) -> list[dict[str, str]]:
     r = config.first
     if config.first.kind == "frozen" or not registry.is_blurb(r.dataset):
         return []
-    out = [{"what": f"frozen encoder ({c.first.variant})", "score": _number(c.test_mean),
+    # a cross-validation fold is tested on its own examples of the pooled splits: the baselines are the test split's
+    where = ", on the test split, not this fold's examples" if r.details.get("cv_fold") else ""
+    found = frozen_of(config, frozen)
+    out = [{"what": f"frozen encoder ({c.first.variant}{'' if c.first.profile == r.profile else ', ' + c.first.profile}"
+                    f"{where})", "short": "frozen encoder", "score": _number(c.test_mean),
             "interval": (f"[{_number(c.first.test.get('ci95_low'))}, {_number(c.first.test.get('ci95_high'))}]"
                          if "ci95_low" in c.first.test else ""),
-            "url": _relative(c.url, config.url)}
-           for c in by_key.get(("frozen", r.profile, r.model_tag, r.dataset), [])]
+            "url": _relative(c.url, config.url)} for c in found]
+    if not found:
+        out.append({"what": "frozen encoder: no probe of this model on this dataset is recorded", "short": "",
+                    "score": "–", "interval": "", "url": ""})
     if constant_answer is not None:
         answer, score = constant_answer
-        out.append({"what": f"constant answer ({json.dumps(answer)[:40]}, from the training split)",
-                    "score": _number(score), "interval": "", "url": ""})
+        undefined = registry.get(r.dataset).metric in UNDEFINED_FOR_CONSTANT
+        out.append({"what": f"constant answer ({json.dumps(answer)[:40]}, from the training split{where})",
+                    "short": "constant answer",
+                    "score": "undefined (no correlation with a constant)" if undefined else _number(score),
+                    "interval": "", "url": ""})
     return out
 
 
 def _frame_html(frame: pd.DataFrame | None) -> str:
-    return "" if frame is None else frame.to_html(classes="numbers", border=0, na_rep="–")
+    """A count table as the page's other counts read (thousands separators)."""
+    if frame is None:
+        return ""
+    return frame.to_html(classes="numbers", border=0, na_rep="–", formatters={c: _number for c in frame.columns})
+
+
+def _download_list(downloads: Mapping[int, list[dict[str, str]]]) -> list[dict[str, Any]]:
+    """The downloads section's rows, one per seed: its files, each with its size and SHA-256 (out of the score
+    table: a digest is provenance, not a score)."""
+    return [{"seed": seed, "files": files} for seed, files in sorted(downloads.items())]
 
 
 def _json_script(payload: Any) -> str:
@@ -698,9 +778,10 @@ def _write_run_pages(results_root: Path, profile: str, html_dir: Path, data_root
     for name in ASSETS:
         write_text(out_root / name, (TEMPLATES / name).read_text(encoding="utf-8"))
     configs = [c for name in (profile, *READ_BESIDE.get(profile, ())) for c in configurations(results_root, name)]
-    by_key: dict[tuple, list[Configuration]] = {}
+    frozen: dict[tuple[str, str], list[Configuration]] = {}
     for c in configs:
-        by_key.setdefault((c.first.kind, c.first.profile, c.first.model_tag, c.first.dataset), []).append(c)
+        if c.first.kind == "frozen":
+            frozen.setdefault(((c.first.model or {}).get("hash", ""), c.first.dataset), []).append(c)
     pairs = ift_pairs(configs)
     in_pairs = {id(c) for pair in pairs for c in pair}
     # each page's examples, counts and curve, the pages' bulk: a dataset a call, on every core
@@ -724,8 +805,9 @@ def _write_run_pages(results_root: Path, profile: str, html_dir: Path, data_root
         html = env.get_template("run.html").render(
             config=config, record=config.first, root=_relative("", config.url),
             seeds=_seed_rows(config.records, part.downloads),
-            hyperparameters=sorted(config.first.hyperparameters.items()),
-            curve=part.curve, baselines=_baselines(config, by_key, part.constant), counts=part.counts,
+            hyperparameters=[(k, setting_text(v)) for k, v in sorted(config.first.hyperparameters.items())],
+            curve=part.curve, baselines=_baselines(config, frozen, part.constant), counts=part.counts,
+            metric=metric_name(config.first.dataset), downloads=_download_list(part.downloads),
             examples=part.examples, examples_file=part.examples_file, texts_file=part.texts_file,
             problem=part.problem,
             paper=paper_numbers(config.first),
@@ -753,3 +835,53 @@ def _write_run_pages(results_root: Path, profile: str, html_dir: Path, data_root
                                                   local=lambda url: url.removeprefix(RUNS_DIR + "/"))
     written.append(write_text(out_root / "index.html", index))
     return written
+
+
+def fold_of(variant: str) -> tuple[str, str]:
+    """A fine-tuning variant as (arm, cross-validation fold): ``ift-STS-B+cv2`` -> (``ift-STS-B``, ``cv2``),
+    ``cv2`` -> (``base``, ``cv2``), ``ift-GAD`` -> (``ift-GAD``, "")."""
+    found = _FOLD.search(variant)
+    if found:
+        return variant[:found.start()], found.group(1)
+    if re.fullmatch(r"cv\d+", variant):
+        return BASE_VARIANT, variant
+    return variant, ""
+
+
+def arms_table(records: Iterable[RunRecord]) -> tuple[pd.DataFrame, dict[tuple[str, str], str]]:
+    """The configurations behind a design's claims, one row per (model, dataset, arm): the mean test score over
+    the seeds of the test split's configuration and of each cross-validation fold's, each a link to its run page
+    (the links of :meth:`medibio.book.notebook.ChapterContext.table`). A design's claims are judged on these
+    runs; the table is how a reader reaches them."""
+    groups: dict[tuple[str, str, str, str], list[RunRecord]] = {}
+    for r in records:
+        if r.kind != "finetune":
+            continue
+        arm, fold = fold_of(r.variant)
+        groups.setdefault((r.model_tag, r.dataset, arm, fold), []).append(r)
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    links: dict[tuple[str, str], str] = {}
+    for (model, dataset, arm, fold), found in sorted(groups.items()):
+        newest = [r for r in newest_configurations([r for r in found if r.ok and not r.legacy])[0]
+                  if r.score_test is not None]
+        if not newest:
+            continue
+        column = f"fold {fold.removeprefix('cv')}" if fold else "test split"
+        row = rows.setdefault((model, dataset, arm), {})
+        row[column] = round(statistics.fmean(float(r.score_test) for r in newest), 2)
+        if not fold:
+            row["seeds"] = len(newest)
+        links[(label_text((model, dataset, arm)), column)] = run_page_url(newest[0])
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    if frame.empty:
+        return frame, {}
+    frame.index = pd.MultiIndex.from_tuples(frame.index, names=["model", "dataset", "arm"])
+    folds = sorted((c for c in frame.columns if c.startswith("fold ")), key=lambda c: int(c.split()[1]))
+    return frame.reindex(columns=[c for c in ("test split", "seeds", *folds) if c in frame.columns]), links
+
+
+def runs_index_link(text: str = "every run of this book", profile: str = "") -> str:
+    """An HTML link from a chapter page (one folder down from the HTML root) to the runs index, or to one
+    profile's part of it: the index is written after jupyter-book, outside the table of contents."""
+    anchor = f"#profile-{profile}" if profile else ""
+    return f'<a class="runs-index" href="../{RUNS_DIR}/index.html{anchor}">{text}</a>'

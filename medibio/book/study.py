@@ -178,26 +178,63 @@ def micro_probes(root: str | Path, tokens: int = TOKENS, profile: str = PROFILE)
     return _study_columns(pd.DataFrame(rows).T).rename(columns={"runs": "probes"})
 
 
+def _panel_order(arm_id: str) -> tuple[int, str]:
+    """Panels in the paper's order, #1 to #4, then the stages they continue (#cs)."""
+    return (0, arm_id) if arm_id.isdigit() else (1, arm_id)
+
+
 def curves_frame(root: str | Path, config: str = CONFIG) -> pd.DataFrame:
-    """The MLM loss curves of the study's recorded pretraining runs against tokens seen (millions), one line
-    per arm, seed, budget and precision (a run made again in another precision is another run): ``run`` names
-    the line, ``arm`` its panel and ``line`` the line within the panel."""
-    frames, lines = [], []
+    """The MLM loss curves of the study's recorded pretraining runs against tokens seen (millions): one line per
+    arm, seed and precision (a run made again in another precision is another run), the newest record where a run
+    was made again in the same precision (another machine, the same losses), at the study's budget (the pilot's
+    shorter runs are its gate's, not the study's). ``run`` names the line, ``arm`` its panel (#1 to #4, then #cs)
+    and ``line`` the line within the panel."""
+    newest: dict[tuple[str, int, str], RunRecord] = {}
     for r in load_records(root, profile=config, kind="pretrain", legacy=False):
-        curve = (r.details or {}).get("curve") or []
-        if r.ok and curve:
-            frame = pd.DataFrame(curve)[["tokens_seen", "loss"]]
-            frame["tokens (M)"] = frame.pop("tokens_seen") / 1e6
-            steps = int((r.hyperparameters or {}).get("max_steps", 0))
-            arm = STUDY.arm_of(r.variant)
-            frame["arm"] = f"#{arm.id}"
-            lines.append((arm.id, r.seed, f"{_budget(arm, steps)}, {_precision(r)}", (r.created or "")[:10]))
-            frames.append(frame)
-    # a run made again in the same precision (another machine, the same losses) is its own line, named by its date
-    twice = {line for line in lines if sum(other[:3] == line[:3] for other in lines) > 1}
-    for frame, line in zip(frames, lines, strict=True):
-        arm_id, seed, how, made = line
-        how += f", made {made}" if line in twice else ""
+        arm = STUDY.arm_of(r.variant)
+        steps = int((r.hyperparameters or {}).get("max_steps", 0))
+        if arm is None or not r.ok or not (r.details or {}).get("curve") or _budget(arm, steps) != "study":
+            continue
+        key = (arm.id, r.seed, _precision(r))
+        if key not in newest or (r.created or "") > (newest[key].created or ""):
+            newest[key] = r
+    frames = []
+    for (arm_id, seed, how), r in sorted(newest.items(), key=lambda item: (_panel_order(item[0][0]), item[0][1:])):
+        frame = pd.DataFrame(r.details["curve"])[["tokens_seen", "loss"]]
+        frame["tokens (M)"] = frame.pop("tokens_seen") / 1e6
+        frame["arm"] = f"#{arm_id}"
         frame["run"], frame["line"] = f"#{arm_id} seed {seed} ({how})", f"seed {seed}, {how}"
+        frames.append(frame)
     return (pd.concat(frames, ignore_index=True) if frames
             else pd.DataFrame(columns=["tokens (M)", "loss", "run", "arm", "line"]))
+
+
+def per_model_table(root: str | Path, tokens: int = TOKENS,
+                    profile: str = PROFILE) -> tuple[pd.DataFrame, dict[tuple[str, str], str]]:
+    """The study's Table 6 one pretraining seed at a time: each model's mean test score over its fine-tuning
+    seeds per set, with its runs and tokens; and the links of :meth:`medibio.book.notebook.ChapterContext.table`
+    from each score to the run page of that model's configuration on that set (an arm's column mixes two models,
+    so the runs behind it are reached here)."""
+    from medibio.book.runpages import run_page_url
+
+    rows: dict[str, dict[str, Any]] = {}
+    links: dict[tuple[str, str], str] = {}
+    by_arm = recorded_runs(root, tokens, profile)
+    for arm in sorted(by_arm, key=_panel_order):
+        by_model: dict[str, list[RunRecord]] = {}
+        for run in by_arm[arm]:
+            by_model.setdefault(run.model_tag, []).append(run)
+        for tag, runs in sorted(by_model.items()):
+            seed = tag.rsplit("-s", 1)[-1] if "-s" in tag else tag
+            label = f"#{arm}, pretraining seed {seed}"
+            by_set: dict[str, list[RunRecord]] = {}
+            for run in runs:
+                by_set.setdefault(run.dataset, []).append(run)
+            rows[label] = {name: round(float(np.mean([float(r.score_test) for r in found])), 2)
+                           for name, found in by_set.items()}
+            rows[label]["fine-tuning runs"] = len(runs)
+            rows[label]["tokens seen (M)"] = round(_tokens_here(runs[0], root) / 1e6, 2)
+            links.update({(label, name): run_page_url(found[0]) for name, found in by_set.items()})
+    frame = pd.DataFrame(rows).T
+    columns = [c for c in [*registry.names(), "fine-tuning runs", "tokens seen (M)"] if c in frame.columns]
+    return frame.reindex(columns=columns), links

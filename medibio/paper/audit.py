@@ -419,3 +419,42 @@ def summary(frame: pd.DataFrame) -> str:
     """One line: how many checks ran and how many disagree."""
     bad = int((~frame["consistent"]).sum())
     return f"{len(frame)} checks, {bad} inconsistent"
+
+
+# --------------------------------------------------------------------------- as a page shows it
+
+FAMILY = "family"  # what the page calls a check's category
+PAGE_HEADERS = {"id": "check", "category": FAMILY, "where": "where", "reported": "reported",
+                "recomputed": "recomputed", "difference": "reported − recomputed", "consistent": "consistent",
+                "explanation": "explanation"}
+
+
+def _as_printed(value: object, tolerance: object) -> object:
+    """A number at the precision the paper printed it: a whole number (tolerance of one unit) as an int, so a
+    page shows 90,000 steps rather than 90000.00; text, missing values and fractions unchanged."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        return value
+    whole = isinstance(tolerance, (int, float)) and not math.isnan(tolerance) and tolerance >= 1
+    return int(round(value)) if whole and value == round(value) else value
+
+
+def overview(frame: pd.DataFrame) -> pd.DataFrame:
+    """Checks per family: how many are consistent and how many are not, as integer columns under one header
+    row (no column-axis name above them, no index name on a row of its own)."""
+    state = frame["consistent"].map({True: "consistent", False: "inconsistent"})
+    counts = pd.crosstab(frame["category"], state).reindex(columns=["consistent", "inconsistent"], fill_value=0)
+    counts.columns.name = None
+    counts.index.name = FAMILY
+    return counts.astype(int)
+
+
+def for_page(frame: pd.DataFrame, columns: Sequence[str], index: str = "id") -> pd.DataFrame:
+    """``columns`` of :func:`run_audit`'s frame indexed by ``index``, under readable headers
+    (:data:`PAGE_HEADERS`), every number at its printed precision (:func:`_as_printed`: counts such as Table 5's
+    training steps as integers, scores as floats)."""
+    out = frame.set_index(index)[list(columns)].copy()
+    for name in ("reported", "recomputed", "difference"):
+        if name in out:
+            out[name] = pd.Series([_as_printed(v, t) for v, t in zip(out[name], frame["tolerance"], strict=True)],
+                                  index=out.index, dtype=object)
+    return out.rename(columns=PAGE_HEADERS).rename_axis(PAGE_HEADERS.get(index, index))

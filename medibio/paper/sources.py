@@ -555,6 +555,30 @@ def group_comparison() -> pd.DataFrame:
     return frame
 
 
+# --------------------------------------------------------------------------- as a page shows them
+
+COMPARISON_HEADERS = {"model": "model", "quantity": "quantity", "paper_value": "paper",
+                      "source_value": "published", "difference": "paper − published", "status": "status",
+                      "locator": "where published"}
+CLAIM_HEADERS = {"location": "where in the paper", "context": "what the paper says",
+                 "printed_verdict": "as printed", "verdict": "with published figures", "detail": "numbers"}
+
+
+def comparison_for_page(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`compare`'s rows as Appendix A shows them: one row label (the paper's table, "Table 1"), so the
+    header is one row rather than a row of index names under the column names, and readable headers
+    (:data:`COMPARISON_HEADERS`) instead of the frame's field names."""
+    out = frame[list(COMPARISON_HEADERS)].rename(columns=COMPARISON_HEADERS)
+    out.index = pd.Index([f"Table {t}" for t in frame["table"]], name="paper table")
+    return out
+
+
+def claims_for_page(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`recheck_claims`'s rows as Appendix A shows them, by claim id under readable headers
+    (:data:`CLAIM_HEADERS`)."""
+    return frame.set_index("id")[list(CLAIM_HEADERS)].rename(columns=CLAIM_HEADERS).rename_axis("claim")
+
+
 __all__ = ["CLAIMS", "COMPARISON_STATUSES", "GROUP_HEADERS", "PAPER_COLUMNS", "QUOTES", "Published", "Quote",
-           "SourceClaim", "claims_summary", "column_item", "compare", "comparison_summary", "group_comparison",
-           "operand", "published", "published_table", "recheck_claims"]
+           "SourceClaim", "claims_for_page", "claims_summary", "column_item", "compare", "comparison_for_page",
+           "comparison_summary", "group_comparison", "operand", "published", "published_table", "recheck_claims"]

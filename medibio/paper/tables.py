@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from medibio.core.errors import DataMissingError, InputFormatError
-from medibio.tasks import registry
+from medibio.tasks import registry, scoring
 
 CAPTIONS: dict[int, str] = {
     1: "BIOSSES test score of general-domain encoders, with and without MNLI intermediate fine-tuning",
@@ -233,3 +233,24 @@ def column_scores(n: int, column: str) -> dict[str, float]:
 def columns(n: int) -> list[str]:
     """Model/config column headers of a score table, in printed order."""
     return _ordered(load_table(n)["model"])
+
+
+AGGREGATE_COLUMNS = ("BLURB Avg. (plain mean)", "BLURB score (mean of groups)", "datasets with a score",
+                     "groups with a score")
+
+
+def recomputed_aggregates(n: int) -> pd.DataFrame:
+    """Both BLURB aggregates of every column of Table 6 or 7 recomputed from its printed cells, one row per
+    column, with how many datasets and groups they cover.
+
+    One row per column (not one per aggregate) so that each column of the frame holds one kind of number: the
+    coverage counts stay integers (13, not 13.00) beside the two-decimal scores the paper prints."""
+    rows = []
+    for column in columns(n):
+        scores = column_scores(n, column)
+        plain, macro = scoring.paper_average(scores), scoring.blurb_score(scores)
+        rows.append((plain.value, macro.value, len(plain.covered), len(macro.covered)))
+    frame = pd.DataFrame(rows, columns=list(AGGREGATE_COLUMNS),
+                         index=pd.Index(columns(n), name="model" if n == 7 else "configuration"))
+    return frame.astype({AGGREGATE_COLUMNS[0]: float, AGGREGATE_COLUMNS[1]: float,
+                         AGGREGATE_COLUMNS[2]: int, AGGREGATE_COLUMNS[3]: int})
