@@ -66,5 +66,30 @@ def test_the_claims_on_the_recorded_runs_are_as_pinned(data_root: Path) -> None:
             _close(got[claim][name], value, f"{claim}: {name}")
 
 
+def test_the_readme_states_the_pinned_verdicts() -> None:
+    """The README's first sentence says what the book finds: its counts are those of the pinned claims (the
+    test above pins them to the recorded runs), counted under each row's label as the claims page counts them."""
+    import re
+
+    from medibio.book import rules
+
+    want = json.loads(PINNED.read_text(encoding="utf-8"))
+    tested = [c for c in want.values() if c["ours"][1] is not None]
+    untestable = [c for c in tested if c["design"] in rules.UNTESTABLE]
+    proxy = [c for c in tested if c["design"] == rules.PROXY]
+    plain = [c for c in tested if c["design"] == rules.COMPARABLE]
+    excluded = [c for c in tested if c["paper's effect"][1] is not None and c["paper's effect"][1] < rules.ALPHA]
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    found = re.search(r"\*\*What the book finds\*\*, on two CPU cores: (\d+) of the paper's (\d+) claims can be "
+                      r"tested and none is supported at this scale \((\d+) inconclusive, (\d+) contradicted on a "
+                      r"proxy task, (\d+) run but not testable as designed: .*?\); the other (\d+) need", readme)
+    assert found, "the README's first sentence is not where it was"
+    assert [int(n) for n in found.groups()] == [len(tested), len(want), len(plain), len(proxy), len(untestable),
+                                                len(want) - len(tested)]
+    assert all(c["verdict"].startswith(rules.INCONCLUSIVE) for c in plain)  # none supported, none contradicted
+    assert all(c["verdict"] == f"proxy {rules.CONTRADICTED}" for c in proxy)
+    assert f"for {len(excluded)} of the {len(tested)} tested claims the paper's own effect lies outside" in readme
+
+
 if __name__ == "__main__":
     print(json.dumps(pinned(claims_json()), indent=1, ensure_ascii=False))
