@@ -148,3 +148,19 @@ def test_landing_page_states_the_verdicts_and_links_what_holds_up() -> None:
     assert "{glue:text}`verdict_headline`" in opening and "](what_holds_up.ipynb)" in opening
     code = "\n".join(c.source for c in book.cells if c.cell_type == "code")
     assert 'chapter.glue("verdict_headline", forest.headline(verdicts.rows(' in code
+
+
+def test_appendix_b_says_what_its_stale_records_are_and_that_their_numbers_stand() -> None:
+    runs = pd.DataFrame({"kind": ["pretrain", "pretrain", "finetune"], "profile": ["study", "study", "cpu"],
+                         "freshness": ["stale", "stale", "current"],
+                         "changed": ['precision: "no" → "bf16"; vocabulary.spm.model: "33" → "(absent)"',
+                                     'vocabulary.spm.model: "33" → "(absent)"', None]})
+    text = appendix.freshness_reading(runs)
+    assert text.startswith("2 of 3 records are stale here: 2 pretrain records of profile study (precision, "
+                           "vocabulary changed).")
+    assert "keeps the numbers its run made" in text and "the precision this CPU computes in" in text
+    assert appendix.freshness_reading(runs[runs["freshness"] == "current"]).startswith("All 1 records are current")
+    notebook = nbformat.read(Path(__file__).resolve().parents[1] / "notebooks" / "appendix_b_reproducibility.ipynb",
+                             as_version=4)
+    text = "".join(c.source for c in notebook.cells)
+    assert "{glue:text}`freshness_reading`" in text and 'chapter.glue("freshness_reading"' in text

@@ -215,6 +215,31 @@ def records_for_page(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.drop(columns=[SCORE_COLUMN]).set_index("record")
 
 
+def freshness_reading(frame: pd.DataFrame) -> str:
+    """One sentence on the stale records of :func:`run_index`: how many, of which kind and profile, and what
+    changed (the fields, not their values), so a reader knows what "stale" says about the numbers: that the
+    same request made here today would plan another configuration, not that the record is wrong."""
+    stale = frame[frame["freshness"] == "stale"]
+    if stale.empty:
+        return f"All {len(frame):,} records are current: each request would still get its record today."
+    groups, fields = [], set()
+    for (kind, profile), rows in stale.groupby(["kind", "profile"], sort=True):
+        named = sorted({part.split(":")[0].split(".")[0].strip() for changed in rows["changed"].dropna()
+                        for part in str(changed).split(";") if part.strip()})
+        fields.update(named)
+        groups.append(f"{len(rows):,} {kind} records of profile {profile} ({', '.join(named) or 'unnamed'} "
+                      "changed)")
+    why = [text for field, text in _STALE_BECAUSE.items() if field in fields] or ["what the table names"]
+    return (f"{len(stale):,} of {len(frame):,} records are stale here: {'; '.join(groups)}. A stale record keeps "
+            "the numbers its run made; the same request planned on this machine today would get another "
+            f"configuration ({', '.join(why)}), so it would be run again rather than reused.")
+
+
+# what a changed field of a stale record's configuration says about the machine that plans it again
+_STALE_BECAUSE = {"precision": "the precision this CPU computes in",
+                  "vocabulary": "vocabulary files this machine does not hold"}
+
+
 @dataclass(frozen=True)
 class Reproducibility:
     """What Appendix B checked this build against, counted once for its first table and its first sentence."""
