@@ -110,3 +110,13 @@ def test_the_compact_table_names_the_model_and_its_size_not_its_whole_pretrainin
                        "fine-tuned on 500 examples")
     assert forest.scale(long) == "#3: study-3-s1 (10.9M parameters)"
     assert forest.scale(rows[0]) == "MiniLM (22M)"  # no parameters named: the first clause as it is
+
+
+def test_a_caption_names_the_profiles_whose_runs_made_the_verdicts(rows) -> None:
+    rows[0].ours.runs = "cpu-study: study-1 vs study-2, mean over 7 large BLURB sets"
+    rows[1].ours.runs = "cpu-ift/minilm: ift-STS-B (5 seeds) vs base (5 seeds)"
+    rows[3].ours.runs = "v2020-07-05_metadata_sample.jsonl: 1,000 papers"  # a data file, not a profile
+    assert forest.made_by(rows, "cpu") == "recorded runs of profiles cpu-ift, cpu-study"
+    rows[1].ours.runs = "cpu-study: study-3 vs study-2"
+    assert forest.made_by(rows, "cpu") == "recorded runs of profile cpu-study"
+    assert forest.made_by(rows, "cpu-study") == ""  # this build's own runs: its model names them

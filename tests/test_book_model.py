@@ -76,6 +76,14 @@ def test_tables_and_figures_name_the_model(tmp_path, monkeypatch) -> None:
     chapter.figure("paper", paper, printed=True)
     assert not paper.texts
     plt.close(paper)
+    # numbers other models made (another profile's recorded runs) name them in place of this build's model
+    chapter.table("r", pd.DataFrame({"a": [1.0]}), caption="Study", made_by="recorded runs of profile cpu-study")
+    assert notebook.read_summary(tmp_path, "smoke", "99_model")["tables"]["r"]["caption"] == \
+        "Study · recorded runs of profile cpu-study"
+    recorded, _ = plt.subplots()
+    chapter.figure("recorded", recorded, made_by="recorded runs of profile cpu-study")
+    assert [t.get_text() for t in recorded.texts] == ["recorded runs of profile cpu-study"]
+    plt.close(recorded)
 
 
 def test_background_process_trains_for_the_books_model() -> None:
@@ -149,7 +157,10 @@ def test_smoke_book_for_a_second_tiny_model_names_it_everywhere(tmp_path, monkey
         assert summary["model"] == str(model)
         captions = [t["caption"] for t in summary["tables"].values() if t["caption"]]
         printed = [c for c in captions if "(paper)" in c or "printed in the paper" in c]  # no model made them
-        assert all("built for tiny-bert-test on profile smoke" in c for c in captions if c not in printed), slug
+        # numbers another profile's models made (recorded runs) name those runs, not this build's model
+        made = [c for c in captions if c not in printed and "recorded runs of" not in c]
+        assert all("built for tiny-bert-test on profile smoke" in c for c in made), slug
+        assert not [c for c in captions if "recorded runs of" in c and "built for" in c], slug
         assert not [c for c in printed if "built for" in c], slug
     # the records carry the model's fingerprint; the run pages name it
     records = [r for r in load_records(results, profile="smoke") if r.kind in ("finetune", "frozen", "scierc")]

@@ -207,6 +207,16 @@ def label(row: Any) -> str:
     return str(_attr(row, LABEL, ""))
 
 
+def made_by(found: Sequence[Any], profile: str) -> str:
+    """What made the verdicts' numbers, for a caption: the profiles whose runs the tested claims read (``runs of
+    profiles cpu-ift, cpu-study``); "" where that is only ``profile``, this build's own (its model says it)."""
+    read = sorted({m.group(1) for r in tested(found)
+                   if (m := re.match(r"([a-z0-9-]+)[:/]", str(getattr(r.ours, "runs", "") or "")))})
+    if not read or read == [profile]:
+        return ""
+    return f"recorded runs of profile{'s' if len(read) > 1 else ''} {', '.join(read)}"
+
+
 def headline(found: Sequence[Any]) -> str:
     """The page's first sentence: how many claims this build's runs test and how many count under each verdict
     (the labels the table shows: a claim the design could not test is not counted as contradicted)."""

@@ -79,6 +79,11 @@ class ChapterContext:
         """`` · built for <model> on profile <profile>`` (empty for a chapter without a model)."""
         return f" · built for {zoo.display_name(self.model)} on profile {self.profile}" if self.model else ""
 
+    def _made_by(self, printed: bool, made_by: str) -> str:
+        """What a caption or a figure's corner says made its numbers: nothing for the paper's printed numbers,
+        ``made_by`` where the caller names other runs' models, else this build's model (:attr:`built_for`)."""
+        return "" if printed else f" · {made_by}" if made_by else self.built_for
+
     @property
     def results_root(self) -> Path:
         return self.settings.results_root
@@ -103,7 +108,7 @@ class ChapterContext:
 
     def table(self, key: str, frame: pd.DataFrame, caption: str = "", paper_vs_ours: bool = False,
               precision: int = 2, links: Mapping[tuple[str, str], str] | None = None,
-              provenance: bool = False, printed: bool = False) -> Any:
+              provenance: bool = False, printed: bool = False, made_by: str = "") -> Any:
         """Record ``frame`` under ``key``, write it as CSV and JSON, and show it (paper/ours/diff coloured) with
         links to both files right under it.
 
@@ -113,11 +118,12 @@ class ChapterContext:
         plain values and every column; the page leaves out the provenance columns (:data:`PROVENANCE_COLUMNS`:
         digests and commits belong to the run pages and Appendix B, not between the scores) unless
         ``provenance``, and names a ``<column>_diff`` column "ours − <column>". A ``printed`` table (the paper's
-        own numbers, as printed) names no model in its caption: no model of this build made it. In a notebook the table is displayed right away, so every table of a cell reaches the
-        page (a returned value shows only when it is the cell's last expression); outside IPython the Styler
-        is returned."""
+        own numbers, as printed) names no model in its caption: no model of this build made it; ``made_by`` names
+        what did where it is not this build's model (recorded runs of another profile's models), in its place.
+        In a notebook the table is displayed right away, so every table of a cell reaches the page (a returned
+        value shows only when it is the cell's last expression); outside IPython the Styler is returned."""
         files = write_table(frame, self.out_dir / TABLES_DIR, key)
-        caption = caption + self.built_for if caption and not printed else caption
+        caption = caption + self._made_by(printed, made_by) if caption else caption
         self.tables[key] = {"rows": [str(i) for i in frame.index], "columns": [str(c) for c in frame.columns],
                             "n_rows": int(len(frame)), "caption": caption,
                             "files": {kind: str(path) for kind, path in files.items()}}
@@ -174,7 +180,8 @@ class ChapterContext:
             glue(key, text, display=False)
         return text
 
-    def figure(self, key: str, fig: Any, notes: bool = True, narrow: Any = None, printed: bool = False) -> Any:
+    def figure(self, key: str, fig: Any, notes: bool = True, narrow: Any = None, printed: bool = False,
+               made_by: str = "") -> Any:
         """Save ``fig`` as PNG under the chapter's output folder, record it, and display it in a notebook
         (outside one, return it); the page's pending notes follow it unless ``notes`` is False (a page whose
         first figure and table belong together).
@@ -182,9 +189,11 @@ class ChapterContext:
         ``narrow`` is the same figure drawn for a phone: saved beside it (``<key>-narrow.png``, at twice the
         resolution) and shown instead of ``fig`` on a screen up to :data:`NARROW_SCREEN_PX` wide, where the wide
         figure would be shrunk until its text cannot be read (one ``<picture>``, so the page has one image). A
-        ``printed`` figure draws the paper's own numbers and names no model (as :meth:`table`)."""
-        path = self._save_figure(key, fig, FIGURE_DPI, printed)
-        small = None if narrow is None else self._save_figure(f"{key}-narrow", narrow, 2 * FIGURE_DPI, printed)
+        ``printed`` figure draws the paper's own numbers and names no model, and ``made_by`` names other runs'
+        models in its corner (as :meth:`table`)."""
+        label = self._made_by(printed, made_by).lstrip(" ·")
+        path = self._save_figure(key, fig, FIGURE_DPI, label)
+        small = None if narrow is None else self._save_figure(f"{key}-narrow", narrow, 2 * FIGURE_DPI, label)
         self.figures[key] = str(path)
         self.save()
         if not _in_kernel():
@@ -201,12 +210,12 @@ class ChapterContext:
             self._show_notes()
         return None
 
-    def _save_figure(self, key: str, fig: Any, dpi: int, printed: bool = False) -> Path:
+    def _save_figure(self, key: str, fig: Any, dpi: int, label: str = "") -> Path:
         path = self.out_dir / "figures" / f"{key}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
-        if self.model and not printed and not getattr(fig, "_medibio_built_for", False):
+        if label and not getattr(fig, "_medibio_built_for", False):
             # under the figure's canvas (the saved PNG's tight box takes it in), where no tick label can be
-            fig.text(0.99, -0.005, self.built_for.lstrip(" ·"), ha="right", va="top", fontsize=7, color="#555")
+            fig.text(0.99, -0.005, label, ha="right", va="top", fontsize=7, color="#555")
             fig._medibio_built_for = True  # a figure saved twice is labelled once
         fig.savefig(path, dpi=dpi, bbox_inches="tight")
         return path
