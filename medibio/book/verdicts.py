@@ -21,6 +21,7 @@ from medibio.book.rules import (
     COMPARABLE,
     DESIGNS,
     PAPER_VERDICTS,
+    UNTESTABLE,
     VERDICTS,
     WELCH_RUNS,
     design_of,
@@ -136,7 +137,10 @@ class Row:
             return ""
         end = "upper" if self.paper_effect >= 0 else "lower"
         said = "is excluded at this scale" if self.paper_effect_excluded else "is not excluded"
-        return f"the paper's {self.paper_effect:+.2f} {said} ({end} end {self.paper_effect_end:+.2f})"
+        # on arms the design cannot compare, the test reads the same draws and says so: its number stands,
+        # its bearing on the claim is the design label's
+        caveat = ", on arms the design cannot compare" if self.design in UNTESTABLE else ""
+        return f"the paper's {self.paper_effect:+.2f} {said} ({end} end {self.paper_effect_end:+.2f}{caveat})"
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
