@@ -96,7 +96,11 @@ def test_the_headline_counts_a_claim_the_design_could_not_test_under_its_label_n
     text = forest.headline(rows)
     assert "contradicted, " not in text.replace("proxy contradicted", "")  # no bare "contradicted" count
     assert "1 proxy contradicted" in text and "1 run but not testable as designed (a scale mismatch)" in text
-    assert "for 1 of them the paper's own effect lies outside our interval" in text
+    # the paper's effect excluded on arms the design cannot compare is not counted
+    assert "the paper's own effect lies outside" not in text
+    rows[-1].paper_effect_excluded = True  # the proxy claim: tested, under its proxy's name
+    assert "for 1 of the 4 the design could test, the paper's own effect lies outside our interval" in \
+        forest.headline(rows)
     assert text.startswith("This build's runs test 5 of the paper's 6 claims: 1 supported, ")
     # the forest plot greys the line of the claim the design could not test
     fig = forest.figure(rows)
@@ -113,10 +117,10 @@ def test_the_compact_table_names_the_model_and_its_size_not_its_whole_pretrainin
 
 
 def test_a_caption_names_the_profiles_whose_runs_made_the_verdicts(rows) -> None:
-    rows[0].ours.runs = "cpu-study: study-1 vs study-2, mean over 7 large BLURB sets"
-    rows[1].ours.runs = "cpu-ift/minilm: ift-STS-B (5 seeds) vs base (5 seeds)"
-    rows[3].ours.runs = "v2020-07-05_metadata_sample.jsonl: 1,000 papers"  # a data file, not a profile
+    rows[0].ours.profile = "cpu-study"
+    rows[1].ours.profile = "cpu-ift"
+    rows[3].ours.profile = ""  # a sample of papers, no runs
     assert forest.made_by(rows, "cpu") == "recorded runs of profiles cpu-ift, cpu-study"
-    rows[1].ours.runs = "cpu-study: study-3 vs study-2"
+    rows[1].ours.profile = "cpu-study"
     assert forest.made_by(rows, "cpu") == "recorded runs of profile cpu-study"
     assert forest.made_by(rows, "cpu-study") == ""  # this build's own runs: its model names them

@@ -132,7 +132,10 @@ def test_ift_summary_names_the_task_chosen_on_dev_with_its_interval() -> None:
     assert found["ift_chosen"] == "STS-B" and found["ift_tried"] == "2" and found["ift_significant_n"] == "1"
     assert (found["ift_chosen_mean"], found["ift_direct_mean"], found["ift_chosen_gain"]) == ("86.50", "84.00", "+2.50")
     assert (found["ift_chosen_gain_ci"], found["ift_chosen_p"], found["ift_chosen_significant"]) == ("[+0.50, +4.25]", "0.012", "yes")
-    assert found["ift_frozen"] == "84.60"
+    assert found["ift_frozen"] == "84.60" and found["ift_direct_seeds"] == notebook.NOT_AVAILABLE  # no "n" column
+    counted = _ift()
+    counted["n"] = [3, 3, 3]
+    assert _text(numbers.ift_summary(counted, experiments.BASELINE, "STS-B"))["ift_direct_seeds"] == "3"
 
 
 def test_ift_summary_without_a_choice_or_tests_keeps_every_key() -> None:

@@ -158,7 +158,7 @@ def test_appendix_b_says_what_its_stale_records_are_and_that_their_numbers_stand
     text = appendix.freshness_reading(runs)
     assert text.startswith("2 of 3 records are stale here: 2 pretrain records of profile study (precision, "
                            "vocabulary changed).")
-    assert "keeps the numbers its run made" in text and "the precision this CPU computes in" in text
+    assert "keeps the numbers its run made" in text and "the precision this machine computes in" in text
     assert appendix.freshness_reading(runs[runs["freshness"] == "current"]).startswith("All 1 records are current")
     notebook = nbformat.read(Path(__file__).resolve().parents[1] / "notebooks" / "appendix_b_reproducibility.ipynb",
                              as_version=4)

@@ -170,3 +170,11 @@ def test_the_loss_curves_run_from_1_to_4_one_line_per_seed_and_no_pilot() -> Non
     assert not lines["run"].str.contains("pilot|made").any()
     assert lines.groupby(["arm", "line"]).size().eq(1).all()
     assert set(lines[lines["arm"] == "#3"]["line"]) == {"seed 1, fp32", "seed 2, fp32"}
+
+
+def test_a_chapter_links_a_profiles_runs_only_where_the_build_writes_their_pages() -> None:
+    """The cpu book writes pages for its own runs and the recorded profiles its claims read; a gpu or smoke build
+    whose results root also holds those records (a cpu build from reference/ copied them there) links none."""
+    assert runpages.has_pages("cpu", "cpu") and runpages.has_pages("cpu", "cpu-ift") and runpages.has_pages("cpu", "cpu-study")
+    assert not runpages.has_pages("gpu", "cpu-ift") and not runpages.has_pages("smoke", "cpu-study")
+    assert runpages.has_pages("gpu", "gpu")

@@ -188,6 +188,9 @@ def test_design_labels_from_the_data_and_from_the_claim() -> None:
     assert rules.verdict_label(rules.INCONCLUSIVE, 2.0, rules.FLOOR) == "not testable: floor"
     assert rules.verdict_label(rules.CONTRADICTED, 2.0, rules.PROXY) == "proxy contradicted"
     assert rules.verdict_label(rules.EQUIVALENT, 2.0, "") == "no difference larger than 2"
+    assert rules.verdict_label(rules.INCONCLUSIVE, 2.0, rules.COMPARABLE) == rules.INCONCLUSIVE
+    with pytest.raises(ValueError, match="unknown design label 'bogus'"):
+        rules.verdict_label(rules.INCONCLUSIVE, 2.0, "bogus")
 
 
 def test_a_claim_reads_only_arms_that_share_a_precision() -> None:
@@ -521,8 +524,7 @@ def test_cli_json(build: Build) -> None:
     for claim in out["claims"]:
         tested = claim["ours"]["low"] is not None
         assert claim["verdict_label"] == rules.verdict_label(claim["verdict"], claim["delta"] or math.nan,
-                                                             "" if claim["design"] == rules.COMPARABLE
-                                                             else claim["design"] or ""), claim["id"]
+                                                             claim["design"] or ""), claim["id"]
         assert claim["design"] is not None or not tested, claim["id"]
         assert (claim["design"] == rules.COMPARABLE) <= tested, claim["id"]
         assert claim["design"] in (*rules.DESIGNS[1:], rules.COMPARABLE, None), claim["id"]

@@ -236,7 +236,7 @@ def freshness_reading(frame: pd.DataFrame) -> str:
 
 
 # what a changed field of a stale record's configuration says about the machine that plans it again
-_STALE_BECAUSE = {"precision": "the precision this CPU computes in",
+_STALE_BECAUSE = {"precision": "the precision this machine computes in",
                   "vocabulary": "vocabulary files this machine does not hold"}
 
 

@@ -160,6 +160,7 @@ class Evidence:
     constant_high: float = math.nan
     draws: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)  # the verdict's
     precisions: tuple[tuple[str, ...], ...] = ()  # each arm's fine-tuning precisions (empty: not known)
+    profile: str = ""  # the profile whose runs were compared (a caption names it: not this build's model's)
 
     @property
     def tested(self) -> bool:
@@ -173,11 +174,12 @@ def claim_seed(claim_id: str) -> int:
 
 
 def _from(found: MultiComparison, runs: str, scale: str, beside: tuple[Beside, ...],
-          sides: Sequence[Sequence[Runs]], constant: tuple[float, float, float] | None = None) -> Evidence:
+          sides: Sequence[Sequence[Runs]], constant: tuple[float, float, float] | None = None,
+          profile: str = "") -> Evidence:
     const = constant or (math.nan, math.nan, math.nan)
     return Evidence(found.diff, found.low, found.high, found.p_value, runs, "", found.resampled, found.resamples,
                     scale, beside, a_score=arm_score(sides[0]), b_score=arm_score(sides[1]), constant=const[0],
-                    constant_low=const[1], constant_high=const[2], draws=found.draws)
+                    constant_low=const[1], constant_high=const[2], draws=found.draws, profile=profile)
 
 
 def arm_score(side: Sequence[Runs]) -> float:
@@ -417,7 +419,7 @@ def _ift_evidence(claim: Claim, settings: Settings, profile: str, resamples: int
             constant = constant_interval(ra.dataset, ra.ids, settings.data_root, resamples,
                                          claim_seed(claim.id))
             return _from(found[0], f"{runs_profile}/{'+'.join(tags)}{where}: {found[1]}",
-                         scale_of(by_variant[test.a], root), beside + cv, ([ra], [rb]), constant)
+                         scale_of(by_variant[test.a], root), beside + cv, ([ra], [rb]), constant, runs_profile)
     return Evidence(needs=test.needs, beside=beside)
 
 
@@ -517,7 +519,8 @@ def _table5_found(claim: Claim, pairs: list[tuple[Any, Any]], sides: list[list[R
     sets = tuple(_beside(f"{d} alone (the same draws; not the verdict's)", found[f"{_PER_SET}{d}"], d)
                  for d in primary.datasets)
     welch = _welch_over_models(chosen, (va, vb))
-    found_ = _from(primary, runs, scale, (*beside, *sets, *welch), ([x for x, _ in chosen], [y for _, y in chosen]))
+    found_ = _from(primary, runs, scale, (*beside, *sets, *welch), ([x for x, _ in chosen], [y for _, y in chosen]),
+                   profile=runs_profile)
     return dataclasses.replace(found_, precisions=tuple(_precisions(side) for side in sides))
 
 

@@ -210,8 +210,7 @@ def label(row: Any) -> str:
 def made_by(found: Sequence[Any], profile: str) -> str:
     """What made the verdicts' numbers, for a caption: the profiles whose runs the tested claims read (``runs of
     profiles cpu-ift, cpu-study``); "" where that is only ``profile``, this build's own (its model says it)."""
-    read = sorted({m.group(1) for r in tested(found)
-                   if (m := re.match(r"([a-z0-9-]+)[:/]", str(getattr(r.ours, "runs", "") or "")))})
+    read = sorted({r.ours.profile for r in tested(found) if getattr(r.ours, "profile", "")})
     if not read or read == [profile]:
         return ""
     return f"recorded runs of profile{'s' if len(read) > 1 else ''} {', '.join(read)}"
@@ -229,10 +228,12 @@ def headline(found: Sequence[Any]) -> str:
     if untestable:
         why = ", ".join(_WHY.get(v, v) for v in untestable)
         tally.append(f"{sum(counts[v] for v in untestable)} run but not testable as designed ({why})")
-    excluded = sum(getattr(row, "paper_effect_excluded", None) is True for row in shown)
+    testable = [row for row in shown if not label(row).startswith("not testable")]
+    excluded = sum(getattr(row, "paper_effect_excluded", None) is True for row in testable)
     rest = len(found) - len(shown)
     return (f"This build's runs test {len(shown)} of the paper's {len(found)} claims: {', '.join(tally) or 'none'}"
-            + (f"; for {excluded} of them the paper's own effect lies outside our interval" if excluded else "")
+            + (f"; for {excluded} of the {len(testable)} the design could test, the paper's own effect lies outside "
+               "our interval" if excluded else "")
             + f"; the other {rest} cannot be tested with the models and data this build has.")
 
 

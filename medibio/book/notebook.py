@@ -352,13 +352,13 @@ def write_table(frame: pd.DataFrame, folder: Path, key: str) -> dict[str, Path]:
                                frame.to_json(orient="split", indent=1, force_ascii=False, default_handler=str))}
 
 
-def downloads(files: Mapping[str, Path], page_dir: Path) -> str:
-    """The Markdown line under a table: links to its files, relative to the page's folder. The book renders
-    notebook Markdown as MyST (``nb_render_markdown_format: myst``), which makes a link to a local file a
-    download: Sphinx copies the file into ``_build/html/_downloads/`` and points the link there; a link to a
-    missing file fails the build."""
+def downloads(files: Mapping[str, Path], page_dir: Path, what: str = "this table") -> str:
+    """The Markdown line under a table: links to its files (``what`` they hold), relative to the page's folder.
+    The book renders notebook Markdown as MyST (``nb_render_markdown_format: myst``), which makes a link to a
+    local file a download: Sphinx copies the file into ``_build/html/_downloads/`` and points the link there; a
+    link to a missing file fails the build."""
     links = [f"[{kind.upper()}](<{os.path.relpath(path, page_dir)}>)" for kind, path in files.items()]
-    return "Download this table: " + " · ".join(links)
+    return f"Download {what}: " + " · ".join(links)
 
 
 def quiet_libraries() -> None:

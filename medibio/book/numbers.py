@@ -125,7 +125,8 @@ def ift_summary(ift: pd.DataFrame, baseline: str, chosen: str | None) -> Numbers
             "ift_chosen_mean": (of("mean"), SCORE), "ift_direct_mean": (float(ift.loc[baseline, "mean"]), SCORE),
             "ift_chosen_gain": (of("gain over baseline"), POINTS), "ift_chosen_gain_ci": (of("95% CI of the gain"), "{}"),
             "ift_chosen_p": (of("p"), P_VALUE), "ift_chosen_significant": (of("significant"), "{}"),
-            "ift_frozen": (ift.loc[baseline, "frozen encoder"] if "frozen encoder" in ift else None, SCORE)}
+            "ift_frozen": (ift.loc[baseline, "frozen encoder"] if "frozen encoder" in ift else None, SCORE),
+            "ift_direct_seeds": (int(ift.loc[baseline, "n"]) if "n" in ift else None, "{}")}
 
 
 def below_frozen(rows: Sequence[str], key: str) -> Numbers:

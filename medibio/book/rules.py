@@ -117,13 +117,15 @@ def verdict_label(verdict_name: str, delta: float, design: str) -> str:
     verdict where nothing keeps the comparison from testing the claim, else what does, so that a count never
     reads "contradicted" where the row says the design could not test the claim."""
     measured = verdict_text(verdict_name, delta)
-    if verdict_name == NOT_TESTABLE or not design:
+    if verdict_name == NOT_TESTABLE or design in ("", COMPARABLE):
         return measured
     if design in UNTESTABLE:
         return UNTESTABLE[design]
     if design == CEILING:
         return f"{measured}, at a ceiling"
-    return f"{PROXY} {measured}"
+    if design == PROXY:
+        return f"{PROXY} {measured}"
+    raise ValueError(f"unknown design label {design!r}; expected one of {', '.join(map(repr, DESIGNS))}")
 
 
 def verdict_words(verdict_name: str, delta: float, design: str) -> str:

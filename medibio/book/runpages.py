@@ -68,6 +68,13 @@ FROZEN_COLUMNS = ("frozen encoder", "frozen 95% CI")  # the frozen-baseline colu
 # the recorded profiles whose runs the claims page of a profile judges (medibio.book.verdicts reads them): their
 # runs get pages too, so that every tested verdict leads to the runs behind it
 READ_BESIDE = {profiles.DEFAULT_PROFILE: (RECORDED.profile, STUDY.profile)}  # the cpu book
+
+
+def has_pages(build_profile: str, record_profile: str) -> bool:
+    """Whether a build of ``build_profile`` writes run pages for the runs of ``record_profile`` (its own, and the
+    recorded profiles its claims read): a chapter links a run only where its page will exist, whatever other
+    profiles' records share the results root."""
+    return record_profile == build_profile or record_profile in READ_BESIDE.get(build_profile, ())
 # test predictions above this many characters go to a script file beside the page, not into it: a page stays
 # under 1 MB (ChemProt's three seeds are 5 MB of JSON) and still opens from disk (a <script src> needs no server)
 INLINE_EXAMPLES = 400_000

@@ -286,9 +286,10 @@ def overview(found: Sequence[Row], links: bool = False) -> pd.DataFrame:
 
 
 def counts(found: Sequence[Row]) -> dict[str, int]:
-    """How many claims got each verdict (ours and the paper's) and each design label, every value of the
-    three vocabularies present."""
-    ours = {v: sum(r.verdict == v for r in found) for v in VERDICTS}
+    """How many claims got each measured verdict (the rule's outcome on the interval, named ``measured: …``:
+    what a claim counts under is its label, :func:`medibio.book.forest.headline`), each paper verdict and each
+    design label, every value of the three vocabularies present."""
+    ours = {f"measured: {v}": sum(r.verdict == v for r in found) for v in VERDICTS}
     paper = {v: sum(r.paper.verdict == v for r in found) for v in PAPER_VERDICTS}
     design = {d: sum(r.design == d for r in found) for d in DESIGNS if d}
     return {**ours, **{f"paper: {k}": v for k, v in paper.items()},
