@@ -105,6 +105,11 @@ def test_reproducibility_appendix(smoke, data_root) -> None:
             listed += sum(1 for _ in csv.reader(fh, delimiter="\t")) - 1
     assert listed > 0 and s["values"]["checksum_files"] == listed
     assert s["values"]["checksum_mismatches"] == 0
+    # the page opens with the table its first sentence counts from
+    assert next(iter(s["tables"])) == "checked" and s["glued"]["b_reading"].strip()
+    # what the stale records are, counted from this build's records (which ones depends on the machine)
+    stale = s["glued"]["freshness_reading"]
+    assert re.match(r"(All [\d,]+ records are current|[\d,]+ of [\d,]+ records are stale here: )", stale), stale
     assert "torch" in s["tables"]["versions"]["rows"]
     assert "git commit" in s["tables"]["environment"]["rows"]
     assert s["tables"]["manifests"]["n_rows"] >= 1
@@ -222,6 +227,12 @@ def test_final_comparison_chapter(smoke) -> None:
 
 def test_first_page_indexes_every_artefact_from_the_chapters_records(smoke) -> None:
     s = _summary(smoke, "intro")
+    # it opens with what the book finds, the claims page's own sentence, and a link there
+    headline = s["glued"]["verdict_headline"]
+    assert headline.startswith("This build's runs test ")
+    assert headline == _summary(smoke, "what_holds_up")["glued"]["headline"]
+    intro = (Path(smoke["html_dir"]) / "book" / "intro.html").read_text(encoding="utf-8")
+    assert intro.index('href="what_holds_up.html"') < intro.index("What the paper claims")
     assert s["values"]["indexed_artefacts"] == len(chapters.ARTEFACTS)
     assert s["tables"]["index"]["rows"] == list(chapters.ARTEFACTS)
     # statuses come from what the chapters recorded: Table 6 from the Tables 5-6 chapter's run records
