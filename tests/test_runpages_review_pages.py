@@ -178,3 +178,10 @@ def test_a_chapter_links_a_profiles_runs_only_where_the_build_writes_their_pages
     assert runpages.has_pages("cpu", "cpu") and runpages.has_pages("cpu", "cpu-ift") and runpages.has_pages("cpu", "cpu-study")
     assert not runpages.has_pages("gpu", "cpu-ift") and not runpages.has_pages("smoke", "cpu-study")
     assert runpages.has_pages("gpu", "gpu")
+
+
+def test_a_pretrained_models_tag_splits_back_into_its_run_and_seed() -> None:
+    from medibio.models import zoo
+
+    assert zoo.split_pretrained_tag(zoo.pretrained_tag("study-3", 2)) == ("study-3", "2")
+    assert zoo.split_pretrained_tag("minilm") is None and zoo.split_pretrained_tag("x-small") is None

@@ -41,6 +41,7 @@ import pandas as pd
 from medibio.baselines import constant
 from medibio.book import spans
 from medibio.book.notebook import label_text
+from medibio.book.numbers import yes_no
 from medibio.core import profiles, workers
 from medibio.core.atomic import atomic_open, write_text
 from medibio.core.errors import MedibioError
@@ -48,6 +49,7 @@ from medibio.core.text import file_bytes
 from medibio.experiments.ift import RECORDED
 from medibio.experiments.table5 import STUDY
 from medibio.ift import variants
+from medibio.models import zoo
 from medibio.paper import tables as paper_tables
 from medibio.results.aggregate import newest_configurations
 from medibio.results.significance import compare_records
@@ -557,16 +559,13 @@ def scierc_links(records: Sequence[RunRecord], tasks: Sequence[str], columns: Se
     return cell_links({(model, task): recs for model, recs in by_model.items() for task in tasks}, columns)
 
 
-_PRETRAINING_SEED = re.compile(r"-s\d+$")  # a study model's tag: its arm's tag and its pretraining seed
-
-
 def paper_numbers(record: RunRecord) -> list[dict[str, str]]:
     """The paper's scores for what a run page shows: a study arm's Table 6 column, else Table 6's #1 (the
     configuration that became MediBioDeBERTa) and Table 7's MediBioDeBERTa-IFT, on the run's BLURB dataset."""
     if not registry.is_blurb(record.dataset):
         return []
     arm = STUDY.arm_of(record.variant)
-    model_arm = STUDY.arm_of(_PRETRAINING_SEED.sub("", record.model_tag))
+    model_arm = STUDY.arm_of((zoo.split_pretrained_tag(record.model_tag) or (record.model_tag,))[0])
     if arm is not None:
         columns = [(6, arm.configuration)] if arm.configuration is not None else []
     elif model_arm is not None:
@@ -659,11 +658,6 @@ def _number(value: Any, digits: int = 2) -> str:
     if isinstance(value, Integral):  # numpy's integers too (a count table's cells)
         return f"{int(value):,}"
     return f"{value:,.{digits}f}" if isinstance(value, float) else str(value)
-
-
-def yes_no(value: bool) -> str:
-    """A flag as a reader says it, not as JSON writes it."""
-    return "yes" if value else "no"
 
 
 def setting_text(value: Any) -> str:

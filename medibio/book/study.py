@@ -27,6 +27,7 @@ from medibio.experiments.table5 import (
     pilot_gate,
     study_variant,
 )
+from medibio.models import zoo
 from medibio.paper import tables
 from medibio.pretrain.lineage import continued_from
 from medibio.results.aggregate import newest_configurations
@@ -225,7 +226,7 @@ def per_model_table(root: str | Path, tokens: int = TOKENS,
         for run in by_arm[arm]:
             by_model.setdefault(run.model_tag, []).append(run)
         for tag, runs in sorted(by_model.items()):
-            seed = tag.rsplit("-s", 1)[-1] if "-s" in tag else tag
+            seed = (zoo.split_pretrained_tag(tag) or ("", tag))[1]
             label = f"#{arm}, pretraining seed {seed}"
             by_set: dict[str, list[RunRecord]] = {}
             for run in runs:

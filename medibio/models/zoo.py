@@ -327,6 +327,13 @@ def pretrained_tag(tag: str, seed: int | str) -> str:
     return f"{tag}-s{seed}"
 
 
+def split_pretrained_tag(tag: str) -> tuple[str, str] | None:
+    """The inverse of :func:`pretrained_tag`: (the pretraining run's tag, the seed) of ``study-3-s1``, None for a
+    tag that names no pretraining run's model (``minilm``, ``x-small``)."""
+    found = re.fullmatch(r"(.+)-s(\d+)", tag)
+    return (found.group(1), found.group(2)) if found else None
+
+
 def model_tag(name_or_path: str | Path) -> str:
     """Short, filesystem-safe name of a model used in result paths.
 
