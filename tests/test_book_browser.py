@@ -278,6 +278,21 @@ def test_no_html_page_is_over_a_megabyte(cpu_book) -> None:
     assert not heavy, heavy
 
 
+def test_every_figure_says_what_it_shows_in_its_alt_text(cpu_book) -> None:
+    """A figure's alt text is what it shows (its title, or the chapter's words), never the hashed file name
+    Sphinx gives an image without one (medibio.book.alt_text)."""
+    from bs4 import BeautifulSoup
+
+    found, unsaid = 0, []
+    for page in (cpu_book / "book").glob("*.html"):
+        for img in BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select("main img"):
+            found += 1
+            alt = img.get("alt", "")
+            if len(alt) < 12 or alt.endswith(".png") or "/" in alt.split()[0]:
+                unsaid.append((page.name, alt[:80]))
+    assert found >= 10 and not unsaid, (found, unsaid)
+
+
 def test_the_runs_behind_every_tested_verdict_have_pages(cpu_book) -> None:
     runs = cpu_book / "runs"
     for profile in ("cpu", "cpu-ift", "cpu-study"):

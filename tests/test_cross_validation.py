@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from datasets import Dataset
 
-from medibio.finetune.variants import variant_name
+from medibio.finetune.variants import fold_of, variant_name
 from medibio.results import significance
 from medibio.runs import records
 from medibio.runs.identity import RunKey
@@ -62,6 +62,10 @@ def test_the_fold_option_is_checked_named_in_the_variant_and_absent_from_other_d
             config.FinetuneConfig(cv_fold=wrong)
     assert variant_name(config.FinetuneConfig(cv_fold=3)) == "cv3"
     assert variant_name(config.FinetuneConfig(cv_fold=3), ["STS-B"]) == "ift-STS-B+cv3"
+    for chain, fold in (((), 3), (("STS-B",), 2), (("GAD",), None), ((), None)):  # fold_of reads them back
+        name = variant_name(config.FinetuneConfig(cv_fold=fold), chain)
+        arm = variant_name(config.FinetuneConfig(), chain)
+        assert fold_of(name) == (arm, f"cv{fold}" if fold else "")
 
 
 class _Folds:

@@ -152,7 +152,14 @@ def test_every_cpu_ift_configuration_is_linked_from_the_claims_runs_table() -> N
     pages = {runpages.run_page_url(r) for r in found}
     assert set(links.values()) == pages  # one page per configuration, each reached from a cell
     assert ("study-3-s1", "BIOSSES", "ift-STS-B") in frame.index and "fold 5" in frame.columns
-    assert runpages.fold_of("ift-STS-B+cv2") == ("ift-STS-B", "cv2") and runpages.fold_of("cv3") == ("base", "cv3")
+
+
+def test_a_chapter_links_recorded_runs_only_where_its_build_writes_their_pages(tmp_path: Path) -> None:
+    found, linked = runpages.recorded_runs(REFERENCE_ROOT, "cpu", "cpu-ift")  # a build from reference/
+    assert found and linked and {r.profile for r in found} == {"cpu-ift"}
+    assert runpages.recorded_runs(REFERENCE_ROOT, "smoke", "cpu-ift")[1] is False  # a smoke build writes none
+    elsewhere, linked = runpages.recorded_runs(tmp_path, "cpu", "cpu-ift")  # none here: reference/'s, unlinked
+    assert not linked and {r.run_id for r in elsewhere} == {r.run_id for r in found}
 
 
 def test_every_study_model_is_linked_per_set() -> None:

@@ -94,6 +94,14 @@ def _sign(side: int) -> str:
     return ">" if side > 0 else "≤"
 
 
+def alt(found: Sequence[Any]) -> str:
+    """What :func:`figure` shows, for a reader who cannot see it (the page's image's alt text)."""
+    n = len(tested(found))
+    return (f"Forest plot of the {n} tested claim{'s' if n != 1 else ''}: for each, our difference A − B with its "
+            "95% interval, coloured by verdict, beside zero, the margin ±δ and the paper's effect; the table below "
+            "gives the same numbers")
+
+
 def figure(found: Sequence[Any], narrow: bool = False) -> Any:
     """One line per tested claim: our difference A − B and its 95% interval (coloured by verdict), the margin
     ±δ as a band, zero as a line, the paper's effect as a diamond; the claim and its verdict in words label the

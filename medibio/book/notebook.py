@@ -34,7 +34,7 @@ import pandas as pd
 
 from medibio.book.chapters import ARTEFACTS, chapter_of
 from medibio.book.parameters import resolve
-from medibio.core import launch, paths, profiles, progress, provenance
+from medibio.core import charts, launch, paths, profiles, progress, provenance
 from medibio.core.atomic import write_json, write_text
 from medibio.core.settings import Settings
 from medibio.models import zoo
@@ -108,7 +108,7 @@ class ChapterContext:
 
     def table(self, key: str, frame: pd.DataFrame, caption: str = "", paper_vs_ours: bool = False,
               precision: int = 2, links: Mapping[tuple[str, str], str] | None = None,
-              provenance: bool = False, printed: bool = False, made_by: str = "") -> Any:
+              provenance: bool = False, printed: bool = False, made_by: str = "", row_labels: bool = True) -> Any:
         """Record ``frame`` under ``key``, write it as CSV and JSON, and show it (paper/ours/diff coloured) with
         links to both files right under it.
 
@@ -120,6 +120,8 @@ class ChapterContext:
         ``provenance``, and names a ``<column>_diff`` column "ours − <column>". A ``printed`` table (the paper's
         own numbers, as printed) names no model in its caption: no model of this build made it; ``made_by`` names
         what did where it is not this build's model (recorded runs of another profile's models), in its place.
+        ``row_labels=False`` leaves the index off the page (the files keep it): the claims' ids, say, where the
+        claim's own words head each row and the page needs its width for them.
         In a notebook the table is displayed right away, so every table of a cell reaches the page (a returned
         value shows only when it is the cell's last expression); outside IPython the Styler is returned."""
         files = write_table(frame, self.out_dir / TABLES_DIR, key)
@@ -133,7 +135,7 @@ class ChapterContext:
         links = {cell: url for cell, url in (links or {}).items() if cell[1] not in hidden}
         frame = shown
         styler = style(frame, caption=caption, diff_columns=_diff_columns(frame) if paper_vs_ours else (),
-                       precision=precision, links=links)
+                       precision=precision, links=links, row_labels=row_labels)
         if not _in_kernel():
             return styler
         from IPython.display import Markdown, display
@@ -181,7 +183,7 @@ class ChapterContext:
         return text
 
     def figure(self, key: str, fig: Any, notes: bool = True, narrow: Any = None, printed: bool = False,
-               made_by: str = "") -> Any:
+               made_by: str = "", alt: str = "") -> Any:
         """Save ``fig`` as PNG under the chapter's output folder, record it, and display it in a notebook
         (outside one, return it); the page's pending notes follow it unless ``notes`` is False (a page whose
         first figure and table belong together).
@@ -190,19 +192,21 @@ class ChapterContext:
         resolution) and shown instead of ``fig`` on a screen up to :data:`NARROW_SCREEN_PX` wide, where the wide
         figure would be shrunk until its text cannot be read (one ``<picture>``, so the page has one image). A
         ``printed`` figure draws the paper's own numbers and names no model, and ``made_by`` names other runs'
-        models in its corner (as :meth:`table`)."""
+        models in its corner (as :meth:`table`). ``alt`` says what it shows to a reader who cannot see it
+        (default: its title); the page shows the PNG saved here, which carries it (:mod:`medibio.book.alt_text`)."""
         label = self._made_by(printed, made_by).lstrip(" ·")
-        path = self._save_figure(key, fig, FIGURE_DPI, label)
-        small = None if narrow is None else self._save_figure(f"{key}-narrow", narrow, 2 * FIGURE_DPI, label)
+        alt = alt or charts.title(fig)
+        path = self._save_figure(key, fig, FIGURE_DPI, label, alt)
+        small = None if narrow is None else self._save_figure(f"{key}-narrow", narrow, 2 * FIGURE_DPI, label, alt)
         self.figures[key] = str(path)
         self.save()
         if not _in_kernel():
             return fig
         import matplotlib.pyplot as plt
-        from IPython.display import HTML, display
+        from IPython.display import HTML, Image, display
 
         # here, so that the notes under the first result come after it
-        display(fig if small is None else HTML(responsive_image(path, small, key)))
+        display(Image(filename=str(path)) if small is None else HTML(responsive_image(path, small, alt or key)))
         plt.close(fig)
         if narrow is not None:
             plt.close(narrow)
@@ -210,14 +214,14 @@ class ChapterContext:
             self._show_notes()
         return None
 
-    def _save_figure(self, key: str, fig: Any, dpi: int, label: str = "") -> Path:
+    def _save_figure(self, key: str, fig: Any, dpi: int, label: str = "", alt: str = "") -> Path:
         path = self.out_dir / "figures" / f"{key}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         if label and not getattr(fig, "_medibio_built_for", False):
             # under the figure's canvas (the saved PNG's tight box takes it in), where no tick label can be
             fig.text(0.99, -0.005, label, ha="right", va="top", fontsize=7, color="#555")
             fig._medibio_built_for = True  # a figure saved twice is labelled once
-        fig.savefig(path, dpi=dpi, bbox_inches="tight")
+        fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata=charts.png_metadata(fig, alt))
         return path
 
     def reproduces(self, artefact: str, records: Iterable[Any] = (), section: str = "",
@@ -501,7 +505,7 @@ def _diff_columns(frame: pd.DataFrame) -> tuple[str, ...]:
 
 
 def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = (), precision: int = 2,
-          links: Mapping[tuple[str, str], str] | None = None) -> Any:
+          links: Mapping[tuple[str, str], str] | None = None, row_labels: bool = True) -> Any:
     """A pandas Styler as the paper prints numbers: counts as integers with thousands separators (Table 5's
     90,000 steps, not 90000.00; a column of runs or seeds, 42 not 42.00), scores with fixed precision, flags as
     words ("yes"/"no", never ``True``), lists as comma-separated text, "–" for missing values, coloured
@@ -509,11 +513,11 @@ def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = 
     :meth:`ChapterContext.table`. A named index's name stands in the header row's first cell, not on a row
     of its own (a lone "id" line above the table); the names of a several-level index, which cannot share
     that cell, are left out (the labels say what they are), and row numbers (an unnamed default index) are not
-    shown: they number nothing a reader looks up."""
+    shown: they number nothing a reader looks up; nor are any row labels with ``row_labels=False``."""
     if frame.index.nlevels == 1 and frame.columns.nlevels == 1 and frame.index.name and frame.columns.name is None:
         frame = frame.rename_axis(index=None, columns=frame.index.name)
     hidden = {"names": True} if frame.index.nlevels > 1 and frame.columns.nlevels == 1 else {}
-    numbered = isinstance(frame.index, pd.RangeIndex) and frame.index.name is None and len(frame)
+    numbered = (isinstance(frame.index, pd.RangeIndex) and frame.index.name is None and len(frame)) or not row_labels
     numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])
                and not pd.api.types.is_bool_dtype(frame[c])]
     whole = {c for c in numeric if _whole_numbers(frame[c], c)}

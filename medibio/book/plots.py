@@ -35,6 +35,7 @@ def aggregate_readings(audit: pd.DataFrame, macro_reading: str) -> Any:
     fig, ax = _figure(7.5, 0.45 * max(len(rows), 4) + 1.2)
     charts.bars(ax, tidy, "column", "score", "aggregate", horizontal=True)
     ax.set_xlim(60, 90)
+    ax.set_title("Each printed BLURB Avg. beside the official BLURB score of its column")
     ax.set_xlabel("score")
     ax.set_ylabel("")
     ax.legend(loc="lower right", fontsize="small")

@@ -48,10 +48,12 @@ from medibio.core.errors import MedibioError
 from medibio.core.text import file_bytes
 from medibio.experiments.ift import RECORDED
 from medibio.experiments.table5 import STUDY
+from medibio.finetune.variants import fold_of
 from medibio.ift import variants
 from medibio.models import zoo
 from medibio.paper import tables as paper_tables
 from medibio.results.aggregate import newest_configurations
+from medibio.results.recorded import REFERENCE_ROOT
 from medibio.results.significance import compare_records
 from medibio.runs.records import BASE_VARIANT, KINDS, RunRecord, checked_content, load_records
 from medibio.tasks import loaders, registry, scierc_predictions
@@ -77,6 +79,18 @@ def has_pages(build_profile: str, record_profile: str) -> bool:
     recorded profiles its claims read): a chapter links a run only where its page will exist, whatever other
     profiles' records share the results root."""
     return record_profile == build_profile or record_profile in READ_BESIDE.get(build_profile, ())
+
+
+def recorded_runs(results_root: str | Path, build_profile: str, profile: str) -> tuple[list[RunRecord], bool]:
+    """The fine-tuning runs of a recorded profile (``cpu-ift``) a chapter shows, and whether to link them to
+    their pages: this build's results root's where it holds them (a build from reference/ copies them there),
+    linked where the build writes their pages; else reference/'s, unlinked."""
+    here = load_records(results_root, profile=profile, kind="finetune", legacy=False)
+    if here:
+        return here, has_pages(build_profile, profile)
+    return load_records(REFERENCE_ROOT, profile=profile, kind="finetune", legacy=False), False
+
+
 # test predictions above this many characters go to a script file beside the page, not into it: a page stays
 # under 1 MB (ChemProt's three seeds are 5 MB of JSON) and still opens from disk (a <script src> needs no server)
 INLINE_EXAMPLES = 400_000
@@ -442,13 +456,9 @@ def paired_rows(a: Examples, b: Examples) -> tuple[dict[str, int], list[dict[str
     return table, differ
 
 
-_FOLD = re.compile(r"\+(cv\d+)$")  # a cross-validation fold's IFT variant (ift-STS-B+cv2); its direct run is cv2
-
-
 def _direct_variant(variant: str) -> str:
     """The direct fine-tuning variant an IFT variant is compared with: ``base``, or the same fold's ``cvN``."""
-    fold = _FOLD.search(variant)
-    return fold.group(1) if fold else BASE_VARIANT
+    return fold_of(variant)[1] or BASE_VARIANT
 
 
 def ift_pairs(configs: Sequence[Configuration]) -> list[tuple[Configuration, Configuration]]:
@@ -836,17 +846,6 @@ def _write_run_pages(results_root: Path, profile: str, html_dir: Path, data_root
                                                   local=lambda url: url.removeprefix(RUNS_DIR + "/"))
     written.append(write_text(out_root / "index.html", index))
     return written
-
-
-def fold_of(variant: str) -> tuple[str, str]:
-    """A fine-tuning variant as (arm, cross-validation fold): ``ift-STS-B+cv2`` -> (``ift-STS-B``, ``cv2``),
-    ``cv2`` -> (``base``, ``cv2``), ``ift-GAD`` -> (``ift-GAD``, "")."""
-    found = _FOLD.search(variant)
-    if found:
-        return variant[:found.start()], found.group(1)
-    if re.fullmatch(r"cv\d+", variant):
-        return BASE_VARIANT, variant
-    return variant, ""
 
 
 def arms_table(records: Iterable[RunRecord]) -> tuple[pd.DataFrame, dict[tuple[str, str], str]]:

@@ -165,3 +165,22 @@ def heatmap(ax: Any, values: pd.DataFrame, *, cmap: str, vmin: float | None = No
         for t in ticks:
             t.set_rotation("vertical")
     return mesh
+
+
+# The PNG text keyword (one of the PNG specification's) that carries a saved figure's description: the book
+# reads it back as the image's alt text (medibio.book.alt_text), where Sphinx would otherwise give the file's path.
+ALT_KEYWORD = "Description"
+
+
+def title(fig: Any) -> str:
+    """A figure's title in words: its suptitle, else its axes' titles; what a reader who cannot see it is told."""
+    sup = getattr(fig, "_suptitle", None)
+    if sup is not None and sup.get_text():
+        return str(sup.get_text())
+    return "; ".join(t for ax in fig.axes if (t := ax.get_title()))
+
+
+def png_metadata(fig: Any, alt: str = "") -> dict[str, str]:
+    """``savefig(metadata=...)`` of a PNG: its description (``alt``, else the figure's :func:`title`)."""
+    text = alt or title(fig)
+    return {ALT_KEYWORD: text} if text else {}

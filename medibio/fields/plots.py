@@ -31,7 +31,7 @@ def save(fig: Figure, out_dir: str | Path, stem: str) -> list[Path]:
         path = out / f"{stem}.{ext}"
         with atomic_open(path, "wb") as fh:
             fig.savefig(fh, format=ext, dpi=150, bbox_inches="tight",
-                        metadata={"Date": None} if ext == "svg" else None)
+                        metadata={"Date": None} if ext == "svg" else charts.png_metadata(fig))
         paths.append(path)
     return paths
 

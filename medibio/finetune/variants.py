@@ -6,6 +6,7 @@ Torch-free, so that the claims find a cross-validation fold's runs by name witho
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from medibio.ift import variants
@@ -29,3 +30,15 @@ def variant_name(cfg: config.FinetuneConfig, chain: Sequence[str] = (), base: st
     if cfg.cv_fold:
         parts.append(f"cv{cfg.cv_fold}")
     return "+".join(parts) or BASE_VARIANT
+
+
+_FOLD = re.compile(r"(?:^|\+)(cv\d+)$")
+
+
+def fold_of(variant: str) -> tuple[str, str]:
+    """The inverse of a fold's part in :func:`variant_name`: (arm, cross-validation fold), ``ift-STS-B+cv2`` ->
+    (``ift-STS-B``, ``cv2``), ``cv2`` -> (``base``, ``cv2``), ``ift-GAD`` -> (``ift-GAD``, "")."""
+    found = _FOLD.search(variant)
+    if not found:
+        return variant, ""
+    return variant[:found.start()] or BASE_VARIANT, found.group(1)

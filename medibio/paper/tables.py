@@ -191,6 +191,10 @@ def paper_layout(n: int) -> pd.DataFrame:
     return frame.drop(columns=["table", "note"]).set_index("config")
 
 
+TABLE5_HEADERS = {"algorithm": "algorithm", "base_model": "base model", "corpus_type": "corpus",
+                  "training_steps": "training steps", "blurb_avg": "BLURB avg."}  # the transcription's fields in words
+
+
 def cell(n: int, column: str, row: str) -> float:
     """One numeric cell, addressed as in the paper: table, column header, row label.
 

@@ -113,6 +113,12 @@ def _aggregate_rows(key: tuple[str, str, str], dataset_rows: list[dict]) -> list
     return rows
 
 
+def with_aggregates(scores: Mapping[str, float]) -> dict[str, float | None]:
+    """Per-dataset scores with both BLURB aggregates added under the rows' names (``BLURB score``, ``BLURB
+    Avg.``), so that a set of printed scores lines up with a results table's aggregate rows."""
+    return {**scores, BLURB_SCORE: scoring.blurb_score(scores).value, PAPER_AVG: scoring.paper_average(scores).value}
+
+
 def newest_configurations(records: Iterable[RunRecord]) -> tuple[list[RunRecord], dict[tuple, int]]:
     """Keep, per (profile, model, variant, dataset; and seed for a pretraining run), the records of the most
     recently created configuration — of the profile's own runs when there are any: a run made under ``--limit``
