@@ -283,6 +283,20 @@ def test_cli_different_test_ids_exit_2_naming_the_files(two_systems: tuple[Path,
     assert "capped" in err and "seed1.test.jsonl" in err and "same test ids" in err
 
 
+def test_a_prediction_file_is_scored_against_the_gold_as_it_is_now(hand_runs) -> None:
+    """The gold test split is read once per process while its files stay as they are: one edited meanwhile is
+    read again (its size or time changed: here both), so a score never reads a stale gold."""
+    record = hand_runs.write("base", 1)  # every answer right
+    path = record.predictions_location(hand_runs.results)
+    stats, _ = S._score_file(str(path), "BioASQ", str(hand_runs.data))
+    assert stats.score() == 100.0
+    gold = hand_runs.data / "blurb" / "BioASQ" / "test.tsv"
+    flipped = ["no" if g == "yes" else "yes" for g in hand_runs.gold[:10]] + hand_runs.gold[10:]
+    gold.write_text("".join(f"q{i}\tIs it?\tSome other context.  \t{g}\n" for i, g in enumerate(flipped)))
+    stats, _ = S._score_file(str(path), "BioASQ", str(hand_runs.data))
+    assert stats.score() == 75.0  # 10 of the 40 answers now wrong
+
+
 # --------------------------------------------------------------------------- record sets (what run functions return)
 
 

@@ -139,8 +139,17 @@ class Runs:
         return float(np.mean(self.scores))
 
 
-@functools.lru_cache(maxsize=32)
 def _gold(dataset: str, data_root: str) -> predictions.Gold:
+    """The gold test split, read once per process while its files stay as they are (a worker scores dozens of
+    files against one test set; a file edited meanwhile is read again)."""
+    files = loaders.split_files(dataset, "test", data_root)
+    if not all(f.is_file() for f in files):
+        return predictions.load_gold(dataset, "test", data_root)  # which raises, naming the missing file
+    return _gold_read(dataset, data_root, tuple((str(f), (st := f.stat()).st_mtime_ns, st.st_size) for f in files))
+
+
+@functools.lru_cache(maxsize=16)
+def _gold_read(dataset: str, data_root: str, files: tuple[tuple[str, int, int], ...]) -> predictions.Gold:
     return predictions.load_gold(dataset, "test", data_root)
 
 
@@ -178,8 +187,10 @@ def _score_file(path: str, dataset: str, data_root: str) -> tuple[UnitStats, fro
     gold = _gold(dataset, data_root)
     preds = predictions.read_predictions(path, dataset)
     covered = [i for i in gold.ids if i in preds]
-    position = {i: k for k, i in enumerate(gold.ids)}
-    sub = predictions.Gold(dataset, "test", covered, [gold.references[position[i]] for i in covered])
+    sub = gold
+    if len(covered) < len(gold.ids):  # a file of some of the test examples: scored on those
+        position = {i: k for k, i in enumerate(gold.ids)}
+        sub = predictions.Gold(dataset, "test", covered, [gold.references[position[i]] for i in covered])
     values = predictions.align(path, preds, sub)  # ids outside the gold and tag counts are errors
     return unit_stats(dataset, sub.references, values, sub.ids), frozenset(covered)
 
@@ -217,7 +228,9 @@ def prediction_stats(path: str | Path, dataset: str,
 def _scored_apart(key: FileKey, cache: Path | None) -> tuple[UnitStats, frozenset[str]] | None:
     """:func:`_file_stats` in a worker process, under the caller's evidence cache; None for a file it refuses
     (the caller scores it again and raises the error in full, naming the file and line)."""
-    with evidence_cache.stored_in(None if cache is None else cache.parent):
+    # no cyclic collections while a file's lines become objects that stay alive to the end of the call (a
+    # tenth of the scoring's CPU walked them again and again; the call leaves no cycles to collect)
+    with evidence_cache.stored_in(None if cache is None else cache.parent), workers.no_collections():
         try:
             return _file_stats(*key)
         except MedibioError:

@@ -132,6 +132,11 @@ def _check_labels(
     if allowed is None:
         return
     known = set(allowed)
+    try:
+        if known.issuperset(values):  # all known, checked at once; else the loop below names the first one
+            return
+    except TypeError:  # an unhashable value: not a label either
+        pass
     for i, value in enumerate(values):
         if value not in known:
             raise MetricInputError(

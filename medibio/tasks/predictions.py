@@ -15,6 +15,7 @@ folder with no file for any dataset is an error). Files follow the text policy o
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -125,6 +126,7 @@ def _json_kind(value: Any) -> str:
 _TWO_ON_A_LINE = re.compile(r"\}[ \t\r]*,[ \t\r]*\{")
 _KEYS = ("id", "prediction")
 _ID, _PREDICTION = map(operator.itemgetter, _KEYS)
+_VALUE = operator.itemgetter(1)  # a Prediction's value
 
 
 def _all_valid(values: list[Any], problem: Problem, labels: frozenset[str]) -> bool:
@@ -232,6 +234,12 @@ def _listing(ids: Sequence[str]) -> str:
 
 def align(path: str | Path, predictions: dict[str, Prediction], gold: Gold) -> list[Any]:
     """Predictions in gold order; every gold id exactly once and (token tasks) one tag per gold word."""
+    token_task = registry.get(gold.dataset, "blurb").is_token_task
+    if len(predictions) == len(gold.ids):  # as many as the gold's: all of them, found at once, or none extra
+        with contextlib.suppress(KeyError):
+            values = list(map(_VALUE, map(predictions.__getitem__, gold.ids)))
+            if not token_task or list(map(len, values)) == list(map(len, gold.references)):
+                return values
     gold_ids = set(gold.ids)
     missing = [i for i in gold.ids if i not in predictions]
     extra = [i for i in predictions if i not in gold_ids]
@@ -247,7 +255,6 @@ def align(path: str | Path, predictions: dict[str, Prediction], gold: Gold) -> l
             + "; ".join(parts),
         )
     out = []
-    token_task = registry.get(gold.dataset, "blurb").is_token_task
     for sid, ref in zip(gold.ids, gold.references, strict=True):
         pred = predictions[sid]
         if token_task and len(pred.value) != len(ref):

@@ -29,7 +29,9 @@ ChemProt, DDI and GAD resample pairs, BIOSSES sentence pairs, PubMedQA and BioAS
 
 from __future__ import annotations
 
+import functools
 import itertools
+import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -232,15 +234,38 @@ def _tag_lists(references: Sequence[Any], predictions: Sequence[Any], labels: Se
         return False
 
 
+# The gold side of the last few test sets scored (:func:`_gold_tags`), by the identity of their tag lists, each
+# kept with the lists themselves so that no other object can take their id while they are here.
+_GOLD_TAGS: dict[int, tuple[Sequence[Any], tuple[Any, ...]]] = {}
+_GOLD_TAGS_MAX = 8
+
+
+def _gold_tags(references: Sequence[Any]) -> tuple[Any, ...]:
+    """Each gold tag's sentence, sentence bounds, (kind, type) codes and the types numbered: the same for every
+    run scored against one test set (the scorer passes the same gold lists each time), so worked out once per
+    set and process (a sixth of an NER file's scoring)."""
+    kept = _GOLD_TAGS.get(id(references))
+    if kept is not None and kept[0] is references:
+        return kept[1]
+    types: dict[str, int] = {}
+    codes = _tag_codes(list(itertools.chain.from_iterable(references)), types)
+    found = (*_sentences(references), codes, types)
+    for array in (*found[:3], *(codes or ())):
+        array.flags.writeable = False  # shared by every run scored against this set
+    if len(_GOLD_TAGS) >= _GOLD_TAGS_MAX:
+        del _GOLD_TAGS[next(iter(_GOLD_TAGS))]
+    _GOLD_TAGS[id(references)] = (references, found)
+    return found
+
+
 def _ner_rows(references: Sequence[Any], predictions: Sequence[Any], ids: Sequence[str] | None,
               labels: Sequence[str] | None) -> np.ndarray:
     """Per sentence (tp, fp, fn) of entity spans, all sentences at once: seqeval's ``get_entities`` called per
     sentence took most of the claims' cold computation."""
     if not _tag_lists(references, predictions, labels):
         _check_sequences(references, predictions, ids, labels)  # says which example is wrong
-    sentence, first, last = _sentences(references)
-    types: dict[str, int] = {}
-    gold = _tag_codes(list(itertools.chain.from_iterable(references)), types)
+    sentence, first, last, gold, gold_types = _gold_tags(references)
+    types = dict(gold_types)  # the predictions' new types numbered after the gold's, as when read together
     found = _tag_codes(list(itertools.chain.from_iterable(predictions)), types)
     if gold is None or found is None:
         for i, (ref, pred) in enumerate(zip(references, predictions, strict=True)):  # raises for the first one
@@ -276,14 +301,12 @@ def _pico_rows(references: Sequence[Any], predictions: Sequence[Any], ids: Seque
 
 def _re_rows(references: Sequence[Any], predictions: Sequence[Any], ids: Sequence[str] | None,
              labels: Sequence[str] | None, negative: str) -> np.ndarray:
-    _checked_labels(references, predictions, ids, labels)
-    out = np.zeros((len(references), 3))
-    for i, (gold, pred) in enumerate(zip(references, predictions, strict=True)):
-        if pred == gold:
-            out[i, 0] = gold != negative
-        else:
-            out[i, 1:] = (pred != negative, gold != negative)
-    return out
+    n = _checked_labels(references, predictions, ids, labels)
+    same = np.fromiter(map(operator.eq, predictions, references), dtype=bool, count=n)
+    gold, found = (np.fromiter(map(operator.ne, values, itertools.repeat(negative)), dtype=bool, count=n)
+                   for values in (references, predictions))
+    # (tp, fp, fn) of the positive relations: right and positive; wrong, predicted positive; wrong, truly positive
+    return np.stack([same & gold, ~same & found, ~same & gold], axis=1).astype(float)
 
 
 def _binary_rows(references: Sequence[Any], predictions: Sequence[Any], ids: Sequence[str] | None,
@@ -385,18 +408,28 @@ def unit_stats(dataset: str, references: Sequence[Any], predictions: Sequence[An
     """Validate like :func:`medibio.tasks.metrics.evaluate` and reduce each resampling unit to its counts."""
     spec = registry.get(dataset, "blurb")
     stat = STATISTICS[spec.metric]
-    ids = [str(i) for i in ids]
+    ids = tuple(map(str, ids))
     _check_pairs(references, predictions, ids)
     labels = spec.labels or None
     if spec.metric == "re_micro_f1":
         rows = stat.rows(references, predictions, ids, labels, spec.negative_label)
     else:
         rows = stat.rows(references, predictions, ids, labels)
-    unit = UNITS[spec.name]
-    keys = [unit.key(i) for i in ids]
-    order = list(dict.fromkeys(keys))
-    position = {k: u for u, k in enumerate(order)}
-    index = np.fromiter((position[k] for k in keys), dtype=np.int64, count=len(keys))
+    order, index = _units_of(spec.name, ids)
     counts = np.zeros((len(order), rows.shape[1]))
     np.add.at(counts, index, rows)
-    return UnitStats(spec.name, spec.metric, unit.name, tuple(order), stat.columns, counts)
+    return UnitStats(spec.name, spec.metric, UNITS[spec.name].name, order, stat.columns, counts)
+
+
+@functools.lru_cache(maxsize=32)
+def _units_of(dataset: str, ids: tuple[str, ...]) -> tuple[tuple[str, ...], np.ndarray]:
+    """The units of ``dataset`` the examples ``ids`` fall in, in order of first appearance, and each example's
+    unit number: the same for every run scored on one test set, so worked out once (a sixth of a ChemProt file's
+    scoring)."""
+    key = UNITS[dataset].key
+    keys = [key(i) for i in ids]
+    order = tuple(dict.fromkeys(keys))
+    position = {k: u for u, k in enumerate(order)}
+    index = np.fromiter(map(position.__getitem__, keys), dtype=np.int64, count=len(keys))
+    index.flags.writeable = False  # shared by every call that finds it here
+    return order, index
