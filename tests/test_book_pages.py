@@ -136,6 +136,9 @@ def test_a_named_index_heads_its_column_without_a_header_row_of_its_own():
     shown = notebook.style(pd.DataFrame({"claim": ["a long claim"], "ours": ["-1.17 [-2.99, +0.66]"]})).to_html()
     assert shown.count("white-space: nowrap") == 1 and "col1" in shown.split("white-space: nowrap")[0].split("}")[-1]
     assert ">0<" not in numbered and ">1<" not in numbered and ">1.50<" in numbered
+    # a value fixed precision would print as zero keeps its digits (Table 3's learning rates), zero stays 0.00
+    rates = notebook.style(pd.DataFrame({"learning rate": [1e-4, 5e-5, 0.0, 0.01]})).to_html()
+    assert all(f">{shown}<" in rates for shown in ("0.0001", "5e-05", "0.00", "0.01"))
     # row labels left off the page where a table asks (the claims' ids: the claim's words head each row)
     unlabelled = notebook.style(frame, row_labels=False).to_html()
     assert ">science-base<" not in unlabelled and ">id<" not in unlabelled and ">2.00<" in unlabelled

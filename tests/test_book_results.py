@@ -202,9 +202,11 @@ def test_recorded_results_beside_a_re_execution(hand_runs: HandRuns, tmp_path: P
     ours = [w("base", 1, set(range(0, 40, 8)) | {1}, root=build, profile="gpu")]
     chapter = _chapter(slug, "gpu", build)
     chapter.reproduces("Table 6", ours, section="Our runs")
-    versus = results.show_recorded(chapter, ours, "Table 6", "Our runs; Recorded GPU results", root=ref)
+    # the same run in two of the chapter's lists (a direct run that an IFT table shows as its baseline) counts once
+    versus = results.show_recorded(chapter, [*ours, *ours], "Table 6", "Our runs; Recorded GPU results", root=ref)
     row = versus.iloc[0]
-    assert (row["recorded mean"], row["recorded seeds"], row["our mean"]) == (pytest.approx(82.5), 3, 85.0)
+    assert (row["recorded mean"], row["recorded seeds"], row["our mean"], row["our seeds"]) == (
+        pytest.approx(82.5), 3, 85.0, 1)
     assert row["difference"] == pytest.approx(2.5) and row["inside seed spread"] and row["same configuration"]
     assert {"recorded", "recorded_vs_now"} <= set(chapter.tables)
     index = notebook.reproduction_index(build, "gpu")
@@ -216,6 +218,10 @@ def test_recorded_results_beside_a_re_execution(hand_runs: HandRuns, tmp_path: P
     assert results.show_recorded(cpu, [w("base", 1, {0}, root=cpu_build)], "Table 6", "Recorded", root=ref) is None
     assert set(cpu.tables) == {"recorded"} and cpu.tables["recorded"]["n_rows"] == 1
     assert "recorded in reference/: 3 gpu runs" in notebook.reproduction_index(cpu_build, "cpu").loc["Table 6", "status"]
+    # recorded runs a chapter lists twice: counted once, and no empty "rendered from recorded runs: " clause
+    twice = _chapter(slug, "cpu", tmp_path / "twice")
+    twice.reproduces("Table 6", [*recorded, *recorded])
+    assert twice.reproductions["Table 6"]["status"] == "recorded in reference/: 3 gpu runs"
     # nothing recorded for these runs: a line says so, the index keeps what the chapter ran
     other = _chapter(slug, "cpu", tmp_path / "other")
     assert results.show_recorded(other, [w("ift-STS-B", 1, {0}, root=tmp_path / "other")], "Table 6", "R",

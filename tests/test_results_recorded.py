@@ -33,6 +33,11 @@ def test_comparison_by_hand() -> None:
     assert single["inside seed spread"] is None  # one recorded seed: no spread to judge by
     frame = reference.recorded_frame(recorded)
     assert frame.iloc[0]["recorded mean"] == 82.0 and frame.iloc[0]["device"].startswith("cuda")
+    # another profile's runs of the same variant and dataset, or another configuration: rows of their own
+    other = RunRecord.from_dict({**_rec(4, 60.0).to_dict(), "profile": "cpu"})
+    frame = reference.recorded_frame([*recorded, other, _rec(5, 70.0, digest="ffffffffffff")])
+    assert sorted(zip(frame["profile"], frame["seeds"], frame["recorded mean"], strict=True)) == [
+        ("cpu", 1, 60.0), ("gpu", 1, 70.0), ("gpu", 3, 82.0)]
 
 
 @pytest.mark.realdata

@@ -138,29 +138,6 @@ def run_index(results_root: Path, settings: Settings) -> pd.DataFrame:
     return frame[list(INDEX_COLUMNS)].reset_index(drop=True)
 
 
-def build_history(results_root: Path) -> pd.DataFrame:
-    """Timings of the last book build of each profile (from ``book/<profile>/build.json``)."""
-    rows = []
-    for path in sorted((results_root / "book").glob("*/build.json")):
-        report = json.loads(path.read_text(encoding="utf-8"))
-        failed = [c["slug"] for c in report.get("chapters", []) if c.get("status") == "failed"]
-        rows.append({"profile": report.get("profile"), "started": report.get("started"),
-                     "notebooks (s)": report.get("execute_seconds"), "html (s)": report.get("html_seconds"),
-                     "failed chapters": ", ".join(failed) or "none"})
-    frame = pd.DataFrame(rows, columns=["profile", "started", "notebooks (s)", "html (s)", "failed chapters"])
-    return frame.set_index("profile")
-
-
-def chapter_summaries(results_root: Path, profile: str) -> pd.DataFrame:
-    """What each chapter of this build recorded: how many tables and figures."""
-    rows = []
-    for path in sorted((results_root / "book" / profile).glob("*/summary.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        rows.append({"chapter": data["chapter"], "tables": len(data.get("tables", {})),
-                     "figures": len(data.get("figures", {}))})
-    return pd.DataFrame(rows, columns=["chapter", "tables", "figures"]).set_index("chapter")
-
-
 DRIFT_COLUMNS = ("kind", "model", "variant", "dataset", "seed", "status", "identical predictions", "recorded score",
                  "score", "difference", "recorded std", "inside seed spread", "recorded threads", "threads",
                  "same configuration")

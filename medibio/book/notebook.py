@@ -230,14 +230,16 @@ class ChapterContext:
         (run records: ``status``, and ``recorded`` for reference results committed to the repository) or,
         for what is computed without runs (the field analysis), an explicit ``status``; the first page's index
         is built from these notes."""
-        recs = list(records)
+        # a run listed twice counts once (a recorded run and this build's run of the same key are two runs)
+        recs = list({(getattr(r, "run_id", None) or id(r), bool(getattr(r, "recorded", False))): r
+                     for r in records}.values())
         ok = [r for r in recs if getattr(r, "status", "ok") == "ok"]
         recorded = [r for r in ok if getattr(r, "recorded", False)]
         if status is None:
             parts = []
-            if len(recorded) < len(ok):
+            if made_here := [r for r in ok if not getattr(r, "recorded", False)]:
                 made = "rendered from recorded runs" if self.settings.recorded else "reproduced on this profile"
-                parts.append(f"{made}: {_runs_by_profile([r for r in ok if r not in recorded])}")
+                parts.append(f"{made}: {_runs_by_profile(made_here)}")
             if recorded:
                 parts.append(f"recorded in {REFERENCE_NAME}: {_runs_by_profile(recorded)}")
             status = "; ".join(parts) or "paper numbers only"
@@ -559,7 +561,16 @@ def _count(value: Any) -> str:
 
 
 def _score(precision: int) -> Callable[[Any], str]:
-    return lambda value: NOT_AVAILABLE if _missing(value) else f"{value:.{precision}f}"
+    """Fixed precision, except a value it would print as zero (a learning rate of 1e-4 is no 0.00): three
+    significant digits."""
+    smallest = 0.5 * 10 ** -precision
+
+    def shown(value: Any) -> str:
+        if _missing(value):
+            return NOT_AVAILABLE
+        return f"{value:.3g}" if 0 < abs(value) < smallest else f"{value:.{precision}f}"
+
+    return shown
 
 
 def cell_text(value: Any, precision: int = 2) -> str:

@@ -33,12 +33,12 @@ def aggregate_readings(audit: pd.DataFrame, macro_reading: str) -> Any:
     ])
     tidy["column"] = tidy["column"].str.replace(", BLURB Avg.", "", regex=False)
     fig, ax = _figure(7.5, 0.45 * max(len(rows), 4) + 1.2)
-    charts.bars(ax, tidy, "column", "score", "aggregate", horizontal=True)
+    charts.bars(ax, tidy, "column", "score", "aggregate", horizontal=True, legend=False)
     ax.set_xlim(60, 90)
     ax.set_title("Each printed BLURB Avg. beside the official BLURB score of its column")
     ax.set_xlabel("score")
     ax.set_ylabel("")
-    ax.legend(loc="lower right", fontsize="small")
+    _legend_below(fig, ax)
     return fig
 
 
@@ -116,11 +116,17 @@ def paper_vs_ours_bars(frame: pd.DataFrame, title: str, paper: str = "paper", ou
     if spread is not None and spread not in frame:
         raise KeyError(f"no spread column {spread!r} to draw error bars from; columns: {list(frame.columns)}")
     err = frame[spread].astype(float).fillna(0).to_numpy() if spread is not None else None
-    ax.barh(y + height / 2, frame[ours].astype(float), height, xerr=err, label=ours, color="#fc8d62",
-            capsize=3)
+    ax.barh(y + height / 2, frame[ours].astype(float), height, xerr=err,
+            label=ours if ours.startswith("ours") else f"ours ({ours})", color="#fc8d62", capsize=3)
     ax.set_yticks(y, [str(i) for i in frame.index])
     ax.invert_yaxis()
     ax.set_xlabel("score (0–100)")
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize="small")
+    _legend_below(fig, ax)
     return fig
+
+
+def _legend_below(fig: Any, ax: Any) -> None:
+    """The legend in a row under the axes: inside them it hid the lowest bars' ends and error bars."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small", frameon=False)

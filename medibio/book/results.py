@@ -142,6 +142,7 @@ def show_recorded(chapter: Any, records: Sequence[Any], artefact: str, section: 
     ours, the difference and whether it lies inside the recorded seed spread. Notes the artefact as
     reproduced from these records too (the first page's index then says "recorded result"). Returns the
     comparison, or None when there is nothing to compare."""
+    records = list({r.run_id: r for r in records}.values())  # a run two of the chapter's lists hold counts once
     asked = {(r.variant, r.dataset) for r in records}
     recorded = [r for r in reference.recorded(root=root or reference.REFERENCE_ROOT)
                 if (r.variant, r.dataset) in asked]
@@ -152,7 +153,7 @@ def show_recorded(chapter: Any, records: Sequence[Any], artefact: str, section: 
     chapter.reproduces(artefact, [*records, *recorded], section=section)
     profiles = sorted({r.profile for r in recorded})
     chapter.table("recorded", reference.recorded_frame(recorded)
-                  .set_index(["model", "variant", "dataset"]),
+                  .set_index(["profile", "model", "variant", "dataset"]),
                   caption=f"Recorded results (reference/, profile {', '.join(profiles)})"
                           + ("" if chapter.profile in profiles else ": not re-executed here"))
     same = [r for r in recorded if r.profile == chapter.profile]

@@ -345,8 +345,9 @@ def beside_recorded(settings: Settings, profile: str, recorded: Path = REFERENCE
                                     resamples=resamples, recorded=recorded)
     out = []
     for a, b in zip(ours, theirs, strict=True):
-        out.append({"this build": a.verdict_text, "this build A − B [95%]": _estimate(a.ours),
-                    "reference/": b.verdict_text, "reference/ A − B [95%]": _estimate(b.ours),
+        # in the words of What holds up: a design label (a floor, a scale mismatch) with the measured verdict
+        out.append({"this build": a.verdict_words, "this build A − B [95%]": _estimate(a.ours),
+                    "reference/": b.verdict_words, "reference/ A − B [95%]": _estimate(b.ours),
                     "same verdict": a.verdict == b.verdict,
                     "crossed": "" if a.verdict == b.verdict else _crossed(b.ours, a.ours, a.delta)})
     return pd.DataFrame(out, index=pd.Index([r.id for r in ours], name="id"))

@@ -128,19 +128,20 @@ def _summary(records: list[RunRecord]) -> dict[str, Any]:
 
 
 def recorded_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
-    """One row per (model, variant, dataset) of recorded runs: mean ± std over seeds, device, commit."""
-    groups: dict[tuple[str, str, str], list[RunRecord]] = {}
+    """One row per configuration of recorded runs (profile, model, variant, dataset and configuration digest):
+    mean ± std over its seeds, device, commit. Runs of two profiles or configurations are never averaged together
+    (the cpu profile's three ift-STS-B seeds and cpu-ift's five are two experiments, not eight seeds of one)."""
+    groups: dict[tuple[str, str, str, str, str], list[RunRecord]] = {}
     for rec in records:
-        groups.setdefault((rec.model_tag, rec.variant, rec.dataset), []).append(rec)
+        groups.setdefault((rec.profile, rec.model_tag, rec.variant, rec.dataset, rec.config_digest or ""), []).append(rec)
     rows = []
-    for (model, variant, dataset), recs in groups.items():
+    for (profile, model, variant, dataset, digest), recs in groups.items():
         s = _summary(recs)
-        rows.append({"model": model, "variant": variant, "dataset": dataset, "recorded mean": s["mean"],
-                     "recorded std": s["std"], "seeds": s["n"], "device": recs[0].device,
-                     "commit": (recs[0].git_commit or "")[:8], "digest": recs[0].config_digest,
-                     "recorded on": recs[0].created[:10]})
-    return pd.DataFrame(rows, columns=["model", "variant", "dataset", "recorded mean", "recorded std", "seeds",
-                                       "device", "commit", "digest", "recorded on"])
+        rows.append({"profile": profile, "model": model, "variant": variant, "dataset": dataset,
+                     "recorded mean": s["mean"], "recorded std": s["std"], "seeds": s["n"], "device": recs[0].device,
+                     "commit": (recs[0].git_commit or "")[:8], "digest": digest, "recorded on": recs[0].created[:10]})
+    return pd.DataFrame(rows, columns=["profile", "model", "variant", "dataset", "recorded mean", "recorded std",
+                                       "seeds", "device", "commit", "digest", "recorded on"])
 
 
 def compare_with_recorded(ours: Iterable[RunRecord], reference: Iterable[RunRecord]) -> pd.DataFrame:

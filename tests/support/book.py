@@ -230,9 +230,9 @@ def _note_request(url: str, base: str, check: PageCheck) -> None:
 
 PINNED_BOOK = Path(__file__).resolve().parents[1] / "fixtures" / "cpu-book-reference.json"
 # What a build from the recorded runs shows that depends on the machine or the environment rather than on the
-# runs: Appendix B's environment, library versions, build timings and chapter counts; in its run index the
+# runs: Appendix B's environment and library versions; in its run index the
 # freshness, which says what this CPU would decide (its precision); each page's provenance line (the lock digest)
-MACHINE_TABLES = {"appendix_b_reproducibility": {"environment", "versions", "builds", "chapters"}}
+MACHINE_TABLES = {"appendix_b_reproducibility": {"environment", "versions"}}
 MACHINE_COLUMNS = {("appendix_b_reproducibility", "runs"): {"freshness", "changed"}}
 MACHINE_VALUES = {"built", "freshness_reading"}  # which records are stale depends on the CPU that plans them again
 
