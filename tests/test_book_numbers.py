@@ -46,7 +46,7 @@ SIZES = {"train": 350, "dev": 50, "test": 100}
 
 def test_scierc_budget_says_what_a_capped_profile_leaves_out() -> None:
     found = _text(numbers.scierc_budget(_cfg(), SIZES, 6, [1, 2, 3], "all-MiniLM-L6-v2", _cfg(epochs=30), [1, 2, 3, 4, 5]))
-    assert found["scierc_seeds_n"] == "3" and found["scierc_seeds"] == "1, 2, 3"
+    assert found["scierc_seeds_n"] == "3 seeds" and found["scierc_seeds"] == "1, 2, 3"
     assert (found["scierc_train_used"], found["scierc_train_total"]) == ("120", "350")
     assert (found["scierc_dev_used"], found["scierc_test_used"], found["scierc_test_official"]) == ("50", "100", "yes")
     assert (found["scierc_layers_trained"], found["scierc_layers"], found["scierc_layers_kept"]) == ("2", "6", "4")
@@ -79,7 +79,8 @@ def test_scierc_budget_of_the_real_presets_has_the_same_keys_on_every_profile() 
         keys = set(found)
     smoke = _text(numbers.scierc_budget(presets.preset("smoke"), SIZES, 2, presets.seeds("smoke"), "m",
                                         presets.preset("gpu"), presets.seeds("gpu")))
-    assert smoke["scierc_seeds_n"] == str(len(presets.seeds("smoke")))
+    n = len(presets.seeds("smoke"))
+    assert smoke["scierc_seeds_n"] == f"{n} seed{'' if n == 1 else 's'}"  # never "1 seed(s)"
 
 
 def _summary(runs: int) -> dict:

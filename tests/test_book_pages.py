@@ -139,6 +139,9 @@ def test_a_named_index_heads_its_column_without_a_header_row_of_its_own():
     # a value fixed precision would print as zero keeps its digits (Table 3's learning rates), zero stays 0.00
     rates = notebook.style(pd.DataFrame({"learning rate": [1e-4, 5e-5, 0.0, 0.01]})).to_html()
     assert all(f">{shown}<" in rates for shown in ("0.0001", "5e-05", "0.00", "0.01"))
+    # p-values at the precision the prose gives them: 0.005 is no 0.01
+    tested = notebook.style(pd.DataFrame({"gain": [1.234], "p": [0.0049]})).to_html()
+    assert ">1.23<" in tested and ">0.005<" in tested
     # row labels left off the page where a table asks (the claims' ids: the claim's words head each row)
     unlabelled = notebook.style(frame, row_labels=False).to_html()
     assert ">science-base<" not in unlabelled and ">id<" not in unlabelled and ">2.00<" in unlabelled

@@ -67,3 +67,6 @@ def test_the_appendix_readings_count_what_they_check() -> None:
                     "the 120 data files differ from their checksums.")
     assert "reference/ records the test predictions of none of its runs" in numbers.reproducibility_reading(
         3, 0, 0, 0, None)["b_reading"][0]
+    rendered = numbers.reproducibility_reading(648, 41, 41, 0, (53, 0), from_recorded=True)["b_reading"][0]
+    assert "rendered from the runs recorded in reference/" in rendered and "not a re-execution" in rendered
+    assert "41 of the 41" not in rendered and rendered.endswith("0 of the 53 data files differ from their checksums.")

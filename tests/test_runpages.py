@@ -249,6 +249,9 @@ def test_a_cross_validated_run_lists_its_fold_from_the_pooled_splits(hand_runs, 
     listed = {row["id"]: (row["g"], row["ok"]["1"]) for row in _examples(page)["rows"]}
     assert listed == {"t0": ("yes", True), "t1": ("no", False), "d0": ("no", True), "q3": ("no", True)}
     assert "cannot be listed" not in page.read_text(encoding="utf-8")
+    # its lead says what the score is: one fold's examples, not the official test split's
+    assert "Score on cross-validation fold 1 (its own examples of the pooled splits, not the official test split)" \
+        in page.read_text(encoding="utf-8") and "Test score <strong>" not in page.read_text(encoding="utf-8")
     # the paired view of the fold with intermediate fine-tuning: the one example they differ on, and no test on
     # one fold's examples (the claims pool the folds)
     paired = (html / runpages.paired_page_url(ift, record)).read_text(encoding="utf-8")

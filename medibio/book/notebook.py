@@ -33,6 +33,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from medibio.book.chapters import ARTEFACTS, chapter_of
+from medibio.book.numbers import P_VALUE
 from medibio.book.parameters import resolve
 from medibio.core import charts, launch, paths, profiles, progress, provenance
 from medibio.core.atomic import write_json, write_text
@@ -523,8 +524,8 @@ def style(frame: pd.DataFrame, caption: str = "", diff_columns: Iterable[str] = 
     numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])
                and not pd.api.types.is_bool_dtype(frame[c])]
     whole = {c for c in numeric if _whole_numbers(frame[c], c)}
-    formats = {c: _count if c in whole else _score(precision) if c in numeric else _plain(precision)
-               for c in frame.columns}
+    formats = {c: _count if c in whole else _p_value if c in numeric and _is_p(c) else _score(precision)
+               if c in numeric else _plain(precision) for c in frame.columns}
     styler = frame.style.format(formats)
     styler = styler.format_index(_plain(precision), axis=0).format_index(_plain(precision), axis=1)
     for (row, column), url in _cells(frame, links or {}).items():
@@ -558,6 +559,17 @@ def _missing(value: Any) -> bool:
 
 def _count(value: Any) -> str:
     return NOT_AVAILABLE if _missing(value) else f"{value:,.0f}"
+
+
+def _is_p(column: Any) -> bool:
+    """A p-value column ("p", "p-value", "p (paired bootstrap)")."""
+    name = label_text(column)
+    return name == "p" or name.startswith(("p ", "p-value"))
+
+
+def _p_value(value: Any) -> str:
+    """A p-value as the prose gives it (:data:`medibio.book.numbers.P_VALUE`): 0.005 is no 0.01."""
+    return NOT_AVAILABLE if _missing(value) else P_VALUE.format(value)
 
 
 def _score(precision: int) -> Callable[[Any], str]:

@@ -73,7 +73,7 @@ def scierc_budget(cfg: Any, sizes: Mapping[str, int], layers: int, seeds: Sequen
         return sizes[split] if cap is None else min(cap, sizes[split])
 
     trained = layers if cfg.train_layers is None else min(cfg.train_layers, layers)
-    return {"scierc_seeds_n": (len(seeds), "{}"), "scierc_seeds": (", ".join(map(str, seeds)), "{}"),
+    return {"scierc_seeds_n": (len(seeds), counted("seed")), "scierc_seeds": (", ".join(map(str, seeds)), "{}"),
             "scierc_model": (model, "{}"), "scierc_epochs": (cfg.epochs, "{}"),
             "scierc_train_used": (used(cfg.max_train_docs, "train"), "{:,}"), "scierc_train_total": (sizes["train"], "{:,}"),
             "scierc_dev_used": (used(cfg.max_dev_docs, "dev"), "{:,}"), "scierc_dev_total": (sizes["dev"], "{:,}"),
@@ -221,6 +221,11 @@ def table4_reading(gains: pd.DataFrame, runs: int, ours: Mapping[str, float], mo
     return {"t4_reading": (text + ".", "{}")}
 
 
+def counted(noun: str) -> Callable[[Any], str]:
+    """A count with its noun, singular or plural as the count asks ("1 seed", "3 seeds"): never "3 seed(s)"."""
+    return lambda n: f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def audit_reading(checks: int, inconsistent: int) -> Numbers:
     """Appendix A's first sentence: how many of the paper's derived numbers do not follow from their parts."""
     text = (f"Of the paper's {checks} numbers that can be recomputed from other numbers it prints, {inconsistent} do "
@@ -229,13 +234,19 @@ def audit_reading(checks: int, inconsistent: int) -> Numbers:
 
 
 def reproducibility_reading(records: int, compared: int, identical: int, changed: int,
-                            checksums: tuple[int, int] | None) -> Numbers:
+                            checksums: tuple[int, int] | None, from_recorded: bool = False) -> Numbers:
     """Appendix B's first sentence: the run records this build read, how many of the ``compared`` runs whose
     test predictions ``reference/`` also records gave the same ones, how many verdicts differ from reference/'s,
-    and (with a data root) how many data files differ from their checksums, of ``checksums`` = (files, mismatches)."""
+    and (with a data root) how many data files differ from their checksums, of ``checksums`` = (files, mismatches).
+    A build rendered from the recorded runs (``from_recorded``) says that its predictions and verdicts are
+    reference/'s own, identical by construction: the comparison checks a re-execution, which this is not."""
     same = (f"{identical} of the {compared} runs whose test predictions reference/ also records gave byte-identical ones"
             if compared else "reference/ records the test predictions of none of its runs")
     text = f"This build read {records:,} run records; {same}, and {changed} of the claims' verdicts differ from reference/'s"
+    if from_recorded:
+        text = (f"This build read {records:,} run records and was rendered from the runs recorded in reference/, "
+                "so its test predictions and the claims' verdicts are reference/'s own: identical by construction, "
+                "not a re-execution (a build that trains again is compared with them below)")
     if checksums is not None:
         text += f"; {checksums[1]} of the {checksums[0]:,} data files differ from their checksums"
     return {"b_reading": (text + ".", "{}")}

@@ -162,6 +162,12 @@ class Configuration:
         scores = [float(r.score_test) for r in self.scored]
         return statistics.fmean(scores) if scores else None
 
+    @property
+    def fold(self) -> int | None:
+        """The cross-validation fold this configuration was tested on (its own examples of the pooled splits,
+        not the official test split), or None."""
+        return self.first.details.get("cv_fold") or None
+
 
 def configurations(results_root: str | Path, profile: str) -> list[Configuration]:
     """Every configuration with a record of this schema under ``results_root`` for ``profile``, any kind
