@@ -293,6 +293,28 @@ def test_every_figure_says_what_it_shows_in_its_alt_text(cpu_book) -> None:
     assert found >= 10 and not unsaid, (found, unsaid)
 
 
+def test_run_pages_fit_a_phone_their_wide_tables_scroll_inside_themselves(cpu_book) -> None:
+    """At 420 px a run page is as wide as the screen: its per-seed table (eleven columns) scrolls on its own
+    rather than widening the page (it was 837 px wide), and its curve is no wider than the screen."""
+    from playwright.sync_api import sync_playwright
+
+    runs = cpu_book / "runs"
+    pages = [runs / "index.html", *sorted((runs / "finetune" / "cpu-study").rglob("index.html"))[:2],
+             *sorted((runs / "finetune" / "cpu-ift").rglob("index.html"))[:1]]
+    widths = {}
+    with testing.serve(cpu_book) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=testing.CHROMIUM, args=list(testing.CHROMIUM_ARGS))
+        try:
+            for path in pages:
+                page = browser.new_page(viewport=NARROW_SCREEN)
+                page.goto(f"{base}/{path.relative_to(cpu_book).as_posix()}", wait_until="networkidle")
+                widths[str(path.relative_to(cpu_book))] = page.evaluate("document.documentElement.scrollWidth")
+                page.close()
+        finally:
+            browser.close()
+    assert len(widths) == 4 and all(w <= NARROW_SCREEN["width"] for w in widths.values()), widths
+
+
 def test_the_runs_behind_every_tested_verdict_have_pages(cpu_book) -> None:
     runs = cpu_book / "runs"
     for profile in ("cpu", "cpu-ift", "cpu-study"):

@@ -136,6 +136,9 @@ def test_field_correlation_chapter(smoke) -> None:
     assert s["values"]["matches_paper"] is True
     assert {"medicine", "mathematics"} <= set(s["tables"]["groups"]["rows"])
     assert s["tables"]["closest_to_medicine"]["n_rows"] == 6
+    # C and the union shares in percent, as the figures and the text give them
+    assert "C(Medicine, j) (%)" in s["tables"]["closest_to_medicine"]["columns"]
+    assert "share (%)" in s["tables"]["shares"]["columns"]
     for key in ("figure2", "figure3", "figure4"):
         _figure_ok(s, key)
 

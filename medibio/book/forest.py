@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from medibio.book import rules
+from medibio.book.numbers import counted
 
 # attributes a verdict row may carry, tried in this order (the first present and not empty wins)
 PAPER_EFFECT = ("paper_effect", "paper_in_ours", "paper_diff_ours")
@@ -96,8 +97,7 @@ def _sign(side: int) -> str:
 
 def alt(found: Sequence[Any]) -> str:
     """What :func:`figure` shows, for a reader who cannot see it (the page's image's alt text)."""
-    n = len(tested(found))
-    return (f"Forest plot of the {n} tested claim{'s' if n != 1 else ''}: for each, our difference A − B with its "
+    return (f"Forest plot of the {counted('tested claim')(len(tested(found)))}: for each, our difference A − B with its "
             "95% interval, coloured by verdict, beside zero, the margin ±δ and the paper's effect; the table below "
             "gives the same numbers")
 
