@@ -178,22 +178,28 @@ def test_the_cpu_book_from_reference_shows_its_pinned_values_and_tables(cpu_buil
         assert not moved, (chapter, moved)
 
 
-def open_pages(html_dir: Path, slugs: list[str], viewport: dict[str, int] = FIRST_SCREEN) -> dict[str, dict]:
-    """What the browser sees of each chapter page at ``viewport`` (see :data:`_FIRST_SCREEN_PROBE`)."""
+def probe_pages(html_dir: Path, paths: list[str], viewport: dict[str, int], script: str) -> dict[str, object]:
+    """``script`` evaluated on each page (``paths`` relative to the HTML root) at ``viewport``, by path."""
     from playwright.sync_api import sync_playwright
 
     seen = {}
     with testing.serve(html_dir) as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=testing.CHROMIUM, args=list(testing.CHROMIUM_ARGS))
         try:
-            for slug in slugs:
+            for path in paths:
                 page = browser.new_page(viewport=viewport)
-                page.goto(f"{base}/book/{slug}.html", wait_until="networkidle")
-                seen[slug] = page.evaluate(_FIRST_SCREEN_PROBE)
+                page.goto(f"{base}/{path}", wait_until="networkidle")
+                seen[path] = page.evaluate(script)
                 page.close()
         finally:
             browser.close()
     return seen
+
+
+def open_pages(html_dir: Path, slugs: list[str], viewport: dict[str, int] = FIRST_SCREEN) -> dict[str, dict]:
+    """What the browser sees of each chapter page at ``viewport`` (see :data:`_FIRST_SCREEN_PROBE`)."""
+    seen = probe_pages(html_dir, [f"book/{slug}.html" for slug in slugs], viewport, _FIRST_SCREEN_PROBE)
+    return {slug: seen[f"book/{slug}.html"] for slug in slugs}
 
 
 @pytest.fixture(scope="module")
@@ -296,22 +302,11 @@ def test_every_figure_says_what_it_shows_in_its_alt_text(cpu_book) -> None:
 def test_run_pages_fit_a_phone_their_wide_tables_scroll_inside_themselves(cpu_book) -> None:
     """At 420 px a run page is as wide as the screen: its per-seed table (eleven columns) scrolls on its own
     rather than widening the page (it was 837 px wide), and its curve is no wider than the screen."""
-    from playwright.sync_api import sync_playwright
-
     runs = cpu_book / "runs"
     pages = [runs / "index.html", *sorted((runs / "finetune" / "cpu-study").rglob("index.html"))[:2],
              *sorted((runs / "finetune" / "cpu-ift").rglob("index.html"))[:1]]
-    widths = {}
-    with testing.serve(cpu_book) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=testing.CHROMIUM, args=list(testing.CHROMIUM_ARGS))
-        try:
-            for path in pages:
-                page = browser.new_page(viewport=NARROW_SCREEN)
-                page.goto(f"{base}/{path.relative_to(cpu_book).as_posix()}", wait_until="networkidle")
-                widths[str(path.relative_to(cpu_book))] = page.evaluate("document.documentElement.scrollWidth")
-                page.close()
-        finally:
-            browser.close()
+    widths = probe_pages(cpu_book, [p.relative_to(cpu_book).as_posix() for p in pages], NARROW_SCREEN,
+                         "document.documentElement.scrollWidth")
     assert len(widths) == 4 and all(w <= NARROW_SCREEN["width"] for w in widths.values()), widths
 
 
